@@ -1,0 +1,160 @@
+# scalebench: make | make test | make demo
+#   CUDA=auto|0|1    build the GPU parts (auto: when nvcc and NCCL are found under CUDA_HOME)
+#   DEBUG=1          -O0 -g, into build-debug/
+#   SAN=address|undefined|thread   sanitizer build, into build-<san>/
+#   CUDA_ARCH=...    nvcc -gencode flags (default sm_90 and sm_80)
+# Programs land in $(BUILD)/bin/sb-*. Header dependencies are tracked (-MMD), and a change of
+# flags (CUDA=, DEBUG=, SAN=) rebuilds what it affects.
+
+CUDA ?= auto
+DEBUG ?= 0
+SAN ?=
+CUDA_HOME ?= /usr/local/cuda
+CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80
+VERSION := 0.1.0
+
+# ---- variant and build folder ---------------------------------------------------------------
+ifneq ($(SAN),)
+  ifeq ($(filter $(SAN),address undefined thread),)
+    $(error SAN must be address, undefined or thread, not '$(SAN)')
+  endif
+  BUILD ?= build-$(SAN)
+else ifeq ($(DEBUG),1)
+  BUILD ?= build-debug
+else
+  BUILD ?= build
+endif
+
+# ---- CUDA detection --------------------------------------------------------------------------
+NVCC := $(firstword $(wildcard $(CUDA_HOME)/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
+CUDA_FOUND := $(if $(and $(NVCC),$(wildcard $(CUDA_HOME)/include/nccl.h),$(wildcard $(CUDA_HOME)/include/cuda_runtime.h)),1,0)
+ifeq ($(CUDA),auto)
+  HAVE_CUDA := $(CUDA_FOUND)
+else ifeq ($(CUDA),1)
+  ifeq ($(CUDA_FOUND),0)
+    $(error CUDA=1 but nvcc, cuda_runtime.h or nccl.h was not found under CUDA_HOME=$(CUDA_HOME))
+  endif
+  HAVE_CUDA := 1
+else ifeq ($(CUDA),0)
+  HAVE_CUDA := 0
+else
+  $(error CUDA must be auto, 0 or 1, not '$(CUDA)')
+endif
+
+# ---- flags -----------------------------------------------------------------------------------
+MPI_CFLAGS := $(shell pkg-config --cflags ompi-c 2>/dev/null)
+MPI_LIBS := $(shell pkg-config --libs ompi-c 2>/dev/null)
+HDF5_CFLAGS := $(shell pkg-config --cflags hdf5-openmpi 2>/dev/null)
+HDF5_LIBS := $(shell pkg-config --libs hdf5-openmpi 2>/dev/null)
+
+CXX := g++
+OPT := $(if $(filter 1,$(DEBUG)),-O0 -g,-O3 -g)
+SANFLAGS := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer,)
+CPPFLAGS := -I. -I$(BUILD)/gen $(MPI_CFLAGS) $(HDF5_CFLAGS) -DSB_HAVE_CUDA=$(HAVE_CUDA) -DOMPI_SKIP_MPICXX=1
+CXXFLAGS := -std=c++20 $(OPT) $(SANFLAGS) -Wall -Wextra -MMD -MP
+LDFLAGS := $(SANFLAGS)
+LDLIBS := $(HDF5_LIBS) $(MPI_LIBS) -lpthread
+ifeq ($(HAVE_CUDA),1)
+  CPPFLAGS += -I$(CUDA_HOME)/include
+  LDFLAGS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
+  LDLIBS += -lnccl -lcudart
+  NVCCFLAGS := -std=c++20 $(OPT) $(CUDA_ARCH) -Xcompiler -Wall,-Wextra -MMD -MP
+endif
+
+# ---- sources ---------------------------------------------------------------------------------
+# The library: every .cpp under these folders. Files that need CUDA end in _cuda.cpp (host code
+# calling CUDA/NCCL) or _cuda.cu (kernels); their CPU-only stand-ins end in _nocuda.cpp.
+LIB_DIRS := common kernels collectives collectives/baselines results
+LIB_ALL := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.cpp))
+ifeq ($(HAVE_CUDA),1)
+  LIB_SRC := $(filter-out %_nocuda.cpp,$(LIB_ALL)) $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*_cuda.cu))
+else
+  LIB_SRC := $(filter-out %_cuda.cpp,$(LIB_ALL))
+endif
+LIB_OBJ := $(patsubst %,$(BUILD)/obj/%.o,$(LIB_SRC))
+LIB := $(BUILD)/lib/libscalebench.a
+
+# Programs: bench/<name>/*.cpp -> $(BUILD)/bin/sb-<name>.
+PROGRAMS := $(notdir $(patsubst %/,%,$(dir $(wildcard bench/*/main.cpp))))
+PROGRAM_BINS := $(patsubst %,$(BUILD)/bin/sb-%,$(PROGRAMS))
+
+UNIT_SRC := $(wildcard tests/unit/*.cpp)
+MPI_TEST_SRC := $(wildcard tests/mpi/*.cpp)
+TEST_BINS := $(BUILD)/bin/sb-unit-tests $(BUILD)/bin/sb-mpi-tests
+
+.PHONY: all deps test demo clean gpu-check FORCE
+all: $(PROGRAM_BINS) $(TEST_BINS)
+
+deps:
+	@scripts/install-deps
+
+# Both set-up targets install what is missing first, then build in a fresh make (so that the
+# flags above are read again once pkg-config and the libraries are there).
+test: deps
+	@$(MAKE) --no-print-directory all
+	@tests/run $(BUILD)
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/demo $(BUILD)
+
+gpu-check:
+	@scripts/gpu-check
+
+clean:
+	rm -rf build build-debug build-address build-undefined build-thread
+
+# ---- rules -----------------------------------------------------------------------------------
+# A stamp that changes whenever the flags do, so that objects rebuild after CUDA=, DEBUG=, SAN=.
+FLAGS_STAMP := $(BUILD)/gen/flags
+FLAGS_TEXT := $(CXX) $(CPPFLAGS) $(CXXFLAGS) $(NVCCFLAGS) $(LDFLAGS) $(LDLIBS)
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(FLAGS_TEXT)' | cmp -s - $@ || echo '$(FLAGS_TEXT)' > $@
+
+# The build's version and commit, rewritten only when they change.
+BUILD_INFO := $(BUILD)/gen/sb_build_info.h
+GIT_COMMIT = $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+$(BUILD_INFO): FORCE
+	@mkdir -p $(@D)
+	@printf '#define SB_VERSION "%s"\n#define SB_GIT_COMMIT "%s"\n' '$(VERSION)' '$(GIT_COMMIT)' | cmp -s - $@ \
+	  || printf '#define SB_VERSION "%s"\n#define SB_GIT_COMMIT "%s"\n' '$(VERSION)' '$(GIT_COMMIT)' > $@
+$(BUILD)/obj/results/run_metadata.cpp.o: $(BUILD_INFO)
+
+$(BUILD)/obj/%.cpp.o: %.cpp $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CXX   $<"
+	@$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.cu.o: %.cu $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  NVCC  $<"
+	@$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	@echo "  AR    $@"
+	@rm -f $@ && ar rcs $@ $^
+
+define program_rule
+$(BUILD)/bin/sb-$(1): $(patsubst %,$(BUILD)/obj/%.o,$(wildcard bench/$(1)/*.cpp)) $(LIB)
+	@mkdir -p $$(@D)
+	@echo "  LINK  $$@"
+	@$(CXX) $(LDFLAGS) $$^ $(LDLIBS) -o $$@
+endef
+$(foreach p,$(PROGRAMS),$(eval $(call program_rule,$(p))))
+
+# The programs' sources, less their main(), are linked into the tests too.
+BENCH_LIB_OBJ := $(patsubst %,$(BUILD)/obj/%.o,$(filter-out %/main.cpp,$(wildcard bench/*/*.cpp)))
+
+$(BUILD)/bin/sb-unit-tests: $(patsubst %,$(BUILD)/obj/%.o,$(UNIT_SRC)) $(BENCH_LIB_OBJ) $(LIB)
+	@mkdir -p $(@D)
+	@echo "  LINK  $@"
+	@$(CXX) $(LDFLAGS) $^ $(LDLIBS) -lgtest -lgtest_main -o $@
+
+$(BUILD)/bin/sb-mpi-tests: $(patsubst %,$(BUILD)/obj/%.o,$(MPI_TEST_SRC)) $(BENCH_LIB_OBJ) $(LIB)
+	@mkdir -p $(@D)
+	@echo "  LINK  $@"
+	@$(CXX) $(LDFLAGS) $^ $(LDLIBS) -lgtest -o $@
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,175 @@
+// sb-allreduce: allreduce latency and bandwidth over a sweep of sizes, nccl-tests style, for
+// every implementation asked for, each checked on every element; one HDF5 file per run.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "bench/allreduce/options.hpp"
+#include "bench/allreduce/record.hpp"
+#include "bench/allreduce/sweep.hpp"
+#include "bench/allreduce/table.hpp"
+#include "common/check.hpp"
+#include "common/mpi_env.hpp"
+#include "common/usage_error.hpp"
+#include "common/watchdog.hpp"
+#include "results/results_file.hpp"
+
+namespace sb {
+namespace {
+
+constexpr const char* kProgram = "sb-allreduce";
+// Ranks other than 0 wait this much longer before giving up, so that rank 0 saves first.
+constexpr double kTimeoutGraceSeconds = 5;
+
+// Every rank learns whether any rank failed, so that they all stop together.
+bool any_rank(bool failed) {
+  int mine = failed ? 1 : 0, any = 0;
+  SB_MPI_CHECK(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  return any != 0;
+}
+
+std::vector<std::string> gather_strings(const std::string& mine, int nranks) {
+  constexpr int kWidth = 256;
+  char buffer[kWidth] = {};
+  mine.copy(buffer, kWidth - 1);
+  std::vector<char> all(static_cast<size_t>(nranks) * kWidth);
+  SB_MPI_CHECK(MPI_Allgather(buffer, kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR, MPI_COMM_WORLD));
+  std::vector<std::string> strings;
+  for (int r = 0; r < nranks; ++r) strings.emplace_back(&all[static_cast<size_t>(r) * kWidth]);
+  return strings;
+}
+
+std::string default_out_path() {
+  std::string stamp = utc_now();
+  std::erase(stamp, ':');
+  std::erase(stamp, '-');
+  return "out/allreduce-" + stamp + "-" + std::to_string(::getpid()) + ".h5";
+}
+
+// Writes the results file once: at the end of the run, or from the watchdog when it fails.
+class ResultsSaver {
+ public:
+  ResultsSaver(std::unique_ptr<ResultsFile> file, const RunMetadata& metadata,
+               const AllreduceOptions& options, ResultsLog& log)
+      : file_(std::move(file)), metadata_(metadata), options_(options), log_(log) {}
+
+  void save(const std::string& status) {
+    std::lock_guard<std::mutex> lock(log_.mutex);
+    if (!file_) return;
+    write_allreduce_results(file_->root(), metadata_, options_, log_.impls, status);
+    file_->commit();
+    std::printf("# %s results: %s\n", status == "complete" ? "Complete" : "Partial",
+                file_->final_path().c_str());
+    std::fflush(stdout);
+    file_.reset();
+  }
+
+ private:
+  std::unique_ptr<ResultsFile> file_;
+  const RunMetadata& metadata_;
+  const AllreduceOptions& options_;
+  ResultsLog& log_;
+};
+
+int run(int argc, char** argv, const WorldLayout& layout) {
+  const bool root = layout.rank == 0;
+  std::optional<AllreduceOptions> parsed;
+  std::unique_ptr<ResultsFile> file;
+  std::string error;
+  try {
+    parsed = parse_allreduce_options(argc, argv, root);
+    if (parsed) {
+      for (auto it = parsed->impls.begin(); it != parsed->impls.end();) {
+        const std::string why = find_allreduce_impl(*it)->unavailable();
+        if (!any_rank(!why.empty())) {
+          ++it;
+        } else if (parsed->impls_from_all) {
+          if (root) std::printf("# impl %s skipped: %s\n", it->c_str(), why.c_str());
+          it = parsed->impls.erase(it);
+        } else {
+          throw UsageError("--impl " + *it + " cannot run here: " +
+                           (why.empty() ? "not on every rank" : why));
+        }
+      }
+      if (root) {
+        if (parsed->out.empty()) {
+          parsed->out = default_out_path();
+          std::filesystem::create_directories("out");
+        }
+        file = std::make_unique<ResultsFile>(parsed->out);
+      }
+    }
+  } catch (const UsageError& e) {
+    error = e.what();
+  }
+  // Rank 0 alone opens the file, so every rank must hear whether that worked.
+  if (any_rank(!error.empty())) {
+    if (root) std::fprintf(stderr, "%s: error: %s\n", kProgram, error.empty() ? "see rank 0" : error.c_str());
+    return kExitUsage;
+  }
+  if (!parsed) return 0;
+  const AllreduceOptions& options = *parsed;
+
+  RunMetadata metadata = describe_run(kProgram, argc, argv);
+  metadata.layout = layout;
+  metadata.labels = options.labels;
+  std::vector<int> pids(static_cast<size_t>(layout.nranks));
+  const int pid = ::getpid();
+  SB_MPI_CHECK(MPI_Gather(&pid, 1, MPI_INT, pids.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
+  if (root) print_run_header(stdout, options, layout, pids);
+
+  ResultsLog log;
+  ResultsSaver saver(std::move(file), metadata, options, log);
+  Watchdog watchdog(options.timeout_seconds, root ? 0 : kTimeoutGraceSeconds,
+                    [&](const std::string& reason) {
+                      if (root) saver.save(reason);
+                    });
+
+  for (const std::string& name : options.impls) {
+    const AllreduceImplInfo& info = *find_allreduce_impl(name);
+    watchdog.phase("setting up " + name);
+    std::unique_ptr<AllreduceImpl> impl = info.create(MPI_COMM_WORLD);
+    ImplResult result{name, std::string(info.description), {}, {}};
+    if (impl->memory() == Memory::device) result.devices = gather_strings(impl->device_name(), layout.nranks);
+    {
+      std::lock_guard<std::mutex> lock(log.mutex);
+      log.impls.push_back(result);
+    }
+    if (root) print_table_header(stdout, result);
+    run_allreduce_sweep(*impl, options, layout, watchdog, log, [&](const SizeResult& size) {
+      print_table_row(stdout, size, options);
+    });
+    if (root) print_table_footer(stdout, log.impls.back());
+  }
+
+  int64_t wrong = 0;
+  if (root) {
+    for (const ImplResult& impl : log.impls) wrong += total_wrong(impl);
+    metadata.devices.clear();
+    for (const ImplResult& impl : log.impls)
+      if (!impl.devices.empty()) metadata.devices = impl.devices;
+    saver.save("complete");
+  }
+  SB_MPI_CHECK(MPI_Bcast(&wrong, 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
+  if (wrong > 0) {
+    if (root) std::fprintf(stderr, "%s: %lld wrong values\n", kProgram, static_cast<long long>(wrong));
+    return kExitWrongResults;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace sb
+
+int main(int argc, char** argv) {
+  sb::block_termination_signals();
+  sb::MpiSession session(&argc, &argv);
+  const sb::WorldLayout layout = sb::discover_world_layout();
+  try {
+    return sb::run(argc, argv, layout);
+  } catch (const std::exception& e) {
+    sb::die(__FILE__, __LINE__, std::string("sb-allreduce: ") + e.what());
+  }
+}

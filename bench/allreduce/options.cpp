@@ -1,0 +1,161 @@
+#include "bench/allreduce/options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+
+#include "collectives/allreduce_impl.hpp"
+#include "common/sizes.hpp"
+#include "common/usage_error.hpp"
+#include "results/run_metadata.hpp"
+
+namespace sb {
+namespace {
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const size_t end = comma == std::string::npos ? text.size() : comma;
+    parts.push_back(text.substr(start, end - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return parts;
+}
+
+std::string known_impls() {
+  std::string names;
+  for (const AllreduceImplInfo& info : allreduce_impls())
+    names += (names.empty() ? "" : ", ") + std::string(info.name);
+  return names + ", all";
+}
+
+void parse_impls(AllreduceOptions& options, const std::string& text) {
+  options.impls.clear();
+  for (const std::string& name : split_commas(text)) {
+    if (name == "all") {
+      options.impls_from_all = true;
+      for (const AllreduceImplInfo& info : allreduce_impls()) options.impls.emplace_back(info.name);
+    } else if (find_allreduce_impl(name)) {
+      options.impls.push_back(name);
+    } else {
+      throw UsageError("--impl: unknown implementation '" + name + "' (" + known_impls() + ")");
+    }
+  }
+  // A name given twice (e.g. "mpi,all") runs once.
+  std::vector<std::string> unique;
+  for (const std::string& name : options.impls)
+    if (std::find(unique.begin(), unique.end(), name) == unique.end()) unique.push_back(name);
+  options.impls = unique;
+}
+
+void validate(const AllreduceOptions& o) {
+  const size_t element = size_of(o.type);
+  if (o.min_bytes > o.max_bytes)
+    throw UsageError("--minbytes " + format_size(o.min_bytes) + " is larger than --maxbytes " +
+                     format_size(o.max_bytes));
+  if (o.min_bytes < element)
+    throw UsageError("--minbytes " + std::to_string(o.min_bytes) + " gives a zero count of " +
+                     std::string(name_of(o.type)) + " (" + std::to_string(element) + " bytes each)");
+  if (o.step_factor == 1) throw UsageError("--stepfactor must be at least 2");
+  if (o.step_factor == 0 && o.step_bytes == 0) throw UsageError("--stepbytes must be positive");
+  for (uint64_t size : o.sizes())
+    if (size % element != 0)
+      throw UsageError("size " + std::to_string(size) + " is not a multiple of the " +
+                       std::to_string(element) + "-byte " + std::string(name_of(o.type)));
+  if (o.max_bytes / element > static_cast<uint64_t>(INT_MAX))
+    throw UsageError("--maxbytes " + format_size(o.max_bytes) + " is more than 2^31-1 elements");
+  if (o.iters < 1) throw UsageError("--iters must be at least 1");
+  if (o.warmup_iters < 0) throw UsageError("--warmup_iters must not be negative");
+  if (o.timeout_seconds < 0) throw UsageError("--timeout must not be negative");
+}
+
+}  // namespace
+
+std::vector<uint64_t> AllreduceOptions::sizes() const {
+  return size_sweep(min_bytes, max_bytes, step_factor, step_bytes);
+}
+
+std::string_view name_of(TimeAggregate aggregate) {
+  switch (aggregate) {
+    case TimeAggregate::rank0: return "rank 0";
+    case TimeAggregate::mean: return "mean over ranks";
+    case TimeAggregate::min: return "min over ranks";
+    case TimeAggregate::max: return "max over ranks";
+  }
+  return "?";
+}
+
+std::optional<AllreduceOptions> parse_allreduce_options(int argc, char** argv, bool print) {
+  AllreduceOptions options;
+  std::string min_text, max_text, step_text, factor_text, type_text = "float", op_text = "sum";
+  std::string impl_text = "mpi";
+  std::vector<std::string> label_texts;
+  int check = 1, average = 1;
+  bool list = false;
+
+  CLI::App app("sb-allreduce: allreduce latency and bandwidth, nccl-tests style, checked on "
+               "every element.\nRun it under mpirun or srun; every rank must be given the same "
+               "flags.",
+               "sb-allreduce");
+  app.option_defaults()->always_capture_default();
+  app.add_option("-b,--minbytes", min_text, "smallest size in bytes (K/M/G suffixes) [32M]");
+  app.add_option("-e,--maxbytes", max_text, "largest size in bytes [32M]");
+  app.add_option("-i,--stepbytes", step_text, "grow sizes by this many bytes [1M]");
+  app.add_option("-f,--stepfactor", factor_text, "grow sizes by this factor (wins over -i)");
+  app.add_option("-n,--iters", options.iters, "timed iterations per size");
+  app.add_option("-w,--warmup_iters", options.warmup_iters, "untimed iterations before them");
+  app.add_option("-c,--check", check, "check every element of the result (0: off)");
+  app.add_option("-d,--datatype", type_text, "float, double, half, bfloat16, int32, int8");
+  app.add_option("-o,--op", op_text, "sum, prod, max, min, avg");
+  app.add_option("-a,--average", average,
+                 "row time from the per-rank times: 0 rank 0, 1 mean, 2 min, 3 max")
+      ->check(CLI::Range(0, 3));
+  app.add_option("-T,--timeout", options.timeout_seconds,
+                 "end the job when a rank makes no progress for this many seconds (0: never)");
+  app.add_option("--impl", impl_text, "implementations to run, comma-separated (" + known_impls() + ")");
+  app.add_option("--out", options.out, "results file [out/allreduce-<UTC time>-<pid>.h5]");
+  app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
+  app.add_flag("--list", list, "list the implementations and whether each can run here");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    if (print) std::fputs(app.help().c_str(), stdout);
+    return std::nullopt;
+  } catch (const CLI::ParseError& error) {
+    throw UsageError(error.what());
+  }
+  if (list) {
+    for (const AllreduceImplInfo& info : allreduce_impls()) {
+      const std::string why = info.unavailable();
+      if (print)
+        std::printf("%-12s %s%s\n", std::string(info.name).c_str(),
+                    std::string(info.description).c_str(),
+                    why.empty() ? "" : ("  [unavailable: " + why + "]").c_str());
+    }
+    return std::nullopt;
+  }
+
+  if (!min_text.empty()) options.min_bytes = parse_size(min_text, "--minbytes");
+  if (!max_text.empty()) options.max_bytes = parse_size(max_text, "--maxbytes");
+  if (!step_text.empty()) options.step_bytes = parse_size(step_text, "--stepbytes");
+  if (!factor_text.empty()) options.step_factor = parse_size(factor_text, "--stepfactor");
+  if (!factor_text.empty() && options.step_factor == 0)
+    throw UsageError("--stepfactor must be at least 2");
+  options.type = parse_datatype(type_text);
+  options.op = parse_redop(op_text);
+  if (check != 0 && check != 1) throw UsageError("--check must be 0 or 1");
+  options.check = check == 1;
+  options.aggregate = static_cast<TimeAggregate>(average);
+  parse_impls(options, impl_text);
+  for (const std::string& label : label_texts) add_label(options.labels, label);
+  validate(options);
+  return options;
+}
+
+}  // namespace sb

@@ -1,0 +1,57 @@
+#pragma once
+// The measurement itself: for each size, out-of-place then in-place, warm-up iterations, timed
+// iterations each started from a barrier, then the check. Every rank runs it; rank 0 gathers the
+// per-rank times and keeps the results.
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bench/allreduce/options.hpp"
+#include "collectives/allreduce_impl.hpp"
+#include "common/mpi_env.hpp"
+#include "common/watchdog.hpp"
+
+namespace sb {
+
+// One placement (out-of-place or in-place) at one size. Times in microseconds.
+struct PlacementResult {
+  double time_us = 0;  // the row's time: per-rank mean times aggregated by -a
+  double rank_min_us = 0, rank_mean_us = 0, rank_max_us = 0;  // over the per-rank mean times
+  double median_us = 0, p99_us = 0;  // over iterations of the slowest rank's time
+  double algbw_GBps = 0, busbw_GBps = 0;
+  int64_t wrong = -1;                // summed over ranks; -1 when not checked
+  std::vector<double> iteration_us;  // [rank][iteration], row-major; rank 0 only
+};
+
+struct SizeResult {
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  PlacementResult out_of_place, in_place;
+};
+
+struct ImplResult {
+  std::string name;
+  std::string description;
+  std::vector<std::string> devices;  // per rank, for device implementations
+  std::vector<SizeResult> sizes;
+};
+
+// The results so far, shared between the main thread and the watchdog's fault handler.
+struct ResultsLog {
+  std::mutex mutex;
+  std::vector<ImplResult> impls;
+};
+
+// Runs every size of `options` on `impl`; calls on_size(result) on rank 0 after each size and
+// appends it to log.impls.back(), which the caller has created on every rank.
+void run_allreduce_sweep(AllreduceImpl& impl, const AllreduceOptions& options,
+                         const WorldLayout& layout, Watchdog& watchdog, ResultsLog& log,
+                         const std::function<void(const SizeResult&)>& on_size);
+
+// Reduces per-rank, per-iteration times ([rank][iteration], microseconds) to a PlacementResult's
+// time fields and bandwidths. Pure; unit-tested.
+void summarise_times(PlacementResult& result, const std::vector<double>& iteration_us, int nranks,
+                     int iters, TimeAggregate aggregate, uint64_t bytes);
+
+}  // namespace sb

@@ -1,0 +1,57 @@
+#pragma once
+// One way of doing an allreduce, as the sb-allreduce harness sees it: a small object that owns
+// its communicator and knows where its buffers live. The harness does everything else (sizes,
+// data, timing, checking, tables, results), so an implementation is only this interface plus a
+// line in the registry (allreduce_registry.cpp), in the spirit of nccl-tests' testColl.
+#include <mpi.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/dtype.hpp"
+
+namespace sb {
+
+enum class Memory { host, device };
+
+class AllreduceImpl {
+ public:
+  virtual ~AllreduceImpl() = default;
+
+  virtual Memory memory() const { return Memory::host; }
+
+  // Runs one allreduce of `count` elements of `send` into `recv` (recv == send: in place) and
+  // returns once it is complete on this rank, with the seconds it took: host clock for host
+  // buffers, device timing (CUDA events) for device buffers.
+  virtual double run(const void* send, void* recv, size_t count, DataType type, RedOp op) = 0;
+
+  // Buffers in this implementation's memory, and copies between them and host memory. The
+  // defaults are for host memory.
+  virtual void* allocate(size_t bytes);
+  virtual void release(void* buffer);
+  virtual void upload(void* buffer, const void* host, size_t bytes);
+  virtual void download(void* host, const void* buffer, size_t bytes);
+
+  // One line naming the device each rank uses, for the run's header; empty for host buffers.
+  virtual std::string device_name() const { return {}; }
+};
+
+struct AllreduceImplInfo {
+  std::string_view name;
+  std::string_view description;
+  // Why this implementation cannot run in this build or on this machine; empty when it can.
+  // Called on every rank; must not communicate.
+  std::string (*unavailable)();
+  // Collective over `comm`.
+  std::unique_ptr<AllreduceImpl> (*create)(MPI_Comm comm);
+};
+
+// Every implementation known to this build, in the order `--impl all` runs them.
+const std::vector<AllreduceImplInfo>& allreduce_impls();
+// nullptr when there is no implementation of that name.
+const AllreduceImplInfo* find_allreduce_impl(std::string_view name);
+
+}  // namespace sb

@@ -1,0 +1,28 @@
+// The list of allreduce implementations the harness can run. An algorithm joins by adding a line.
+#include "collectives/allreduce_impl.hpp"
+#include "collectives/baselines/baselines.hpp"
+
+namespace sb {
+
+#if !SB_HAVE_CUDA
+std::string nccl_unavailable() {
+  return "this build has no CUDA (rebuild with make CUDA=1 where CUDA and NCCL are installed)";
+}
+std::unique_ptr<AllreduceImpl> make_nccl_allreduce(MPI_Comm) { return nullptr; }
+#endif
+
+const std::vector<AllreduceImplInfo>& allreduce_impls() {
+  static const std::vector<AllreduceImplInfo> impls = {
+      {"mpi", "MPI_Allreduce on host buffers", [] { return std::string(); }, make_mpi_allreduce},
+      {"nccl", "ncclAllReduce on device buffers", nccl_unavailable, make_nccl_allreduce},
+  };
+  return impls;
+}
+
+const AllreduceImplInfo* find_allreduce_impl(std::string_view name) {
+  for (const AllreduceImplInfo& info : allreduce_impls())
+    if (info.name == name) return &info;
+  return nullptr;
+}
+
+}  // namespace sb

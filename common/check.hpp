@@ -1,0 +1,49 @@
+#pragma once
+// Check macros for every library call. A failed call ends the whole job with one line that says
+// where (host:rank, file:line), which call, and the library's own message. Exit status 3 marks a
+// fault of the run (library error, timeout), distinct from bad input (2) and wrong results (1).
+#include <stdexcept>
+#include <string>
+
+namespace sb {
+
+inline constexpr int kExitWrongResults = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitFault = 3;
+
+// "host:rank" of this process once MPI is up, "host" before.
+const std::string& process_label();
+void set_process_rank(int rank);
+
+// Prints "<label>: <file>:<line>: <what>" on stderr and ends the job: MPI_Abort when MPI is
+// running (so no peer is left hanging), _exit otherwise.
+[[noreturn]] void die(const char* file, int line, const std::string& what, int status = kExitFault);
+
+[[noreturn]] void die_mpi(int code, const char* call, const char* file, int line);
+// HDF5 failures throw instead: a results file that cannot be read is bad input for a reader,
+// and one that cannot be written is reported by the program with the results it could not save.
+struct LibraryError : std::runtime_error {
+  explicit LibraryError(const std::string& what) : std::runtime_error(what) {}
+};
+[[noreturn]] void throw_hdf5(const char* call, const char* file, int line);
+
+}  // namespace sb
+
+#define SB_CHECK(cond, msg)                                                 \
+  do {                                                                      \
+    if (!(cond)) ::sb::die(__FILE__, __LINE__, std::string("check failed: ") + #cond + ": " + (msg)); \
+  } while (0)
+
+#define SB_MPI_CHECK(call)                                               \
+  do {                                                                   \
+    int sb_mpi_rc_ = (call);                                             \
+    if (sb_mpi_rc_ != 0) ::sb::die_mpi(sb_mpi_rc_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+// HDF5 calls return a negative value (herr_t or hid_t) on failure.
+#define SB_H5_CHECK(call)                                                         \
+  ([&]() {                                                                        \
+    auto sb_h5_rc_ = (call);                                                      \
+    if (sb_h5_rc_ < 0) ::sb::throw_hdf5(#call, __FILE__, __LINE__);                 \
+    return sb_h5_rc_;                                                             \
+  }())

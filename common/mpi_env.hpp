@@ -1,0 +1,35 @@
+#pragma once
+// The MPI world this process runs in: init/finalize as RAII, and where each rank sits (which
+// node, which local rank), which the NCCL baseline uses to pick a GPU and the results record.
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+namespace sb {
+
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+};
+
+struct WorldLayout {
+  int rank = 0;
+  int nranks = 1;
+  int local_rank = 0;       // rank among the ranks that share this node's memory
+  int local_size = 1;
+  int nodes = 1;
+  int max_ranks_per_node = 1;
+  std::vector<std::string> hosts;  // host name of every rank, by rank
+};
+
+// Collective over MPI_COMM_WORLD.
+WorldLayout discover_world_layout();
+
+// The MPI library's own version string, first line only.
+std::string mpi_library_version();
+
+}  // namespace sb

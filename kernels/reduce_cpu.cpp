@@ -1,0 +1,23 @@
+#include "kernels/reduce.hpp"
+
+namespace sb {
+
+void reduce_into_cpu(void* accumulator, const void* input, size_t count, DataType type,
+                     RedOp op) {
+  dispatch(type, [&](auto tag) {
+    using T = decltype(tag);
+    T* acc = static_cast<T*>(accumulator);
+    const T* in = static_cast<const T*>(input);
+    for (size_t i = 0; i < count; ++i) acc[i] = combine(op, acc[i], in[i]);
+  });
+}
+
+void divide_cpu(void* buffer, size_t count, DataType type, int divisor) {
+  dispatch(type, [&](auto tag) {
+    using T = decltype(tag);
+    T* values = static_cast<T*>(buffer);
+    for (size_t i = 0; i < count; ++i) values[i] = divide(values[i], divisor);
+  });
+}
+
+}  // namespace sb

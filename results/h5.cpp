@@ -1,0 +1,198 @@
+#include "results/h5.hpp"
+
+#include "common/check.hpp"
+
+namespace sb::h5 {
+namespace {
+
+void require(bool condition, const std::string& message) {
+  if (!condition) throw LibraryError(message);
+}
+
+Handle string_type(size_t length) {
+  // Fixed-length UTF-8 strings, NUL-padded: readable by h5dump, h5py and every HDF5 version.
+  Handle type(SB_H5_CHECK(H5Tcopy(H5T_C_S1)), H5Tclose);
+  SB_H5_CHECK(H5Tset_size(type.get(), length > 0 ? length : 1));
+  SB_H5_CHECK(H5Tset_strpad(type.get(), H5T_STR_NULLPAD));
+  SB_H5_CHECK(H5Tset_cset(type.get(), H5T_CSET_UTF8));
+  return type;
+}
+
+Handle scalar_space() { return Handle(SB_H5_CHECK(H5Screate(H5S_SCALAR)), H5Sclose); }
+
+Handle simple_space(const std::vector<hsize_t>& dims) {
+  return Handle(SB_H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)),
+                H5Sclose);
+}
+
+void replace_attr(hid_t node, const std::string& name) {
+  if (SB_H5_CHECK(H5Aexists(node, name.c_str())) > 0) SB_H5_CHECK(H5Adelete(node, name.c_str()));
+}
+
+void write_attr(hid_t node, const std::string& name, hid_t type, hid_t space, const void* data) {
+  replace_attr(node, name);
+  Handle attr(SB_H5_CHECK(H5Acreate2(node, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT)),
+              H5Aclose);
+  SB_H5_CHECK(H5Awrite(attr.get(), type, data));
+}
+
+template <class T>
+void write_dataset(hid_t node, const std::string& name, hid_t type, const std::vector<T>& data,
+                   std::vector<hsize_t> dims) {
+  if (dims.empty()) dims = {data.size()};
+  hsize_t total = 1;
+  for (hsize_t d : dims) total *= d;
+  require(total == data.size(), "dataset '" + name + "': shape does not match its data");
+  Handle space = simple_space(dims);
+  Handle set(SB_H5_CHECK(H5Dcreate2(node, name.c_str(), type, space.get(), H5P_DEFAULT,
+                                    H5P_DEFAULT, H5P_DEFAULT)),
+             H5Dclose);
+  if (total > 0) SB_H5_CHECK(H5Dwrite(set.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()));
+}
+
+template <class T>
+std::vector<T> read_dataset(hid_t node, const std::string& name, hid_t type,
+                            std::vector<hsize_t>* dims_out) {
+  Handle set(SB_H5_CHECK(H5Dopen2(node, name.c_str(), H5P_DEFAULT)), H5Dclose);
+  Handle space(SB_H5_CHECK(H5Dget_space(set.get())), H5Sclose);
+  const int rank = SB_H5_CHECK(H5Sget_simple_extent_ndims(space.get()));
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  SB_H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr));
+  hsize_t total = 1;
+  for (hsize_t d : dims) total *= d;
+  std::vector<T> data(total);
+  if (total > 0) SB_H5_CHECK(H5Dread(set.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()));
+  if (dims_out) *dims_out = dims;
+  return data;
+}
+
+Handle open_attr(hid_t node, const std::string& name) {
+  return Handle(SB_H5_CHECK(H5Aopen(node, name.c_str(), H5P_DEFAULT)), H5Aclose);
+}
+
+herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
+  static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+  return 0;
+}
+
+herr_t collect_attr_name(hid_t, const char* name, const H5A_info_t*, void* out) {
+  static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+  return 0;
+}
+
+}  // namespace
+
+void silence_error_stack() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+Node Node::create_group(const std::string& name) const {
+  return Node(Handle(SB_H5_CHECK(H5Gcreate2(id(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT,
+                                            H5P_DEFAULT)),
+                     H5Gclose));
+}
+
+Node Node::open_group(const std::string& path) const {
+  return Node(Handle(SB_H5_CHECK(H5Gopen2(id(), path.c_str(), H5P_DEFAULT)), H5Gclose));
+}
+
+bool Node::has(const std::string& name) const {
+  return SB_H5_CHECK(H5Lexists(id(), name.c_str(), H5P_DEFAULT)) > 0;
+}
+
+std::vector<std::string> Node::children() const {
+  std::vector<std::string> names;
+  hsize_t index = 0;
+  SB_H5_CHECK(H5Literate(id(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_name, &names));
+  return names;
+}
+
+void Node::set_attr(const std::string& name, const std::string& value) const {
+  Handle type = string_type(value.size());
+  write_attr(id(), name, type.get(), scalar_space().get(), value.data());
+}
+
+void Node::set_attr(const std::string& name, int64_t value) const {
+  write_attr(id(), name, H5T_NATIVE_INT64, scalar_space().get(), &value);
+}
+
+void Node::set_attr(const std::string& name, double value) const {
+  write_attr(id(), name, H5T_NATIVE_DOUBLE, scalar_space().get(), &value);
+}
+
+void Node::set_attr(const std::string& name, const std::vector<std::string>& values) const {
+  size_t width = 1;
+  for (const std::string& v : values) width = std::max(width, v.size());
+  std::string packed(width * values.size(), '\0');
+  for (size_t i = 0; i < values.size(); ++i) packed.replace(i * width, values[i].size(), values[i]);
+  Handle type = string_type(width);
+  Handle space = simple_space({values.size()});
+  write_attr(id(), name, type.get(), space.get(), packed.data());
+}
+
+bool Node::has_attr(const std::string& name) const {
+  return SB_H5_CHECK(H5Aexists(id(), name.c_str())) > 0;
+}
+
+std::vector<std::string> Node::attr_names() const {
+  std::vector<std::string> names;
+  hsize_t index = 0;
+  SB_H5_CHECK(H5Aiterate2(id(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_attr_name, &names));
+  return names;
+}
+
+std::string Node::attr_string(const std::string& name) const {
+  std::vector<std::string> values = attr_strings(name);
+  return values.empty() ? std::string() : values.front();
+}
+
+std::vector<std::string> Node::attr_strings(const std::string& name) const {
+  Handle attr = open_attr(id(), name);
+  Handle stored(SB_H5_CHECK(H5Aget_type(attr.get())), H5Tclose);
+  require(H5Tget_class(stored.get()) == H5T_STRING, "attribute '" + name + "' is not a string");
+  require(H5Tis_variable_str(stored.get()) == 0, "attribute '" + name + "' is a variable-length string");
+  const size_t width = H5Tget_size(stored.get());
+  Handle space(SB_H5_CHECK(H5Aget_space(attr.get())), H5Sclose);
+  const hssize_t count = SB_H5_CHECK(H5Sget_simple_extent_npoints(space.get()));
+  std::string packed(width * static_cast<size_t>(count), '\0');
+  Handle type = string_type(width);
+  SB_H5_CHECK(H5Aread(attr.get(), type.get(), packed.data()));
+  std::vector<std::string> values;
+  for (hssize_t i = 0; i < count; ++i) {
+    std::string value = packed.substr(static_cast<size_t>(i) * width, width);
+    values.push_back(value.substr(0, value.find('\0')));
+  }
+  return values;
+}
+
+int64_t Node::attr_int(const std::string& name) const {
+  int64_t value = 0;
+  SB_H5_CHECK(H5Aread(open_attr(id(), name).get(), H5T_NATIVE_INT64, &value));
+  return value;
+}
+
+double Node::attr_double(const std::string& name) const {
+  double value = 0;
+  SB_H5_CHECK(H5Aread(open_attr(id(), name).get(), H5T_NATIVE_DOUBLE, &value));
+  return value;
+}
+
+void Node::write(const std::string& name, const std::vector<double>& data,
+                 std::vector<hsize_t> dims) const {
+  write_dataset(id(), name, H5T_NATIVE_DOUBLE, data, std::move(dims));
+}
+void Node::write(const std::string& name, const std::vector<int64_t>& data,
+                 std::vector<hsize_t> dims) const {
+  write_dataset(id(), name, H5T_NATIVE_INT64, data, std::move(dims));
+}
+void Node::write(const std::string& name, const std::vector<uint64_t>& data,
+                 std::vector<hsize_t> dims) const {
+  write_dataset(id(), name, H5T_NATIVE_UINT64, data, std::move(dims));
+}
+
+std::vector<double> Node::read_doubles(const std::string& name, std::vector<hsize_t>* dims) const {
+  return read_dataset<double>(id(), name, H5T_NATIVE_DOUBLE, dims);
+}
+std::vector<int64_t> Node::read_ints(const std::string& name, std::vector<hsize_t>* dims) const {
+  return read_dataset<int64_t>(id(), name, H5T_NATIVE_INT64, dims);
+}
+
+}  // namespace sb::h5

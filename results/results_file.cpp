@@ -1,0 +1,85 @@
+#include "results/results_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "common/check.hpp"
+#include "common/usage_error.hpp"
+
+namespace sb {
+namespace {
+
+// fsync the file so that the rename publishes data that is on disk, not only in the page cache.
+void flush_to_disk(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw LibraryError("cannot reopen '" + path + "': " + std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int saved = errno;
+  ::close(fd);
+  if (rc != 0) throw LibraryError("cannot flush '" + path + "' to disk: " + std::strerror(saved));
+}
+
+}  // namespace
+
+ResultsFile::ResultsFile(std::string final_path)
+    : final_path_(std::move(final_path)),
+      temporary_path_(final_path_ + ".tmp-" + std::to_string(::getpid())) {
+  h5::silence_error_stack();
+  // Try the plain open first: it gives the operating system's reason, which HDF5 does not.
+  const int fd = ::open(temporary_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0)
+    throw UsageError("--out: cannot create '" + final_path_ + "': " + std::strerror(errno));
+  ::close(fd);
+  const hid_t id = H5Fcreate(temporary_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (id < 0) {
+    ::unlink(temporary_path_.c_str());
+    throw UsageError("--out: HDF5 cannot create '" + final_path_ + "'");
+  }
+  file_ = h5::Handle(id, H5Fclose);
+  root_ = std::make_unique<h5::Node>(
+      h5::Handle(SB_H5_CHECK(H5Gopen2(id, "/", H5P_DEFAULT)), H5Gclose));
+  root_->set_attr("schema_version", kSchemaVersion);
+}
+
+ResultsFile::~ResultsFile() {
+  if (file_) discard();
+}
+
+void ResultsFile::commit() {
+  root_.reset();
+  SB_H5_CHECK(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));
+  file_ = h5::Handle();  // closes the file
+  flush_to_disk(temporary_path_);
+  if (std::rename(temporary_path_.c_str(), final_path_.c_str()) != 0)
+    throw LibraryError("cannot rename '" + temporary_path_ + "' to '" + final_path_ +
+                       "': " + std::strerror(errno));
+}
+
+void ResultsFile::discard() {
+  root_.reset();
+  file_ = h5::Handle();
+  ::unlink(temporary_path_.c_str());
+}
+
+ResultsReader::ResultsReader(const std::string& path) {
+  h5::silence_error_stack();
+  if (path.find(".tmp-") != std::string::npos)
+    throw UsageError("'" + path + "' is a temporary file of an unfinished run, not a result");
+  if (::access(path.c_str(), R_OK) != 0)
+    throw UsageError("cannot read '" + path + "': " + std::strerror(errno));
+  if (H5Fis_hdf5(path.c_str()) <= 0) throw UsageError("'" + path + "' is not an HDF5 file");
+  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (id < 0) throw UsageError("HDF5 cannot open '" + path + "'");
+  file_ = h5::Handle(id, H5Fclose);
+  root_ = std::make_unique<h5::Node>(
+      h5::Handle(SB_H5_CHECK(H5Gopen2(id, "/", H5P_DEFAULT)), H5Gclose));
+  if (!root_->has_attr("schema_version"))
+    throw UsageError("'" + path + "' is not a scalebench results file (no schema_version)");
+}
+
+}  // namespace sb

@@ -1,0 +1,53 @@
+#pragma once
+// One results file per run, never seen half-written: it is created under a temporary name beside
+// its final one (FINAL.tmp-PID), and renamed to the final name only by commit(), after HDF5 has
+// closed it. A file dropped without commit() (an error, an exception) is removed; a process
+// killed outright leaves only the temporary name, which no reader takes for a result.
+#include <memory>
+#include <string>
+
+#include "results/h5.hpp"
+
+namespace sb {
+
+inline constexpr int64_t kSchemaVersion = 1;
+
+class ResultsFile {
+ public:
+  // Creates the temporary file. Throws UsageError naming the path when it cannot be created
+  // (a missing folder, no permission), so that a bad --out is reported before any work is done.
+  explicit ResultsFile(std::string final_path);
+  ~ResultsFile();
+  ResultsFile(const ResultsFile&) = delete;
+  ResultsFile& operator=(const ResultsFile&) = delete;
+
+  h5::Node& root() { return *root_; }
+  const std::string& final_path() const { return final_path_; }
+  const std::string& temporary_path() const { return temporary_path_; }
+
+  // Closes the file, flushes it to disk and renames it to its final name.
+  void commit();
+  // Closes and removes the temporary file.
+  void discard();
+
+ private:
+  std::string final_path_;
+  std::string temporary_path_;
+  h5::Handle file_;
+  std::unique_ptr<h5::Node> root_;
+};
+
+// A committed results file, opened read-only. Throws UsageError for a path that is not a
+// complete scalebench results file (missing, not HDF5, a temporary name, no schema_version).
+class ResultsReader {
+ public:
+  explicit ResultsReader(const std::string& path);
+  const h5::Node& root() const { return *root_; }
+  int64_t schema_version() const { return root_->attr_int("schema_version"); }
+
+ private:
+  h5::Handle file_;
+  std::unique_ptr<h5::Node> root_;
+};
+
+}  // namespace sb

@@ -1,0 +1,41 @@
+#pragma once
+// What every results file says about the run that made it, on its root group: which program and
+// build, when, on what (ranks, nodes, hosts, devices, library versions, Slurm allocation) and the
+// user's own --label tags. See results/SCHEMA.md for the attribute names.
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/mpi_env.hpp"
+#include "results/h5.hpp"
+
+namespace sb {
+
+struct RunMetadata {
+  std::string program;
+  std::string command_line;
+  std::string start_time_utc;
+  WorldLayout layout;
+  std::vector<std::string> devices;  // per rank; empty when the run uses no device
+  std::vector<std::pair<std::string, std::string>> libraries;  // name, version
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> environment;  // the MCA / NCCL / UCX settings in force
+};
+
+// Everything that needs no communication; the caller fills in layout and devices.
+RunMetadata describe_run(std::string program, int argc, char** argv);
+
+// "key=value" -> labels[key] = value. Throws UsageError for anything else.
+void add_label(std::map<std::string, std::string>& labels, const std::string& text);
+
+// The current UTC time as ISO 8601, e.g. 2026-12-02T16:04:50Z.
+std::string utc_now();
+
+// The build's version and git commit (from the Makefile).
+std::string scalebench_version();
+std::string scalebench_git_commit();
+
+void write_run_metadata(const h5::Node& root, const RunMetadata& metadata);
+
+}  // namespace sb
