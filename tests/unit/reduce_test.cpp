@@ -1,0 +1,65 @@
+#include "kernels/reduce.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+namespace sb {
+namespace {
+
+TEST(Combine, EveryOperation) {
+  EXPECT_EQ(combine(RedOp::sum, 3, 4), 7);
+  EXPECT_EQ(combine(RedOp::avg, 3, 4), 7);  // avg sums; divide() finishes it
+  EXPECT_EQ(combine(RedOp::prod, 3, -4), -12);
+  EXPECT_EQ(combine(RedOp::max, 3, -4), 3);
+  EXPECT_EQ(combine(RedOp::min, 3, -4), -4);
+  EXPECT_EQ(divide(7, 2), 3);
+  EXPECT_DOUBLE_EQ(divide(7.0, 2), 3.5);
+  EXPECT_EQ(to_float(combine(RedOp::sum, to_float16(1.5f), to_float16(2.0f))), 3.5f);
+  EXPECT_EQ(to_float(combine(RedOp::max, to_bfloat16(-1.0f), to_bfloat16(2.0f))), 2.0f);
+  EXPECT_EQ(to_float(divide(to_float16(3.0f), 2)), 1.5f);
+}
+
+TEST(Combine, IntegersWrapAround) {
+  EXPECT_EQ(combine<int8_t>(RedOp::sum, 127, 1), -128);
+  EXPECT_EQ(combine<int32_t>(RedOp::sum, INT32_MAX, 1), INT32_MIN);
+  EXPECT_EQ(combine<int32_t>(RedOp::prod, 1 << 30, 4), 0);
+}
+
+TEST(ReduceIntoCpu, MatchesElementFunctionForEveryType) {
+  for (DataType type : kAllDataTypes) {
+    for (RedOp op : kAllRedOps) {
+      dispatch(type, [&](auto tag) {
+        using T = decltype(tag);
+        std::vector<T> acc(5), in(5);
+        for (int i = 0; i < 5; ++i) {
+          if constexpr (std::is_same_v<T, float16>) {
+            acc[i] = to_float16(float(i - 2));
+            in[i] = to_float16(float(3 - i));
+          } else if constexpr (std::is_same_v<T, bfloat16>) {
+            acc[i] = to_bfloat16(float(i - 2));
+            in[i] = to_bfloat16(float(3 - i));
+          } else {
+            acc[i] = static_cast<T>(i - 2);
+            in[i] = static_cast<T>(3 - i);
+          }
+        }
+        std::vector<T> want = acc;
+        for (int i = 0; i < 5; ++i) want[i] = combine(op, want[i], in[i]);
+        reduce_into_cpu(acc.data(), in.data(), 5, type, op);
+        EXPECT_EQ(std::memcmp(acc.data(), want.data(), sizeof(T) * 5), 0)
+            << name_of(type) << " " << name_of(op);
+      });
+    }
+  }
+}
+
+TEST(DivideCpu, FinishesAnAverage) {
+  std::vector<int32_t> v = {6, -9, 12};
+  divide_cpu(v.data(), 3, DataType::int32, 3);
+  EXPECT_EQ(v, (std::vector<int32_t>{2, -3, 4}));
+}
+
+}  // namespace
+}  // namespace sb

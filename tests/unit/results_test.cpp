@@ -1,0 +1,111 @@
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/usage_error.hpp"
+#include "results/results_file.hpp"
+
+namespace sb {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Results : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("sb-results-test-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+TEST_F(Results, WriteThenReadBack) {
+  const std::string file = path("run.h5");
+  {
+    ResultsFile out(file);
+    EXPECT_FALSE(fs::exists(file)) << "visible under its final name before commit";
+    out.root().set_attr("program", "sb-test");
+    out.root().set_attr("ranks", int64_t{4});
+    out.root().set_attr("ratio", 1.5);
+    out.root().set_attr("hosts", std::vector<std::string>{"a", "node-long-name", ""});
+    const h5::Node group = out.root().create_group("allreduce").create_group("mpi");
+    group.write("size_bytes", std::vector<uint64_t>{8, 16, 32});
+    group.write("time_us", std::vector<double>{1, 2, 3, 4, 5, 6}, {3, 2});
+    group.write("wrong", std::vector<int64_t>{0, -1, 2});
+    out.commit();
+  }
+  EXPECT_TRUE(fs::exists(file));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1)
+      << "the temporary file was left behind";
+
+  ResultsReader in(file);
+  EXPECT_EQ(in.schema_version(), kSchemaVersion);
+  EXPECT_EQ(in.root().attr_string("program"), "sb-test");
+  EXPECT_EQ(in.root().attr_int("ranks"), 4);
+  EXPECT_DOUBLE_EQ(in.root().attr_double("ratio"), 1.5);
+  EXPECT_EQ(in.root().attr_strings("hosts"), (std::vector<std::string>{"a", "node-long-name", ""}));
+  EXPECT_EQ(in.root().children(), std::vector<std::string>{"allreduce"});
+  const h5::Node group = in.root().open_group("allreduce/mpi");
+  EXPECT_EQ(group.read_ints("size_bytes"), (std::vector<int64_t>{8, 16, 32}));
+  std::vector<hsize_t> dims;
+  EXPECT_EQ(group.read_doubles("time_us", &dims), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(dims, (std::vector<hsize_t>{3, 2}));
+  EXPECT_EQ(group.read_ints("wrong"), (std::vector<int64_t>{0, -1, 2}));
+  EXPECT_EQ(group.children(), (std::vector<std::string>{"size_bytes", "time_us", "wrong"}));
+}
+
+TEST_F(Results, DroppedWithoutCommitLeavesNothing) {
+  const std::string file = path("dropped.h5");
+  {
+    ResultsFile out(file);
+    out.root().set_attr("program", "sb-test");
+  }
+  EXPECT_FALSE(fs::exists(file));
+  EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+TEST_F(Results, AProcessKilledBeforeRenameIsNeverSeenAsComplete) {
+  const std::string file = path("killed.h5");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ResultsFile out(file);
+    out.root().create_group("allreduce").write("size_bytes", std::vector<uint64_t>{8});
+    ::_exit(0);  // dies with the file open: no destructor, no commit
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_FALSE(fs::exists(file));
+  std::vector<fs::path> left{fs::directory_iterator(dir_), fs::directory_iterator()};
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_NE(left[0].string().find(".tmp-"), std::string::npos);
+  const std::string temporary = left[0].string();
+  EXPECT_THROW(ResultsReader{temporary}, UsageError);
+}
+
+TEST_F(Results, ReaderRefusesWhatIsNotAResult) {
+  EXPECT_THROW(ResultsReader{path("missing.h5")}, UsageError);
+  std::ofstream(path("text.h5")) << "not hdf5\n";
+  EXPECT_THROW(ResultsReader{path("text.h5")}, UsageError);
+  {
+    // An HDF5 file that is not ours: no schema_version.
+    hid_t id = H5Fcreate(path("foreign.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(id, 0);
+    H5Fclose(id);
+  }
+  EXPECT_THROW(ResultsReader{path("foreign.h5")}, UsageError);
+}
+
+TEST_F(Results, UnwritablePathIsBadInput) {
+  EXPECT_THROW(ResultsFile{path("no/such/folder/run.h5")}, UsageError);
+  EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+}  // namespace
+}  // namespace sb
