@@ -77,7 +77,13 @@ void Watchdog::watch() {
     reason += " while " + phase;
     std::fprintf(stderr, "%s: %s\n", process_label().c_str(), reason.c_str());
     std::fflush(stderr);
-    if (on_fault_) on_fault_(reason);
+    if (on_fault_) {
+      on_fault_(reason);
+    } else if (signal > 0) {
+      // The launcher signals every rank at once; a rank without results to save lingers a
+      // moment, so that its exit does not get rank 0 killed before rank 0 has saved.
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
     std::fflush(stdout);
     _exit(signal > 0 ? 128 + signal : kExitFault);
   }

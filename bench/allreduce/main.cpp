@@ -123,9 +123,8 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   ResultsLog log;
   ResultsSaver saver(std::move(file), metadata, options, log);
   Watchdog watchdog(options.timeout_seconds, root ? 0 : kTimeoutGraceSeconds,
-                    [&](const std::string& reason) {
-                      if (root) saver.save(reason);
-                    });
+                    root ? Watchdog::FaultHandler([&](const std::string& reason) { saver.save(reason); })
+                         : Watchdog::FaultHandler());
 
   for (const std::string& name : options.impls) {
     const AllreduceImplInfo& info = *find_allreduce_impl(name);

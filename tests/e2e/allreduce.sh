@@ -1,0 +1,127 @@
+# sb-allreduce end to end: a run's table and HDF5 file, the schema, bad input, and faults.
+source "$(dirname "$0")/lib.sh"
+
+# ---- a normal run ----------------------------------------------------------------------------
+out=$WORK/run.h5
+$MPIRUN -np 2 "$BIN/sb-allreduce" -b 8 -e 1M -f 4 -n 3 -w 1 --out "$out" \
+  --label interconnect=loopback >"$WORK/run.txt" 2>"$WORK/run.err"
+check "run exits 0" test $? -eq 0
+check "run reports no wrong values" grep -q '^# Out of bounds values : 0 OK' "$WORK/run.txt"
+check "run prints the average bus bandwidth" grep -q '^# Avg bus bandwidth    : [0-9.e+-]' "$WORK/run.txt"
+rows=$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum +-1 ' "$WORK/run.txt")
+check "run prints one row per size (9)" test "$rows" -eq 9
+check "every row has #wrong 0 out of place and in place" \
+  test "$(awk '/^ +[0-9]+ +[0-9]+ +float/ && ($9 != 0 || $13 != 0)' "$WORK/run.txt" | wc -l)" -eq 0
+check "run leaves exactly its results file" test "$(ls "$WORK" | grep -c '\.h5')" -eq 1
+
+check "h5dump reads the file" h5dump -H "$out" >"$WORK/header.txt"
+dump_attr() { h5dump -a "$1" "$out" 2>/dev/null | grep -A1 'DATA {' | tail -1 | sed 's/.*: //; s/"//g; s/^ *//'; }
+check "schema_version is 1" test "$(dump_attr /schema_version)" = "1"
+check "program is sb-allreduce" test "$(dump_attr /program)" = "sb-allreduce"
+check "ranks is 2" test "$(dump_attr /ranks)" = "2"
+check "status is complete" test "$(dump_attr /status)" = "complete"
+check "the label is recorded" test "$(dump_attr /labels/interconnect)" = "loopback"
+sizes=$(h5dump -d /allreduce/mpi/size_bytes "$out" | tr -d ' \n' | grep -o 'DATA{(0):[^}]*' | sed 's/DATA{(0)://')
+check "size_bytes holds the sweep" test "$sizes" = "8,32,128,512,2048,8192,32768,131072,524288"
+check "iteration_us is sizes x ranks x iters" \
+  grep -q 'DATASPACE  SIMPLE { ( 9, 2, 3 ) / ( 9, 2, 3 ) }' <(h5dump -H -d /allreduce/mpi/out_of_place/iteration_us "$out")
+wrong=$(h5dump -d /allreduce/mpi/in_place/wrong "$out" | tr -d ' \n' | grep -o 'DATA{(0):[^}]*' | sed 's/DATA{(0)://')
+check "wrong is 0 at every size in place" test "$wrong" = "0,0,0,0,0,0,0,0,0"
+
+# Every attribute, group and dataset in the file is documented in SCHEMA.md, and the ones
+# SCHEMA.md marks as always present are in the file.
+schema=results/SCHEMA.md
+names=$(grep -oE '(ATTRIBUTE|DATASET|GROUP) "[^"]+"' "$WORK/header.txt" | sed 's/.*"\(.*\)"/\1/' | sort -u)
+undocumented=""
+for name in $names; do
+  case $name in /|interconnect|OMPI_MCA_*|NCCL_*|UCX_*) continue ;; esac
+  grep -q "\`$name\`" "$schema" || undocumented="$undocumented $name"
+done
+check "every name in the file is in SCHEMA.md${undocumented:+ (missing:$undocumented)}" test -z "$undocumented"
+missing=""
+for name in $(sed -n 's/^| `\([a-z_0-9A-Z]*\)` .*| always |.*/\1/p' "$schema"); do
+  grep -q "\"$name\"" "$WORK/header.txt" || missing="$missing $name"
+done
+check "every always-present name of SCHEMA.md is in the file${missing:+ (missing:$missing)}" test -z "$missing"
+
+# ---- other types and operations, other rank counts ---------------------------------------------
+for case in "3 half avg" "4 bfloat16 prod" "5 int8 min" "1 double max" "3 int32 sum"; do
+  set -- $case
+  $MPIRUN -np "$1" "$BIN/sb-allreduce" -b 64 -e 64K -f 8 -n 2 -w 1 -d "$2" -o "$3" \
+    --out "$WORK/case.h5" >"$WORK/case.txt" 2>&1
+  check "np=$1 $2 $3 exits 0 with no wrong values" grep -q '^# Out of bounds values : 0 OK' "$WORK/case.txt"
+  rm -f "$WORK/case.h5"
+done
+
+# Without a launcher (an MPI singleton), and with --impl all where nccl cannot run.
+"$BIN/sb-allreduce" -b 8 -e 64 -f 2 -n 2 --impl all --out "$WORK/single.h5" >"$WORK/single.txt" 2>&1
+check "singleton run with --impl all exits 0" test $? -eq 0
+if grep -q 'impl nccl skipped' "$WORK/single.txt"; then
+  "$BIN/sb-allreduce" --impl nccl -b 8 -e 8 --out "$WORK/nccl.h5" 2>"$WORK/nccl.err"
+  check "nccl without a GPU: status 2, one line, no file" \
+    test $? -eq 2 -a "$(wc -l <"$WORK/nccl.err")" -eq 1 -a ! -e "$WORK/nccl.h5"
+fi
+
+# ---- bad input: one line, status 2, no file ----------------------------------------------------
+bad_input() {
+  local name=$1; shift
+  local file=$WORK/bad.h5
+  $MPIRUN -np 2 "$BIN/sb-allreduce" "$@" >"$WORK/bad.out" 2>"$WORK/bad.err"
+  local rc=$?
+  local ours
+  ours=$(grep -c '^sb-allreduce: error: ' "$WORK/bad.err")
+  if [[ $rc -eq 2 && $ours -eq 1 && ! -e $file && -z $(ls "$WORK" | grep 'bad.h5') ]]; then
+    pass "bad input: $name"
+  else
+    fail "bad input: $name" "rc=$rc, $ours error lines: $(head -c 300 "$WORK/bad.err")"
+  fi
+}
+bad_input "unknown flag" --bogus --out "$WORK/bad.h5"
+bad_input "min > max" -b 64M -e 8 --out "$WORK/bad.h5"
+bad_input "size not a multiple of the type" -b 6 -e 6 -d float --out "$WORK/bad.h5"
+bad_input "zero count" -b 0 -e 8 --out "$WORK/bad.h5"
+bad_input "negative size" -b -8 -e 8 --out "$WORK/bad.h5"
+bad_input "unknown datatype" -d float8 --out "$WORK/bad.h5"
+bad_input "unknown op" -o xor --out "$WORK/bad.h5"
+bad_input "unwritable --out" -b 8 -e 8 --out /proc/sb-no-such-dir/bad.h5
+bad_input "--out into a missing folder" -b 8 -e 8 --out "$WORK/missing/bad.h5"
+
+# ---- faults --------------------------------------------------------------------------------------
+# A stuck rank: rank 1 is stopped mid-run; -T 3 must end the job, and rank 0 must save the sizes
+# it finished, marked with why the run ended.
+fault=$WORK/fault.h5
+$MPIRUN -np 2 "$BIN/sb-allreduce" -b 8 -e 4M -f 2 -n 2000 -w 0 -T 3 --out "$fault" \
+  >"$WORK/fault.txt" 2>"$WORK/fault.err" &
+launcher=$!
+pid=""
+for _ in $(seq 100); do
+  pid=$(sed -n 's/^#  Rank  1 Pid *\([0-9]*\) .*/\1/p' "$WORK/fault.txt")
+  [[ -n $pid ]] && break
+  sleep 0.1
+done
+sleep 1.5
+[[ -n $pid ]] && kill -STOP "$pid"
+start=$SECONDS
+wait "$launcher"
+rc=$?
+elapsed=$((SECONDS - start))
+[[ -n $pid ]] && kill -CONT "$pid" 2>/dev/null
+check "a stuck rank ends the job (rc=$rc) within -T plus margin (${elapsed}s)" test "$rc" -ne 0 -a "$elapsed" -le 20
+check "the timeout is reported in one clear line" grep -q 'timed out: no progress for 3 s' "$WORK/fault.err"
+check "the results so far are saved" test -e "$fault"
+check "the saved file says why the run ended" bash -c "h5dump -a /status '$fault' | grep -q 'timed out'"
+saved=$(h5dump -H -d /allreduce/mpi/size_bytes "$fault" | sed -n 's/.*SIMPLE { ( \([0-9]*\) ).*/\1/p')
+finished=$(grep -cE '^ +[0-9]+ +[0-9]+ +float' "$WORK/fault.txt")
+check "the saved file holds every size the table finished ($saved of $finished)" \
+  test -n "$saved" -a "$saved" = "$finished" -a "$finished" -ge 1
+
+# An interrupted run (SIGTERM to the launcher, as a scheduler's time limit does) saves too.
+term=$WORK/term.h5
+$MPIRUN -np 2 "$BIN/sb-allreduce" -b 8 -e 4M -f 2 -n 5000 -w 0 --out "$term" >"$WORK/term.txt" 2>&1 &
+launcher=$!
+for _ in $(seq 100); do grep -q '^#  Rank  1' "$WORK/term.txt" && break; sleep 0.1; done
+sleep 1.5
+kill -TERM "$launcher"
+wait "$launcher"
+check "SIGTERM ends the job with saved results" test -e "$term"
+check "the saved file says it was interrupted" bash -c "h5dump -a /status '$term' | grep -q 'interrupted'"
