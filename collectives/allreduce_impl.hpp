@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/mpi_env.hpp"
 #include "kernels/dtype.hpp"
 
 namespace sb {
@@ -42,9 +43,9 @@ class AllreduceImpl {
 struct AllreduceImplInfo {
   std::string_view name;
   std::string_view description;
-  // Why this implementation cannot run in this build or on this machine; empty when it can.
-  // Called on every rank; must not communicate.
-  std::string (*unavailable)();
+  // Why this implementation cannot run in this build, on this machine or with this many ranks
+  // per node; empty when it can. Called on every rank; must not communicate.
+  std::string (*unavailable)(const WorldLayout& layout);
   // Collective over `comm`.
   std::unique_ptr<AllreduceImpl> (*create)(MPI_Comm comm);
 };

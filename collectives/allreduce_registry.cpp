@@ -5,7 +5,7 @@
 namespace sb {
 
 #if !SB_HAVE_CUDA
-std::string nccl_unavailable() {
+std::string nccl_unavailable(const WorldLayout&) {
   return "this build has no CUDA (rebuild with make CUDA=1 where CUDA and NCCL are installed)";
 }
 std::unique_ptr<AllreduceImpl> make_nccl_allreduce(MPI_Comm) { return nullptr; }
@@ -13,7 +13,7 @@ std::unique_ptr<AllreduceImpl> make_nccl_allreduce(MPI_Comm) { return nullptr; }
 
 const std::vector<AllreduceImplInfo>& allreduce_impls() {
   static const std::vector<AllreduceImplInfo> impls = {
-      {"mpi", "MPI_Allreduce on host buffers", [] { return std::string(); }, make_mpi_allreduce},
+      {"mpi", "MPI_Allreduce on host buffers", [](const WorldLayout&) { return std::string(); }, make_mpi_allreduce},
       {"nccl", "ncclAllReduce on device buffers", nccl_unavailable, make_nccl_allreduce},
   };
   return impls;

@@ -73,6 +73,30 @@ class ResultsSaver {
   ResultsLog& log_;
 };
 
+void print_impl_list(const WorldLayout& layout) {
+  for (const AllreduceImplInfo& info : allreduce_impls()) {
+    const std::string why = info.unavailable(layout);
+    std::printf("%-12s %s%s\n", std::string(info.name).c_str(), std::string(info.description).c_str(),
+                why.empty() ? "" : ("  [unavailable: " + why + "]").c_str());
+  }
+}
+
+// An implementation runs only where every rank can run it. One asked for by name that cannot is
+// bad input; one that came from --impl all is skipped with a note.
+void drop_unavailable_impls(AllreduceOptions& options, const WorldLayout& layout) {
+  for (auto it = options.impls.begin(); it != options.impls.end();) {
+    const std::string why = find_allreduce_impl(*it)->unavailable(layout);
+    if (!any_rank(!why.empty())) {
+      ++it;
+    } else if (options.impls_from_all) {
+      if (layout.rank == 0) std::printf("# impl %s skipped: %s\n", it->c_str(), why.c_str());
+      it = options.impls.erase(it);
+    } else {
+      throw UsageError("--impl " + *it + " cannot run here: " + (why.empty() ? "not on every rank" : why));
+    }
+  }
+}
+
 int run(int argc, char** argv, const WorldLayout& layout) {
   const bool root = layout.rank == 0;
   std::optional<AllreduceOptions> parsed;
@@ -80,19 +104,12 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   std::string error;
   try {
     parsed = parse_allreduce_options(argc, argv, root);
+    if (parsed && parsed->list) {
+      if (root) print_impl_list(layout);
+      parsed.reset();
+    }
     if (parsed) {
-      for (auto it = parsed->impls.begin(); it != parsed->impls.end();) {
-        const std::string why = find_allreduce_impl(*it)->unavailable();
-        if (!any_rank(!why.empty())) {
-          ++it;
-        } else if (parsed->impls_from_all) {
-          if (root) std::printf("# impl %s skipped: %s\n", it->c_str(), why.c_str());
-          it = parsed->impls.erase(it);
-        } else {
-          throw UsageError("--impl " + *it + " cannot run here: " +
-                           (why.empty() ? "not on every rank" : why));
-        }
-      }
+      drop_unavailable_impls(*parsed, layout);
       if (root) {
         if (parsed->out.empty()) {
           parsed->out = default_out_path();

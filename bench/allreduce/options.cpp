@@ -96,7 +96,6 @@ std::optional<AllreduceOptions> parse_allreduce_options(int argc, char** argv, b
   std::string impl_text = "mpi";
   std::vector<std::string> label_texts;
   int check = 1, average = 1;
-  bool list = false;
 
   CLI::App app("sb-allreduce: allreduce latency and bandwidth, nccl-tests style, checked on "
                "every element.\nRun it under mpirun or srun; every rank must be given the same "
@@ -120,7 +119,7 @@ std::optional<AllreduceOptions> parse_allreduce_options(int argc, char** argv, b
   app.add_option("--impl", impl_text, "implementations to run, comma-separated (" + known_impls() + ")");
   app.add_option("--out", options.out, "results file [out/allreduce-<UTC time>-<pid>.h5]");
   app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
-  app.add_flag("--list", list, "list the implementations and whether each can run here");
+  app.add_flag("--list", options.list, "list the implementations and whether each can run here");
 
   try {
     app.parse(argc, argv);
@@ -129,16 +128,6 @@ std::optional<AllreduceOptions> parse_allreduce_options(int argc, char** argv, b
     return std::nullopt;
   } catch (const CLI::ParseError& error) {
     throw UsageError(error.what());
-  }
-  if (list) {
-    for (const AllreduceImplInfo& info : allreduce_impls()) {
-      const std::string why = info.unavailable();
-      if (print)
-        std::printf("%-12s %s%s\n", std::string(info.name).c_str(),
-                    std::string(info.description).c_str(),
-                    why.empty() ? "" : ("  [unavailable: " + why + "]").c_str());
-    }
-    return std::nullopt;
   }
 
   if (!min_text.empty()) options.min_bytes = parse_size(min_text, "--minbytes");

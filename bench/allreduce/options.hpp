@@ -30,12 +30,13 @@ struct AllreduceOptions {
   bool impls_from_all = false;  // --impl all: skip, rather than refuse, what cannot run here
   std::string out;              // empty: out/allreduce-<UTC time>-<pid>.h5
   std::map<std::string, std::string> labels;
+  bool list = false;  // --list: print the implementations and whether each can run, then stop
 
   std::vector<uint64_t> sizes() const;
 };
 
-// Throws UsageError for bad input. Returns nullopt when --help or --list was asked for (the text
-// is printed on stdout by rank 0 only, when print is true).
+// Throws UsageError for bad input. Returns nullopt when --help was asked for (the help is
+// printed on stdout when print is true).
 std::optional<AllreduceOptions> parse_allreduce_options(int argc, char** argv, bool print);
 
 std::string_view name_of(TimeAggregate aggregate);

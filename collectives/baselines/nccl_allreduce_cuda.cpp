@@ -46,7 +46,7 @@ class NcclAllreduce final : public AllreduceImpl {
 
     int devices = 0;
     SB_CUDA_CHECK(cudaGetDeviceCount(&devices));
-    device_ = local_rank % devices;  // more ranks than GPUs on a node share them round-robin
+    device_ = local_rank % devices;  // nccl_unavailable() has made sure there are enough
     SB_CUDA_CHECK(cudaSetDevice(device_));
     SB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     SB_CUDA_CHECK(cudaEventCreate(&start_));
@@ -106,10 +106,14 @@ class NcclAllreduce final : public AllreduceImpl {
 
 }  // namespace
 
-std::string nccl_unavailable() {
+std::string nccl_unavailable(const WorldLayout& layout) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
     return "no GPU is visible to this process (ncclAllReduce needs one GPU per rank)";
+  // NCCL refuses two ranks of one communicator on the same GPU.
+  if (layout.local_size > devices)
+    return std::to_string(layout.local_size) + " ranks on this node but " +
+           std::to_string(devices) + " GPU(s): NCCL needs one GPU per rank";
   return {};
 }
 

@@ -1,5 +1,5 @@
 # sb-allreduce end to end: a run's table and HDF5 file, the schema, bad input, and faults.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/helpers.bash"
 
 # ---- a normal run ----------------------------------------------------------------------------
 out=$WORK/run.h5

@@ -40,7 +40,7 @@ Bytes naive_allreduce(const Bytes& mine, size_t count, DataType type, RedOp op) 
 }
 
 bool available_everywhere(const AllreduceImplInfo& info) {
-  int missing = info.unavailable().empty() ? 0 : 1, any = 0;
+  int missing = info.unavailable(discover_world_layout()).empty() ? 0 : 1, any = 0;
   MPI_Allreduce(&missing, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   return any == 0;
 }
