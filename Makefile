@@ -91,11 +91,11 @@ deps:
 # Both set-up targets install what is missing first, then build in a fresh make (so that the
 # flags above are read again once pkg-config and the libraries are there).
 test: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@tests/run $(BUILD)
 
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@scripts/demo $(BUILD)
 
 gpu-check:
