@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,6 +16,8 @@
 #include "kernels/dtype.hpp"
 
 namespace sb {
+
+struct AllreduceAlgorithm;
 
 enum class Memory { host, device };
 
@@ -45,9 +48,11 @@ struct AllreduceImplInfo {
   std::string_view description;
   // Why this implementation cannot run in this build, on this machine or with this many ranks
   // per node; empty when it can. Called on every rank; must not communicate.
-  std::string (*unavailable)(const WorldLayout& layout);
+  std::function<std::string(const WorldLayout& layout)> unavailable;
   // Collective over `comm`.
-  std::unique_ptr<AllreduceImpl> (*create)(MPI_Comm comm);
+  std::function<std::unique_ptr<AllreduceImpl>(MPI_Comm comm)> create;
+  // The schedule behind it, for --print-schedule; null for the library baselines.
+  const AllreduceAlgorithm* algorithm = nullptr;
 };
 
 // Every implementation known to this build, in the order `--impl all` runs them.

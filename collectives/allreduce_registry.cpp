@@ -1,6 +1,7 @@
 // The list of allreduce implementations the harness can run. An algorithm joins by adding a line.
 #include "collectives/allreduce_impl.hpp"
 #include "collectives/baselines/baselines.hpp"
+#include "collectives/schedule_allreduce.hpp"
 
 namespace sb {
 
@@ -12,10 +13,19 @@ std::unique_ptr<AllreduceImpl> make_nccl_allreduce(MPI_Comm) { return nullptr; }
 #endif
 
 const std::vector<AllreduceImplInfo>& allreduce_impls() {
-  static const std::vector<AllreduceImplInfo> impls = {
-      {"mpi", "MPI_Allreduce on host buffers", [](const WorldLayout&) { return std::string(); }, make_mpi_allreduce},
-      {"nccl", "ncclAllReduce on device buffers", nccl_unavailable, make_nccl_allreduce},
-  };
+  static const std::vector<AllreduceImplInfo> impls = [] {
+    auto anywhere = [](const WorldLayout&) { return std::string(); };
+    std::vector<AllreduceImplInfo> list = {
+        {"mpi", "MPI_Allreduce on host buffers", anywhere, make_mpi_allreduce},
+        {"nccl", "ncclAllReduce on device buffers", nccl_unavailable, make_nccl_allreduce},
+    };
+    // The schedules, on host buffers over the mpi transport.
+    for (const AllreduceAlgorithm& algorithm : allreduce_algorithms())
+      list.push_back({algorithm.name, algorithm.description, anywhere,
+                      [&algorithm](MPI_Comm comm) { return make_schedule_allreduce_mpi(algorithm, comm); },
+                      &algorithm});
+    return list;
+  }();
   return impls;
 }
 

@@ -10,6 +10,7 @@
 #include "bench/allreduce/record.hpp"
 #include "bench/allreduce/sweep.hpp"
 #include "bench/allreduce/table.hpp"
+#include "collectives/algorithms/algorithms.hpp"
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
@@ -81,6 +82,21 @@ void print_impl_list(const WorldLayout& layout) {
   }
 }
 
+// Schedules are pure functions, so rank 0 can build every rank's.
+void print_schedules(const AllreduceOptions& options, int nranks) {
+  const size_t count = options.min_bytes / size_of(options.type);
+  for (const std::string& name : options.impls) {
+    const AllreduceAlgorithm* algorithm = find_allreduce_impl(name)->algorithm;
+    if (!algorithm) {
+      std::printf("# %s is a library baseline: it has no schedule to print\n", name.c_str());
+      continue;
+    }
+    std::printf("# %s, %d ranks, %zu elements\n", name.c_str(), nranks, count);
+    for (int rank = 0; rank < nranks; ++rank)
+      std::fputs(to_string(algorithm->build(rank, nranks, count)).c_str(), stdout);
+  }
+}
+
 // An implementation runs only where every rank can run it. One asked for by name that cannot is
 // bad input; one that came from --impl all is skipped with a note.
 void drop_unavailable_impls(AllreduceOptions& options, const WorldLayout& layout) {
@@ -106,6 +122,10 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     parsed = parse_allreduce_options(argc, argv, root);
     if (parsed && parsed->list) {
       if (root) print_impl_list(layout);
+      parsed.reset();
+    }
+    if (parsed && parsed->print_schedule) {
+      if (root) print_schedules(*parsed, layout.nranks);
       parsed.reset();
     }
     if (parsed) {

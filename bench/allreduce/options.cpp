@@ -119,6 +119,8 @@ std::optional<AllreduceOptions> parse_allreduce_options(int argc, char** argv, b
   app.add_option("--impl", impl_text, "implementations to run, comma-separated (" + known_impls() + ")");
   app.add_option("--out", options.out, "results file [out/allreduce-<UTC time>-<pid>.h5]");
   app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
+  app.add_flag("--print-schedule", options.print_schedule,
+               "print each schedule implementation's rounds for every rank at --minbytes, then stop");
   app.add_flag("--list", options.list, "list the implementations and whether each can run here");
 
   try {

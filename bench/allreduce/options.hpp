@@ -31,6 +31,7 @@ struct AllreduceOptions {
   std::string out;              // empty: out/allreduce-<UTC time>-<pid>.h5
   std::map<std::string, std::string> labels;
   bool list = false;  // --list: print the implementations and whether each can run, then stop
+  bool print_schedule = false;  // print every rank's schedule at --minbytes, then stop
 
   std::vector<uint64_t> sizes() const;
 };

@@ -53,6 +53,21 @@ for case in "3 half avg" "4 bfloat16 prod" "5 int8 min" "1 double max" "3 int32 
   rm -f "$WORK/case.h5"
 done
 
+# Every implementation that can run here, at a power of two and at awkward rank counts.
+for np in 3 4 6; do
+  $MPIRUN -np "$np" "$BIN/sb-allreduce" --impl all -b 4 -e 1M -f 16 -n 2 -w 1 -d int32 \
+    --out "$WORK/all.h5" >"$WORK/all.txt" 2>&1
+  impls=$(grep -c '^# impl [a-z0-9]*:' "$WORK/all.txt")
+  ok=$(grep -c '^# Out of bounds values : 0 OK' "$WORK/all.txt")
+  check "np=$np --impl all: $ok of $impls implementations with no wrong values" test "$impls" -ge 4 -a "$ok" -eq "$impls"
+  rm -f "$WORK/all.h5"
+done
+"$BIN/sb-allreduce" --impl ring,rd --print-schedule -b 40 >"$WORK/schedule.txt" 2>&1
+check "--print-schedule lists the rounds" grep -q 'rank 0 of 1, 10 elements' "$WORK/schedule.txt"
+$MPIRUN -np 3 "$BIN/sb-allreduce" --impl ring --print-schedule -b 24 >"$WORK/schedule3.txt" 2>&1
+check "--print-schedule at 3 ranks shows 4 rounds per rank" \
+  test "$(grep -c 'round 3: ' "$WORK/schedule3.txt")" -eq 6
+
 # Without a launcher (an MPI singleton), and with --impl all where nccl cannot run.
 "$BIN/sb-allreduce" -b 8 -e 64 -f 2 -n 2 --impl all --out "$WORK/single.h5" >"$WORK/single.txt" 2>&1
 check "singleton run with --impl all exits 0" test $? -eq 0

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/allreduce_impl.hpp"
 #include "common/usage_error.hpp"
 
 namespace sb {
@@ -55,8 +56,11 @@ TEST(AllreduceOptions, ImplLists) {
   EXPECT_EQ(parse({"--impl", "mpi,nccl"})->impls, (std::vector<std::string>{"mpi", "nccl"}));
   const AllreduceOptions all = *parse({"--impl", "all"});
   EXPECT_TRUE(all.impls_from_all);
-  EXPECT_EQ(all.impls, (std::vector<std::string>{"mpi", "nccl"}));
-  EXPECT_EQ(parse({"--impl", "mpi,all"})->impls.size(), 2u);
+  std::vector<std::string> every;
+  for (const AllreduceImplInfo& info : allreduce_impls()) every.emplace_back(info.name);
+  EXPECT_EQ(all.impls, every);
+  EXPECT_EQ(parse({"--impl", "mpi,all"})->impls, every);  // named twice, run once
+  EXPECT_EQ(parse({"--impl", "ring,rd,rabenseifner"})->impls.size(), 3u);
 }
 
 TEST(AllreduceOptions, HelpIsNotAnError) { EXPECT_FALSE(parse({"--help"}).has_value()); }

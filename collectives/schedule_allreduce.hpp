@@ -1,0 +1,14 @@
+#pragma once
+// An allreduce algorithm of collectives/algorithms run on a transport, as a harness
+// implementation: the schedule is built once per count and reused.
+#include <memory>
+
+#include "collectives/algorithms/algorithms.hpp"
+#include "collectives/allreduce_impl.hpp"
+
+namespace sb {
+
+std::unique_ptr<AllreduceImpl> make_schedule_allreduce_mpi(const AllreduceAlgorithm& algorithm,
+                                                           MPI_Comm comm);
+
+}  // namespace sb
