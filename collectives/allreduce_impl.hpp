@@ -49,8 +49,9 @@ struct AllreduceImplInfo {
   // Why this implementation cannot run in this build, on this machine or with this many ranks
   // per node; empty when it can. Called on every rank; must not communicate.
   std::function<std::string(const WorldLayout& layout)> unavailable;
-  // Collective over `comm`.
-  std::function<std::unique_ptr<AllreduceImpl>(MPI_Comm comm)> create;
+  // Collective over `comm`. `segment_bytes` is the pipelining chunk (--segment) for the
+  // schedules that pipeline; the library baselines ignore it.
+  std::function<std::unique_ptr<AllreduceImpl>(MPI_Comm comm, DataType type, size_t segment_bytes)> create;
   // The schedule behind it, for --print-schedule; null for the library baselines.
   const AllreduceAlgorithm* algorithm = nullptr;
 };

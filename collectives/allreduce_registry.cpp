@@ -1,5 +1,7 @@
 // The list of allreduce implementations the harness can run. An algorithm joins by adding a line.
 #include "collectives/allreduce_impl.hpp"
+
+#include <algorithm>
 #include "collectives/baselines/baselines.hpp"
 #include "collectives/schedule_allreduce.hpp"
 
@@ -16,13 +18,19 @@ const std::vector<AllreduceImplInfo>& allreduce_impls() {
   static const std::vector<AllreduceImplInfo> impls = [] {
     auto anywhere = [](const WorldLayout&) { return std::string(); };
     std::vector<AllreduceImplInfo> list = {
-        {"mpi", "MPI_Allreduce on host buffers", anywhere, make_mpi_allreduce},
-        {"nccl", "ncclAllReduce on device buffers", nccl_unavailable, make_nccl_allreduce},
+        {"mpi", "MPI_Allreduce on host buffers", anywhere,
+         [](MPI_Comm comm, DataType, size_t) { return make_mpi_allreduce(comm); }},
+        {"nccl", "ncclAllReduce on device buffers", nccl_unavailable,
+         [](MPI_Comm comm, DataType, size_t) { return make_nccl_allreduce(comm); }},
     };
     // The schedules, on host buffers over the mpi transport.
     for (const AllreduceAlgorithm& algorithm : allreduce_algorithms())
       list.push_back({algorithm.name, algorithm.description, anywhere,
-                      [&algorithm](MPI_Comm comm) { return make_schedule_allreduce_mpi(algorithm, comm); },
+                      [&algorithm](MPI_Comm comm, DataType type, size_t segment_bytes) {
+                        AlgorithmParams params;
+                        params.segment = std::max<size_t>(1, segment_bytes / size_of(type));
+                        return make_schedule_allreduce_mpi(algorithm, params, comm);
+                      },
                       &algorithm});
     return list;
   }();

@@ -12,14 +12,14 @@ namespace {
 
 class ScheduleAllreduceMpi final : public AllreduceImpl {
  public:
-  ScheduleAllreduceMpi(const AllreduceAlgorithm& algorithm, MPI_Comm comm)
-      : algorithm_(algorithm), transport_(comm) {
+  ScheduleAllreduceMpi(const AllreduceAlgorithm& algorithm, const AlgorithmParams& params, MPI_Comm comm)
+      : algorithm_(algorithm), params_(params), transport_(comm) {
     SB_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
     SB_MPI_CHECK(MPI_Comm_size(comm, &nranks_));
   }
 
   double run(const void* send, void* recv, size_t count, DataType type, RedOp op) override {
-    if (!schedule_ || schedule_->count != count) schedule_ = algorithm_.build(rank_, nranks_, count);
+    if (!schedule_ || schedule_->count != count) schedule_ = algorithm_.build(rank_, nranks_, count, params_);
     const double start = MPI_Wtime();
     // Schedules work in place on the receive buffer, which starts as this rank's input.
     if (send != recv) std::memcpy(recv, send, count * size_of(type));
@@ -30,6 +30,7 @@ class ScheduleAllreduceMpi final : public AllreduceImpl {
 
  private:
   const AllreduceAlgorithm& algorithm_;
+  AlgorithmParams params_;
   MpiTransport transport_;
   int rank_ = 0, nranks_ = 1;
   std::optional<Schedule> schedule_;
@@ -38,8 +39,8 @@ class ScheduleAllreduceMpi final : public AllreduceImpl {
 }  // namespace
 
 std::unique_ptr<AllreduceImpl> make_schedule_allreduce_mpi(const AllreduceAlgorithm& algorithm,
-                                                           MPI_Comm comm) {
-  return std::make_unique<ScheduleAllreduceMpi>(algorithm, comm);
+                                                           const AlgorithmParams& params, MPI_Comm comm) {
+  return std::make_unique<ScheduleAllreduceMpi>(algorithm, params, comm);
 }
 
 }  // namespace sb

@@ -9,6 +9,6 @@
 namespace sb {
 
 std::unique_ptr<AllreduceImpl> make_schedule_allreduce_mpi(const AllreduceAlgorithm& algorithm,
-                                                           MPI_Comm comm);
+                                                           const AlgorithmParams& params, MPI_Comm comm);
 
 }  // namespace sb

@@ -85,6 +85,8 @@ void print_impl_list(const WorldLayout& layout) {
 // Schedules are pure functions, so rank 0 can build every rank's.
 void print_schedules(const AllreduceOptions& options, int nranks) {
   const size_t count = options.min_bytes / size_of(options.type);
+  AlgorithmParams params;
+  params.segment = std::max<size_t>(1, options.segment_bytes / size_of(options.type));
   for (const std::string& name : options.impls) {
     const AllreduceAlgorithm* algorithm = find_allreduce_impl(name)->algorithm;
     if (!algorithm) {
@@ -93,7 +95,7 @@ void print_schedules(const AllreduceOptions& options, int nranks) {
     }
     std::printf("# %s, %d ranks, %zu elements\n", name.c_str(), nranks, count);
     for (int rank = 0; rank < nranks; ++rank)
-      std::fputs(to_string(algorithm->build(rank, nranks, count)).c_str(), stdout);
+      std::fputs(to_string(algorithm->build(rank, nranks, count, params)).c_str(), stdout);
   }
 }
 
@@ -166,7 +168,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   for (const std::string& name : options.impls) {
     const AllreduceImplInfo& info = *find_allreduce_impl(name);
     watchdog.phase("setting up " + name);
-    std::unique_ptr<AllreduceImpl> impl = info.create(MPI_COMM_WORLD);
+    std::unique_ptr<AllreduceImpl> impl = info.create(MPI_COMM_WORLD, options.type, options.segment_bytes);
     ImplResult result{name, std::string(info.description), {}, {}};
     if (impl->memory() == Memory::device) result.devices = gather_strings(impl->device_name(), layout.nranks);
     {

@@ -69,6 +69,9 @@ void validate(const AllreduceOptions& o) {
                        std::to_string(element) + "-byte " + std::string(name_of(o.type)));
   if (o.max_bytes / element > static_cast<uint64_t>(INT_MAX))
     throw UsageError("--maxbytes " + format_size(o.max_bytes) + " is more than 2^31-1 elements");
+  if (o.segment_bytes < element)
+    throw UsageError("--segment " + std::to_string(o.segment_bytes) + " is smaller than one " +
+                     std::string(name_of(o.type)));
   if (o.iters < 1) throw UsageError("--iters must be at least 1");
   if (o.warmup_iters < 0) throw UsageError("--warmup_iters must not be negative");
   if (o.timeout_seconds < 0) throw UsageError("--timeout must not be negative");
@@ -119,6 +122,8 @@ std::optional<AllreduceOptions> parse_allreduce_options(int argc, char** argv, b
   app.add_option("--impl", impl_text, "implementations to run, comma-separated (" + known_impls() + ")");
   app.add_option("--out", options.out, "results file [out/allreduce-<UTC time>-<pid>.h5]");
   app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
+  std::string segment_text;
+  app.add_option("--segment", segment_text, "pipelining chunk of tree and dbtree, bytes [256K]");
   app.add_flag("--print-schedule", options.print_schedule,
                "print each schedule implementation's rounds for every rank at --minbytes, then stop");
   app.add_flag("--list", options.list, "list the implementations and whether each can run here");
@@ -138,6 +143,7 @@ std::optional<AllreduceOptions> parse_allreduce_options(int argc, char** argv, b
   if (!factor_text.empty()) options.step_factor = parse_size(factor_text, "--stepfactor");
   if (!factor_text.empty() && options.step_factor == 0)
     throw UsageError("--stepfactor must be at least 2");
+  if (!segment_text.empty()) options.segment_bytes = parse_size(segment_text, "--segment");
   options.type = parse_datatype(type_text);
   options.op = parse_redop(op_text);
   if (check != 0 && check != 1) throw UsageError("--check must be 0 or 1");

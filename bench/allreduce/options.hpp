@@ -30,6 +30,7 @@ struct AllreduceOptions {
   bool impls_from_all = false;  // --impl all: skip, rather than refuse, what cannot run here
   std::string out;              // empty: out/allreduce-<UTC time>-<pid>.h5
   std::map<std::string, std::string> labels;
+  uint64_t segment_bytes = 256 << 10;  // pipelining chunk of tree and dbtree
   bool list = false;  // --list: print the implementations and whether each can run, then stop
   bool print_schedule = false;  // print every rank's schedule at --minbytes, then stop
 

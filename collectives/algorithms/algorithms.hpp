@@ -9,15 +9,36 @@
 
 namespace sb {
 
+// What an algorithm may be tuned by, beyond (rank, nranks, count).
+struct AlgorithmParams {
+  // Pipelining chunk of the algorithms that pipeline (tree, dbtree), in elements.
+  size_t segment = 65536;
+};
+
 struct AllreduceAlgorithm {
   std::string_view name;
   std::string_view description;
-  Schedule (*build)(int rank, int nranks, size_t count);
+  Schedule (*build)(int rank, int nranks, size_t count, const AlgorithmParams& params);
 };
 
-Schedule ring_allreduce(int rank, int nranks, size_t count);
-Schedule recursive_doubling_allreduce(int rank, int nranks, size_t count);
-Schedule rabenseifner_allreduce(int rank, int nranks, size_t count);
+Schedule ring_allreduce(int rank, int nranks, size_t count, const AlgorithmParams& params);
+Schedule recursive_doubling_allreduce(int rank, int nranks, size_t count, const AlgorithmParams& params);
+Schedule rabenseifner_allreduce(int rank, int nranks, size_t count, const AlgorithmParams& params);
+Schedule tree_allreduce(int rank, int nranks, size_t count, const AlgorithmParams& params);
+Schedule dbtree_allreduce(int rank, int nranks, size_t count, const AlgorithmParams& params);
+
+// A rooted tree over ranks 0..n-1: parent[r] (-1 for the root) and children[r].
+struct Tree {
+  std::vector<int> parent;
+  std::vector<std::vector<int>> children;
+};
+Tree binomial_tree(int nranks);
+// The in-order binary tree whose leaves are the even ranks; shifted by one rank (rank r in the
+// role of r+1), its leaves are the odd ranks: the two trees of the double binary tree.
+Tree inorder_binary_tree(int nranks, int shift);
+// Appends the pipelined reduce + broadcast of `range` over `tree` to `s`, from round
+// `first_round`; returns the rounds it spans, the same on every rank (tree_pipeline.cpp).
+size_t add_tree_allreduce(Schedule& s, const Tree& tree, Chunk range, size_t segment, size_t first_round);
 
 const std::vector<AllreduceAlgorithm>& allreduce_algorithms();
 

@@ -41,6 +41,8 @@ const std::vector<AllreduceAlgorithm>& allreduce_algorithms() {
       {"rd", "recursive doubling, log2(p) rounds of whole buffers", recursive_doubling_allreduce},
       {"rabenseifner", "recursive-halving reduce-scatter + recursive-doubling allgather",
        rabenseifner_allreduce},
+      {"tree", "binomial-tree reduce + broadcast, pipelined in segments", tree_allreduce},
+      {"dbtree", "double binary tree (NCCL-style), each tree half the data, pipelined", dbtree_allreduce},
   };
   return algorithms;
 }

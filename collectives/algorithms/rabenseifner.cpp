@@ -8,7 +8,7 @@
 
 namespace sb {
 
-Schedule rabenseifner_allreduce(int rank, int nranks, size_t count) {
+Schedule rabenseifner_allreduce(int rank, int nranks, size_t count, const AlgorithmParams&) {
   Schedule s{rank, nranks, count, 0, {}};
   const Fold fold = fold_for(rank, nranks);
   fold_in(s, fold);

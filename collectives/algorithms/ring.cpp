@@ -5,7 +5,7 @@
 
 namespace sb {
 
-Schedule ring_allreduce(int rank, int nranks, size_t count) {
+Schedule ring_allreduce(int rank, int nranks, size_t count, const AlgorithmParams&) {
   Schedule s{rank, nranks, count, 0, {}};
   const int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
   auto block = [&](int b) { return block_of(count, nranks, ((b % nranks) + nranks) % nranks); };

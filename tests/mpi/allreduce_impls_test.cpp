@@ -47,7 +47,8 @@ bool available_everywhere(const AllreduceImplInfo& info) {
 
 void check_impl(const AllreduceImplInfo& info, DataType type, RedOp op) {
   const World world;
-  std::unique_ptr<AllreduceImpl> impl = info.create(MPI_COMM_WORLD);
+  // A small segment, so that the pipelined algorithms pipeline even at these counts.
+  std::unique_ptr<AllreduceImpl> impl = info.create(MPI_COMM_WORLD, type, 3 * size_of(type));
   {
     {
       for (size_t count : {size_t{1}, size_t{7}, size_t{1000}, size_t{4099}}) {

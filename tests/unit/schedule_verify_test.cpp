@@ -2,15 +2,20 @@
 // counts; and the verifier itself shown to catch broken schedules.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "collectives/algorithms/algorithms.hpp"
 #include "collectives/verify.hpp"
 
 namespace sb {
 namespace {
 
-std::vector<Schedule> build_all(const AllreduceAlgorithm& algorithm, int p, size_t count) {
+std::vector<Schedule> build_all(const AllreduceAlgorithm& algorithm, int p, size_t count,
+                                size_t segment = 3) {
+  AlgorithmParams params;
+  params.segment = segment;
   std::vector<Schedule> schedules;
-  for (int r = 0; r < p; ++r) schedules.push_back(algorithm.build(r, p, count));
+  for (int r = 0; r < p; ++r) schedules.push_back(algorithm.build(r, p, count, params));
   return schedules;
 }
 
@@ -23,7 +28,9 @@ TEST_P(Algorithm, CorrectForEveryRankCountAndCount) {
     for (size_t c = 0; c <= 3 * static_cast<size_t>(p) + 1; ++c) counts.push_back(c);
     for (size_t c : {size_t{1000003}, size_t{(1u << 20) + 7}}) counts.push_back(c);
     for (size_t count : counts) {
-      const std::string problem = verify_allreduce(build_all(algorithm, p, count));
+      // Segments of 3 elements pipeline the small counts; the large ones get about ten segments.
+      const size_t segment = count < 1000 ? 3 : count / 10 + 1;
+      const std::string problem = verify_allreduce(build_all(algorithm, p, count, segment));
       ASSERT_EQ(problem, "") << algorithm.name << " p=" << p << " count=" << count;
     }
   }
@@ -33,11 +40,11 @@ INSTANTIATE_TEST_SUITE_P(All, Algorithm, ::testing::ValuesIn(allreduce_algorithm
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Algorithms, RoundCounts) {
-  EXPECT_EQ(ring_allreduce(0, 8, 800).rounds.size(), 14u);
-  EXPECT_EQ(recursive_doubling_allreduce(0, 8, 800).rounds.size(), 3u);
-  EXPECT_EQ(rabenseifner_allreduce(0, 8, 800).rounds.size(), 6u);
-  EXPECT_EQ(recursive_doubling_allreduce(0, 6, 800).rounds.size(), 4u);  // fold + 2 + unfold
-  EXPECT_TRUE(ring_allreduce(0, 1, 100).rounds.empty());
+  EXPECT_EQ(ring_allreduce(0, 8, 800, {}).rounds.size(), 14u);
+  EXPECT_EQ(recursive_doubling_allreduce(0, 8, 800, {}).rounds.size(), 3u);
+  EXPECT_EQ(rabenseifner_allreduce(0, 8, 800, {}).rounds.size(), 6u);
+  EXPECT_EQ(recursive_doubling_allreduce(0, 6, 800, {}).rounds.size(), 4u);  // fold + 2 + unfold
+  EXPECT_TRUE(ring_allreduce(0, 1, 100, {}).rounds.empty());
 }
 
 TEST(Verifier, CatchesBrokenSchedules) {
@@ -76,6 +83,51 @@ TEST(Verifier, CatchesBrokenSchedules) {
     s[0].rounds[0].steps[0].src.offset = 8;
     EXPECT_NE(verify_allreduce(s).find("outside"), std::string::npos);
   }
+}
+
+}  // namespace
+}  // namespace sb
+
+namespace sb {
+namespace {
+
+bool is_tree(const Tree& tree) {
+  const int n = static_cast<int>(tree.parent.size());
+  int roots = 0;
+  for (int r = 0; r < n; ++r) {
+    if (tree.parent[static_cast<size_t>(r)] < 0) ++roots;
+    // Following parents from any rank reaches the root within n steps: no cycles.
+    int at = r, steps = 0;
+    while (at >= 0 && steps <= n) at = tree.parent[static_cast<size_t>(at)], ++steps;
+    if (steps > n) return false;
+  }
+  return roots == 1;
+}
+
+TEST(Trees, DoubleBinaryTreeSharesTheInteriorWork) {
+  for (int p = 1; p <= 64; ++p) {
+    const Tree a = inorder_binary_tree(p, 0), b = inorder_binary_tree(p, 1);
+    ASSERT_TRUE(is_tree(a)) << p;
+    ASSERT_TRUE(is_tree(b)) << p;
+    for (int r = 0; r < p; ++r) {
+      EXPECT_LE(a.children[static_cast<size_t>(r)].size(), 2u);
+      EXPECT_LE(b.children[static_cast<size_t>(r)].size(), 2u);
+      const bool interior_a = !a.children[static_cast<size_t>(r)].empty();
+      const bool interior_b = !b.children[static_cast<size_t>(r)].empty();
+      EXPECT_FALSE(interior_a && interior_b) << "rank " << r << " of " << p << " is interior in both trees";
+    }
+    EXPECT_TRUE(is_tree(binomial_tree(p)));
+  }
+}
+
+TEST(Trees, PipeliningShortensTheSchedule) {
+  // 64 segments down a binomial tree of 16 ranks (height 4): 64 + 4 - 1 rounds up and as many
+  // down, not 64 * 4 each.
+  AlgorithmParams params;
+  params.segment = 1;
+  size_t rounds = 0;
+  for (int r = 0; r < 16; ++r) rounds = std::max(rounds, tree_allreduce(r, 16, 64, params).rounds.size());
+  EXPECT_EQ(rounds, 2u * (64 + 4 - 1));
 }
 
 }  // namespace
