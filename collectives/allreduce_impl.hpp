@@ -43,15 +43,22 @@ class AllreduceImpl {
   virtual std::string device_name() const { return {}; }
 };
 
+// What the harness tells an implementation when creating it; the library baselines ignore it.
+struct ImplConfig {
+  DataType type = DataType::float32;
+  size_t segment_bytes = 256 << 10;  // pipelining chunk of tree and dbtree
+  int node_size = 1;                 // ranks per node, for hier
+  int torus_x = 0, torus_y = 0;      // grid of torus2d; 0: the most square
+};
+
 struct AllreduceImplInfo {
   std::string_view name;
   std::string_view description;
   // Why this implementation cannot run in this build, on this machine or with this many ranks
   // per node; empty when it can. Called on every rank; must not communicate.
   std::function<std::string(const WorldLayout& layout)> unavailable;
-  // Collective over `comm`. `segment_bytes` is the pipelining chunk (--segment) for the
-  // schedules that pipeline; the library baselines ignore it.
-  std::function<std::unique_ptr<AllreduceImpl>(MPI_Comm comm, DataType type, size_t segment_bytes)> create;
+  // Collective over `comm`.
+  std::function<std::unique_ptr<AllreduceImpl>(MPI_Comm comm, const ImplConfig& config)> create;
   // The schedule behind it, for --print-schedule; null for the library baselines.
   const AllreduceAlgorithm* algorithm = nullptr;
 };

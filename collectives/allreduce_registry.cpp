@@ -14,22 +14,29 @@ std::string nccl_unavailable(const WorldLayout&) {
 std::unique_ptr<AllreduceImpl> make_nccl_allreduce(MPI_Comm) { return nullptr; }
 #endif
 
+AlgorithmParams algorithm_params(const ImplConfig& config) {
+  AlgorithmParams params;
+  params.segment = std::max<size_t>(1, config.segment_bytes / size_of(config.type));
+  params.node_size = config.node_size;
+  params.torus_x = config.torus_x;
+  params.torus_y = config.torus_y;
+  return params;
+}
+
 const std::vector<AllreduceImplInfo>& allreduce_impls() {
   static const std::vector<AllreduceImplInfo> impls = [] {
     auto anywhere = [](const WorldLayout&) { return std::string(); };
     std::vector<AllreduceImplInfo> list = {
         {"mpi", "MPI_Allreduce on host buffers", anywhere,
-         [](MPI_Comm comm, DataType, size_t) { return make_mpi_allreduce(comm); }},
+         [](MPI_Comm comm, const ImplConfig&) { return make_mpi_allreduce(comm); }},
         {"nccl", "ncclAllReduce on device buffers", nccl_unavailable,
-         [](MPI_Comm comm, DataType, size_t) { return make_nccl_allreduce(comm); }},
+         [](MPI_Comm comm, const ImplConfig&) { return make_nccl_allreduce(comm); }},
     };
     // The schedules, on host buffers over the mpi transport.
     for (const AllreduceAlgorithm& algorithm : allreduce_algorithms())
       list.push_back({algorithm.name, algorithm.description, anywhere,
-                      [&algorithm](MPI_Comm comm, DataType type, size_t segment_bytes) {
-                        AlgorithmParams params;
-                        params.segment = std::max<size_t>(1, segment_bytes / size_of(type));
-                        return make_schedule_allreduce_mpi(algorithm, params, comm);
+                      [&algorithm](MPI_Comm comm, const ImplConfig& config) {
+                        return make_schedule_allreduce_mpi(algorithm, algorithm_params(config), comm);
                       },
                       &algorithm});
     return list;

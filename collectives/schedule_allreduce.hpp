@@ -8,6 +8,9 @@
 
 namespace sb {
 
+// The algorithm parameters an ImplConfig asks for (segment in elements of its type).
+AlgorithmParams algorithm_params(const ImplConfig& config);
+
 std::unique_ptr<AllreduceImpl> make_schedule_allreduce_mpi(const AllreduceAlgorithm& algorithm,
                                                            const AlgorithmParams& params, MPI_Comm comm);
 

@@ -11,6 +11,7 @@
 #include "bench/allreduce/sweep.hpp"
 #include "bench/allreduce/table.hpp"
 #include "collectives/algorithms/algorithms.hpp"
+#include "collectives/schedule_allreduce.hpp"
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
@@ -83,10 +84,20 @@ void print_impl_list(const WorldLayout& layout) {
 }
 
 // Schedules are pure functions, so rank 0 can build every rank's.
-void print_schedules(const AllreduceOptions& options, int nranks) {
+ImplConfig impl_config(const AllreduceOptions& options, const WorldLayout& layout) {
+  ImplConfig config;
+  config.type = options.type;
+  config.segment_bytes = options.segment_bytes;
+  config.node_size = options.node_size > 0 ? options.node_size : layout.local_size;
+  config.torus_x = options.torus_x;
+  config.torus_y = options.torus_y;
+  return config;
+}
+
+void print_schedules(const AllreduceOptions& options, const WorldLayout& layout) {
+  const int nranks = layout.nranks;
   const size_t count = options.min_bytes / size_of(options.type);
-  AlgorithmParams params;
-  params.segment = std::max<size_t>(1, options.segment_bytes / size_of(options.type));
+  const AlgorithmParams params = algorithm_params(impl_config(options, layout));
   for (const std::string& name : options.impls) {
     const AllreduceAlgorithm* algorithm = find_allreduce_impl(name)->algorithm;
     if (!algorithm) {
@@ -122,12 +133,15 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   std::string error;
   try {
     parsed = parse_allreduce_options(argc, argv, root);
+    if (parsed && parsed->torus_x * parsed->torus_y != 0 && parsed->torus_x * parsed->torus_y != layout.nranks)
+      throw UsageError("--torus " + std::to_string(parsed->torus_x) + "x" + std::to_string(parsed->torus_y) +
+                       " does not multiply to the " + std::to_string(layout.nranks) + " ranks");
     if (parsed && parsed->list) {
       if (root) print_impl_list(layout);
       parsed.reset();
     }
     if (parsed && parsed->print_schedule) {
-      if (root) print_schedules(*parsed, layout.nranks);
+      if (root) print_schedules(*parsed, layout);
       parsed.reset();
     }
     if (parsed) {
@@ -168,7 +182,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   for (const std::string& name : options.impls) {
     const AllreduceImplInfo& info = *find_allreduce_impl(name);
     watchdog.phase("setting up " + name);
-    std::unique_ptr<AllreduceImpl> impl = info.create(MPI_COMM_WORLD, options.type, options.segment_bytes);
+    std::unique_ptr<AllreduceImpl> impl = info.create(MPI_COMM_WORLD, impl_config(options, layout));
     ImplResult result{name, std::string(info.description), {}, {}};
     if (impl->memory() == Memory::device) result.devices = gather_strings(impl->device_name(), layout.nranks);
     {

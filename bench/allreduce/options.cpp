@@ -122,7 +122,10 @@ std::optional<AllreduceOptions> parse_allreduce_options(int argc, char** argv, b
   app.add_option("--impl", impl_text, "implementations to run, comma-separated (" + known_impls() + ")");
   app.add_option("--out", options.out, "results file [out/allreduce-<UTC time>-<pid>.h5]");
   app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
-  std::string segment_text;
+  std::string segment_text, torus_text;
+  app.add_option("--node-size", options.node_size,
+                 "ranks per node for hier (default: ranks that share memory)");
+  app.add_option("--torus", torus_text, "grid of torus2d, XxY with X*Y = ranks [most square]");
   app.add_option("--segment", segment_text, "pipelining chunk of tree and dbtree, bytes [256K]");
   app.add_flag("--print-schedule", options.print_schedule,
                "print each schedule implementation's rounds for every rank at --minbytes, then stop");
@@ -143,6 +146,20 @@ std::optional<AllreduceOptions> parse_allreduce_options(int argc, char** argv, b
   if (!factor_text.empty()) options.step_factor = parse_size(factor_text, "--stepfactor");
   if (!factor_text.empty() && options.step_factor == 0)
     throw UsageError("--stepfactor must be at least 2");
+  if (!torus_text.empty()) {
+    const size_t x = torus_text.find('x');
+    try {
+      if (x == std::string::npos) throw std::invalid_argument("no x");
+      size_t used_x = 0, used_y = 0;
+      options.torus_x = std::stoi(torus_text.substr(0, x), &used_x);
+      options.torus_y = std::stoi(torus_text.substr(x + 1), &used_y);
+      if (used_x != x || used_y != torus_text.size() - x - 1 || options.torus_x < 1 || options.torus_y < 1)
+        throw std::invalid_argument("bad");
+    } catch (const std::exception&) {
+      throw UsageError("--torus: '" + torus_text + "' is not XxY with positive X and Y (e.g. 4x2)");
+    }
+  }
+  if (options.node_size < 0) throw UsageError("--node-size must be positive");
   if (!segment_text.empty()) options.segment_bytes = parse_size(segment_text, "--segment");
   options.type = parse_datatype(type_text);
   options.op = parse_redop(op_text);

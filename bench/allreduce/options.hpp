@@ -31,6 +31,8 @@ struct AllreduceOptions {
   std::string out;              // empty: out/allreduce-<UTC time>-<pid>.h5
   std::map<std::string, std::string> labels;
   uint64_t segment_bytes = 256 << 10;  // pipelining chunk of tree and dbtree
+  int node_size = 0;                   // --node-size; 0: ranks sharing memory (MPI's view)
+  int torus_x = 0, torus_y = 0;        // --torus XxY; 0: the most square
   bool list = false;  // --list: print the implementations and whether each can run, then stop
   bool print_schedule = false;  // print every rank's schedule at --minbytes, then stop
 

@@ -13,7 +13,17 @@ namespace sb {
 struct AlgorithmParams {
   // Pipelining chunk of the algorithms that pipeline (tree, dbtree), in elements.
   size_t segment = 65536;
+  // Ranks per node for hier (consecutive ranks share a node; the last node may be smaller).
+  int node_size = 1;
+  // Grid of torus2d, X columns by Y rows with X * Y = nranks; 0 x 0: the most square.
+  int torus_x = 0, torus_y = 0;
 };
+
+struct TorusShape {
+  int x, y;
+};
+// The grid torus2d runs on: x by y when both are set, otherwise the most square x >= y.
+TorusShape torus_shape(int nranks, int x, int y);
 
 struct AllreduceAlgorithm {
   std::string_view name;
@@ -26,6 +36,15 @@ Schedule recursive_doubling_allreduce(int rank, int nranks, size_t count, const 
 Schedule rabenseifner_allreduce(int rank, int nranks, size_t count, const AlgorithmParams& params);
 Schedule tree_allreduce(int rank, int nranks, size_t count, const AlgorithmParams& params);
 Schedule dbtree_allreduce(int rank, int nranks, size_t count, const AlgorithmParams& params);
+Schedule hierarchical_allreduce(int rank, int nranks, size_t count, const AlgorithmParams& params);
+Schedule torus2d_allreduce(int rank, int nranks, size_t count, const AlgorithmParams& params);
+
+// The ring phases over a subset of ranks (`members`, in ring order) on a range of the buffer,
+// placed from round `first_round`; each returns the rounds it spans (members.size() - 1) on
+// every rank, member or not. After the reduce-scatter, ring_owned_block is this rank's block.
+size_t add_ring_reduce_scatter(Schedule& s, const std::vector<int>& members, Chunk range, size_t first_round);
+size_t add_ring_allgather(Schedule& s, const std::vector<int>& members, Chunk range, size_t first_round);
+Chunk ring_owned_block(const std::vector<int>& members, int rank, Chunk range);
 
 // A rooted tree over ranks 0..n-1: parent[r] (-1 for the root) and children[r].
 struct Tree {

@@ -43,6 +43,9 @@ const std::vector<AllreduceAlgorithm>& allreduce_algorithms() {
        rabenseifner_allreduce},
       {"tree", "binomial-tree reduce + broadcast, pipelined in segments", tree_allreduce},
       {"dbtree", "double binary tree (NCCL-style), each tree half the data, pipelined", dbtree_allreduce},
+      {"hier", "intra-node reduce-scatter, inter-node ring on each shard, intra-node allgather",
+       hierarchical_allreduce},
+      {"torus2d", "2D torus: row reduce-scatter, column allreduce, row allgather", torus2d_allreduce},
   };
   return algorithms;
 }

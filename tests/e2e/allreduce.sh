@@ -55,7 +55,7 @@ done
 
 # Every implementation that can run here, at a power of two and at awkward rank counts.
 for np in 3 4 6; do
-  $MPIRUN -np "$np" "$BIN/sb-allreduce" --impl all -b 4 -e 1M -f 16 -n 2 -w 1 -d int32 \
+  $MPIRUN -np "$np" "$BIN/sb-allreduce" --impl all -b 4 -e 1M -f 16 -n 2 -w 1 -d int32 --node-size 2 \
     --out "$WORK/all.h5" >"$WORK/all.txt" 2>&1
   impls=$(grep -c '^# impl [a-z0-9]*:' "$WORK/all.txt")
   ok=$(grep -c '^# Out of bounds values : 0 OK' "$WORK/all.txt")
@@ -63,6 +63,8 @@ for np in 3 4 6; do
   rm -f "$WORK/all.h5"
 done
 "$BIN/sb-allreduce" --impl ring,rd --print-schedule -b 40 >"$WORK/schedule.txt" 2>&1
+bad_torus=$($MPIRUN -np 3 "$BIN/sb-allreduce" --impl torus2d --torus 2x2 -b 8 -e 8 --out "$WORK/t.h5" 2>&1 >/dev/null | grep -c 'does not multiply')
+check "--torus that does not fit the ranks is bad input" test "$bad_torus" -eq 1 -a ! -e "$WORK/t.h5"
 check "--print-schedule lists the rounds" grep -q 'rank 0 of 1, 10 elements' "$WORK/schedule.txt"
 $MPIRUN -np 3 "$BIN/sb-allreduce" --impl ring --print-schedule -b 24 >"$WORK/schedule3.txt" 2>&1
 check "--print-schedule at 3 ranks shows 4 rounds per rank" \

@@ -48,7 +48,12 @@ bool available_everywhere(const AllreduceImplInfo& info) {
 void check_impl(const AllreduceImplInfo& info, DataType type, RedOp op) {
   const World world;
   // A small segment, so that the pipelined algorithms pipeline even at these counts.
-  std::unique_ptr<AllreduceImpl> impl = info.create(MPI_COMM_WORLD, type, 3 * size_of(type));
+  // Nodes of 2 ranks, so that hier has more than one node on one host.
+  ImplConfig config;
+  config.type = type;
+  config.segment_bytes = 3 * size_of(type);
+  config.node_size = 2;
+  std::unique_ptr<AllreduceImpl> impl = info.create(MPI_COMM_WORLD, config);
   {
     {
       for (size_t count : {size_t{1}, size_t{7}, size_t{1000}, size_t{4099}}) {

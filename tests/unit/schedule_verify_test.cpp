@@ -132,3 +132,50 @@ TEST(Trees, PipeliningShortensTheSchedule) {
 
 }  // namespace
 }  // namespace sb
+
+namespace sb {
+namespace {
+
+std::string verify_with(Schedule (*build)(int, int, size_t, const AlgorithmParams&), int p, size_t count,
+                        const AlgorithmParams& params) {
+  std::vector<Schedule> schedules;
+  for (int r = 0; r < p; ++r) schedules.push_back(build(r, p, count, params));
+  return verify_allreduce(schedules);
+}
+
+TEST(Hierarchical, CorrectOverNodeSizesIncludingUnevenNodes) {
+  for (int node_size : {1, 2, 3, 4, 5, 8}) {
+    for (int p = 1; p <= 40; ++p) {
+      AlgorithmParams params;
+      params.node_size = node_size;
+      for (size_t count : {size_t{0}, size_t{1}, size_t{2}, static_cast<size_t>(p), 3 * static_cast<size_t>(p) + 1, size_t{100003}})
+        ASSERT_EQ(verify_with(hierarchical_allreduce, p, count, params), "")
+            << "node_size=" << node_size << " p=" << p << " count=" << count;
+    }
+  }
+}
+
+TEST(Torus2d, CorrectOnEveryGrid) {
+  for (int p = 1; p <= 48; ++p) {
+    for (int x = 1; x <= p; ++x) {
+      if (p % x) continue;
+      AlgorithmParams params;
+      params.torus_x = x;
+      params.torus_y = p / x;
+      for (size_t count : {size_t{0}, size_t{1}, static_cast<size_t>(p) - 1, 3 * static_cast<size_t>(p) + 1, size_t{100003}})
+        ASSERT_EQ(verify_with(torus2d_allreduce, p, count, params), "")
+            << p << " ranks as " << x << "x" << p / x << ", count " << count;
+    }
+  }
+}
+
+TEST(Torus2d, DefaultGridIsTheMostSquare) {
+  EXPECT_EQ(torus_shape(16, 0, 0).x, 4);
+  EXPECT_EQ(torus_shape(12, 0, 0).x, 4);
+  EXPECT_EQ(torus_shape(12, 0, 0).y, 3);
+  EXPECT_EQ(torus_shape(7, 0, 0).x, 7);
+  EXPECT_EQ(torus_shape(8, 2, 4).x, 2);
+}
+
+}  // namespace
+}  // namespace sb
