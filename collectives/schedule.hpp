@@ -55,6 +55,11 @@ struct Schedule {
   // Builders used by the algorithms; each skips a step of zero elements, which keeps schedules
   // free of empty messages (the peer's builder skips the matching one by the same rule).
   Round& new_round() { return rounds.emplace_back(); }
+  // Round `index`, adding empty rounds up to it: algorithms place steps by global round number.
+  Round& round_at(size_t index) {
+    while (rounds.size() <= index) new_round();
+    return rounds[index];
+  }
   static void send(Round& round, int peer, Chunk src);
   static void recv_reduce(Round& round, int peer, Chunk dst);
   static void recv_copy(Round& round, int peer, Chunk dst);

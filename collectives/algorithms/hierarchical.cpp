@@ -10,15 +10,6 @@
 #include "collectives/algorithms/algorithms.hpp"
 
 namespace sb {
-namespace {
-
-Round& round_at(Schedule& s, size_t index) {
-  while (s.rounds.size() <= index) s.new_round();
-  return s.rounds[index];
-}
-
-}  // namespace
-
 Schedule hierarchical_allreduce(int rank, int nranks, size_t count, const AlgorithmParams& params) {
   Schedule s{rank, nranks, count, 0, {}};
   const int node_size = std::clamp(params.node_size, 1, nranks);
@@ -30,7 +21,7 @@ Schedule hierarchical_allreduce(int rank, int nranks, size_t count, const Algori
   auto shard_chunk = [&](int shard) { return block_of(count, node_size, shard); };
 
   // 1. Shards to their owners inside the node.
-  Round& scatter = round_at(s, 0);
+  Round& scatter = s.round_at(0);
   for (int shard = 0; shard < node_size; ++shard) {
     const int to = owner(my_node, shard);
     if (to == rank) {
@@ -50,7 +41,7 @@ Schedule hierarchical_allreduce(int rank, int nranks, size_t count, const Algori
     add_ring_allgather(s, owners, shard_chunk(shard), 1 + half);
   }
   // 3. Owners hand their reduced shards to the rest of the node.
-  Round& gather = round_at(s, 1 + inter_rounds);
+  Round& gather = s.round_at(1 + inter_rounds);
   for (int shard = 0; shard < node_size; ++shard) {
     const int from = owner(my_node, shard);
     if (from == rank) {

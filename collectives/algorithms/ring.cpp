@@ -33,11 +33,6 @@ Chunk ring_block(Chunk range, int n, int b) {
   return block;
 }
 
-Round& round_at(Schedule& s, size_t index) {
-  while (s.rounds.size() <= index) s.new_round();
-  return s.rounds[index];
-}
-
 }  // namespace
 
 Chunk ring_owned_block(const std::vector<int>& members, int rank, Chunk range) {
@@ -51,7 +46,7 @@ size_t add_ring_reduce_scatter(Schedule& s, const std::vector<int>& members, Chu
   const RingPosition at = position_in(members, s.rank);
   if (at.index < 0) return static_cast<size_t>(n - 1);
   for (int step = 0; step < n - 1; ++step) {
-    Round& round = round_at(s, first_round + static_cast<size_t>(step));
+    Round& round = s.round_at(first_round + static_cast<size_t>(step));
     Schedule::send(round, at.next, ring_block(range, n, at.index - step));
     Schedule::recv_reduce(round, at.prev, ring_block(range, n, at.index - step - 1));
   }
@@ -64,7 +59,7 @@ size_t add_ring_allgather(Schedule& s, const std::vector<int>& members, Chunk ra
   const RingPosition at = position_in(members, s.rank);
   if (at.index < 0) return static_cast<size_t>(n - 1);
   for (int step = 0; step < n - 1; ++step) {
-    Round& round = round_at(s, first_round + static_cast<size_t>(step));
+    Round& round = s.round_at(first_round + static_cast<size_t>(step));
     Schedule::send(round, at.next, ring_block(range, n, at.index + 1 - step));
     Schedule::recv_copy(round, at.prev, ring_block(range, n, at.index - step));
   }

@@ -38,11 +38,6 @@ TreeShape shape_of(const Tree& tree) {
   return shape;
 }
 
-Round& round_at(Schedule& s, size_t index) {
-  while (s.rounds.size() <= index) s.new_round();
-  return s.rounds[index];
-}
-
 }  // namespace
 
 // Adds to `s` the pipelined allreduce of `range` over `tree`, starting at round `first_round`.
@@ -65,16 +60,16 @@ size_t add_tree_allreduce(Schedule& s, const Tree& tree, Chunk range, size_t seg
   const int parent = tree.parent[static_cast<size_t>(me)];
   for (size_t k = 0; k < segments; ++k) {
     for (int child : tree.children[static_cast<size_t>(me)])
-      Schedule::recv_reduce(round_at(s, first_round + k + static_cast<size_t>(shape.height[static_cast<size_t>(child)])),
+      Schedule::recv_reduce(s.round_at(first_round + k + static_cast<size_t>(shape.height[static_cast<size_t>(child)])),
                             child, piece(k));
-    if (parent >= 0) Schedule::send(round_at(s, first_round + k + my_height), parent, piece(k));
+    if (parent >= 0) Schedule::send(s.round_at(first_round + k + my_height), parent, piece(k));
   }
   const size_t down = first_round + up_rounds;
   const size_t my_depth = static_cast<size_t>(shape.depth[static_cast<size_t>(me)]);
   for (size_t k = 0; k < segments; ++k) {
-    if (parent >= 0) Schedule::recv_copy(round_at(s, down + k + my_depth - 1), parent, piece(k));
+    if (parent >= 0) Schedule::recv_copy(s.round_at(down + k + my_depth - 1), parent, piece(k));
     for (int child : tree.children[static_cast<size_t>(me)])
-      Schedule::send(round_at(s, down + k + my_depth), child, piece(k));
+      Schedule::send(s.round_at(down + k + my_depth), child, piece(k));
   }
   return up_rounds + down_rounds;
 }
