@@ -43,8 +43,12 @@ class AllreduceImpl {
   virtual std::string device_name() const { return {}; }
 };
 
+// How a schedule's steps move bytes (collectives/transports/).
+enum class Transport { mpi, shm };
+
 // What the harness tells an implementation when creating it; the library baselines ignore it.
 struct ImplConfig {
+  Transport transport = Transport::mpi;
   DataType type = DataType::float32;
   size_t segment_bytes = 256 << 10;  // pipelining chunk of tree and dbtree
   int node_size = 1;                 // ranks per node, for hier

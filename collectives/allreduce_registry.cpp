@@ -36,7 +36,7 @@ const std::vector<AllreduceImplInfo>& allreduce_impls() {
     for (const AllreduceAlgorithm& algorithm : allreduce_algorithms())
       list.push_back({algorithm.name, algorithm.description, anywhere,
                       [&algorithm](MPI_Comm comm, const ImplConfig& config) {
-                        return make_schedule_allreduce_mpi(algorithm, algorithm_params(config), comm);
+                        return make_schedule_allreduce(algorithm, algorithm_params(config), config.transport, comm);
                       },
                       &algorithm});
     return list;

@@ -11,6 +11,11 @@ namespace sb {
 // The algorithm parameters an ImplConfig asks for (segment in elements of its type).
 AlgorithmParams algorithm_params(const ImplConfig& config);
 
+// The schedule on the transport asked for.
+std::unique_ptr<AllreduceImpl> make_schedule_allreduce(const AllreduceAlgorithm& algorithm,
+                                                       const AlgorithmParams& params, Transport transport,
+                                                       MPI_Comm comm);
+
 std::unique_ptr<AllreduceImpl> make_schedule_allreduce_mpi(const AllreduceAlgorithm& algorithm,
                                                            const AlgorithmParams& params, MPI_Comm comm);
 

@@ -88,6 +88,7 @@ ImplConfig impl_config(const AllreduceOptions& options, const WorldLayout& layou
   ImplConfig config;
   config.type = options.type;
   config.segment_bytes = options.segment_bytes;
+  config.transport = options.transport;
   config.node_size = options.node_size > 0 ? options.node_size : layout.local_size;
   config.torus_x = options.torus_x;
   config.torus_y = options.torus_y;

@@ -54,6 +54,7 @@ void write_allreduce_results(const h5::Node& root, const RunMetadata& metadata,
   allreduce.set_attr("average", static_cast<int64_t>(o.aggregate));
   allreduce.set_attr("timeout_s", o.timeout_seconds);
   allreduce.set_attr("busbw_factor", std::string("2(p-1)/p"));
+  allreduce.set_attr("transport", std::string(o.transport == Transport::shm ? "shm" : "mpi"));
   allreduce.set_attr("segment_bytes", static_cast<int64_t>(o.segment_bytes));
   allreduce.set_attr("node_size", static_cast<int64_t>(o.node_size > 0 ? o.node_size : metadata.layout.local_size));
   const TorusShape torus = torus_shape(metadata.layout.nranks, o.torus_x, o.torus_y);

@@ -62,6 +62,12 @@ for np in 3 4 6; do
   check "np=$np --impl all: $ok of $impls implementations with no wrong values" test "$impls" -ge 4 -a "$ok" -eq "$impls"
   rm -f "$WORK/all.h5"
 done
+$MPIRUN -np 4 "$BIN/sb-allreduce" --impl all --transport shm -b 4 -e 1M -f 16 -n 2 -w 1 -d bfloat16 -o max \
+  --out "$WORK/shm.h5" >"$WORK/shm.txt" 2>&1
+impls=$(grep -c '^# impl [a-z0-9]*:' "$WORK/shm.txt")
+ok=$(grep -c '^# Out of bounds values : 0 OK' "$WORK/shm.txt")
+check "np=4 --transport shm: $ok of $impls implementations with no wrong values" test "$impls" -ge 4 -a "$ok" -eq "$impls"
+check "the file records the transport" bash -c "h5dump -a /allreduce/transport '$WORK/shm.h5' | grep -q shm"
 "$BIN/sb-allreduce" --impl ring,rd --print-schedule -b 40 >"$WORK/schedule.txt" 2>&1
 bad_torus=$($MPIRUN -np 3 "$BIN/sb-allreduce" --impl torus2d --torus 2x2 -b 8 -e 8 --out "$WORK/t.h5" 2>&1 >/dev/null | grep -c 'does not multiply')
 check "--torus that does not fit the ranks is bad input" test "$bad_torus" -eq 1 -a ! -e "$WORK/t.h5"
@@ -102,6 +108,8 @@ bad_input "unknown datatype" -d float8 --out "$WORK/bad.h5"
 bad_input "unknown op" -o xor --out "$WORK/bad.h5"
 bad_input "unwritable --out" -b 8 -e 8 --out /proc/sb-no-such-dir/bad.h5
 bad_input "--out into a missing folder" -b 8 -e 8 --out "$WORK/missing/bad.h5"
+bad_input "unknown transport" --transport rdma --out "$WORK/bad.h5"
+bad_input "--segment smaller than an element" --segment 2 -d float --out "$WORK/bad.h5"
 
 # ---- faults --------------------------------------------------------------------------------------
 # A stuck rank: rank 1 is stopped mid-run; -T 3 must end the job, and rank 0 must save the sizes
