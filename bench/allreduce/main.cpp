@@ -198,6 +198,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   }
 
   int64_t wrong = 0;
+  if (root) print_summary(stdout, log.impls);
   if (root) {
     for (const ImplResult& impl : log.impls) wrong += total_wrong(impl);
     metadata.devices.clear();

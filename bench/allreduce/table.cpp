@@ -93,6 +93,37 @@ double average_busbw(const ImplResult& impl) {
   return sum / (2.0 * static_cast<double>(impl.sizes.size()));
 }
 
+double best_schedule_over_mpi(const std::vector<ImplResult>& impls, size_t size) {
+  double mpi = 0, best = 0;
+  for (const ImplResult& impl : impls) {
+    if (size >= impl.sizes.size()) continue;
+    const double busbw = impl.sizes[size].out_of_place.busbw_GBps;
+    if (impl.name == "mpi")
+      mpi = busbw;
+    else if (impl.name != "nccl")
+      best = std::max(best, busbw);
+  }
+  return mpi > 0 && best > 0 ? best / mpi : 0;
+}
+
+void print_summary(std::FILE* out, const std::vector<ImplResult>& impls) {
+  if (impls.size() < 2) return;
+  std::fprintf(out, "# Summary: out-of-place busbw (GB/s) per implementation\n# %12s", "size");
+  for (const ImplResult& impl : impls) std::fprintf(out, "  %12s", impl.name.c_str());
+  std::fprintf(out, "  %12s\n", "best/mpi");
+  for (size_t i = 0; i < impls.front().sizes.size(); ++i) {
+    std::fprintf(out, "  %12llu", static_cast<unsigned long long>(impls.front().sizes[i].bytes));
+    for (const ImplResult& impl : impls)
+      std::fprintf(out, "  %12.2f", i < impl.sizes.size() ? impl.sizes[i].out_of_place.busbw_GBps : 0.0);
+    const double ratio = best_schedule_over_mpi(impls, i);
+    if (ratio > 0)
+      std::fprintf(out, "  %11.2fx\n", ratio);
+    else
+      std::fprintf(out, "  %12s\n", "-");
+  }
+  std::fflush(out);
+}
+
 void print_table_footer(std::FILE* out, const ImplResult& impl) {
   const int64_t wrong = total_wrong(impl);
   std::fprintf(out, "# Out of bounds values : %lld %s\n", static_cast<long long>(wrong),

@@ -17,6 +17,13 @@ void print_table_row(std::FILE* out, const SizeResult& size, const AllreduceOpti
 // "# Out of bounds values : N OK|FAILED" and "# Avg bus bandwidth : X" over both placements.
 void print_table_footer(std::FILE* out, const ImplResult& impl);
 
+// When more than one implementation ran: per size, each one's out-of-place busbw, and the best
+// schedule's busbw over MPI_Allreduce's when both ran.
+void print_summary(std::FILE* out, const std::vector<ImplResult>& impls);
+// The best schedule's busbw over the `mpi` baseline's at size index `size`; 0 when either is
+// missing. Schedules are the implementations other than the library baselines (mpi, nccl).
+double best_schedule_over_mpi(const std::vector<ImplResult>& impls, size_t size);
+
 // The row's text, without the newline (tested).
 std::string format_table_row(const SizeResult& size, const AllreduceOptions& options);
 // Sum of #wrong over sizes and placements (unchecked ones count 0).

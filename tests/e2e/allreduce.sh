@@ -60,6 +60,8 @@ for np in 3 4 6; do
   impls=$(grep -c '^# impl [a-z0-9]*:' "$WORK/all.txt")
   ok=$(grep -c '^# Out of bounds values : 0 OK' "$WORK/all.txt")
   check "np=$np --impl all: $ok of $impls implementations with no wrong values" test "$impls" -ge 4 -a "$ok" -eq "$impls"
+  check "np=$np --impl all prints the summary with a best/mpi ratio per size" \
+    test "$(grep -cE '^ +[0-9]+( +[0-9.]+)+ +[0-9.]+x$' "$WORK/all.txt")" -eq 5
   rm -f "$WORK/all.h5"
 done
 $MPIRUN -np 4 "$BIN/sb-allreduce" --impl all --transport shm -b 4 -e 1M -f 16 -n 2 -w 1 -d bfloat16 -o max \

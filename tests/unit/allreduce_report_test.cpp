@@ -60,6 +60,21 @@ TEST(Table, RowHasTheNcclTestsColumns) {
                                                 "N/A"}));
 }
 
+TEST(Table, BestScheduleOverMpi) {
+  auto impl = [](const char* name, double busbw) {
+    ImplResult r;
+    r.name = name;
+    SizeResult size;
+    size.out_of_place.busbw_GBps = busbw;
+    r.sizes = {size};
+    return r;
+  };
+  EXPECT_DOUBLE_EQ(best_schedule_over_mpi({impl("mpi", 2), impl("ring", 3), impl("rd", 5), impl("nccl", 50)}, 0), 2.5);
+  EXPECT_DOUBLE_EQ(best_schedule_over_mpi({impl("ring", 3), impl("rd", 5)}, 0), 0);  // no baseline
+  EXPECT_DOUBLE_EQ(best_schedule_over_mpi({impl("mpi", 2), impl("nccl", 5)}, 0), 0);  // no schedule
+  EXPECT_DOUBLE_EQ(best_schedule_over_mpi({impl("mpi", 2), impl("ring", 3)}, 1), 0);  // no such size
+}
+
 TEST(Table, FooterFigures) {
   ImplResult impl;
   SizeResult a, b;
