@@ -11,9 +11,18 @@
 namespace sb {
 namespace {
 
-class ScheduleAllreduceMpi final : public AllreduceImpl {
+// A transport that places the working buffers itself (shm: in shared windows, so that the ranks
+// of a node reduce straight out of each other's) rather than in plain host memory.
+template <class T>
+concept AllocatesBuffers = requires(T transport, size_t bytes, void* buffer) {
+  transport.allocate(bytes);
+  transport.release(buffer);
+};
+
+template <class TransportT>
+class ScheduleAllreduce final : public AllreduceImpl {
  public:
-  ScheduleAllreduceMpi(const AllreduceAlgorithm& algorithm, const AlgorithmParams& params, MPI_Comm comm)
+  ScheduleAllreduce(const AllreduceAlgorithm& algorithm, const AlgorithmParams& params, MPI_Comm comm)
       : algorithm_(algorithm), params_(params), transport_(comm) {
     SB_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
     SB_MPI_CHECK(MPI_Comm_size(comm, &nranks_));
@@ -29,39 +38,19 @@ class ScheduleAllreduceMpi final : public AllreduceImpl {
     return MPI_Wtime() - start;
   }
 
- private:
-  const AllreduceAlgorithm& algorithm_;
-  AlgorithmParams params_;
-  MpiTransport transport_;
-  int rank_ = 0, nranks_ = 1;
-  std::optional<Schedule> schedule_;
-};
-
-// The same on the shm transport: its buffers are in shared windows, so that the ranks of a node
-// reduce straight out of each other's.
-class ScheduleAllreduceShm final : public AllreduceImpl {
- public:
-  ScheduleAllreduceShm(const AllreduceAlgorithm& algorithm, const AlgorithmParams& params, MPI_Comm comm)
-      : algorithm_(algorithm), params_(params), transport_(comm) {
-    SB_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
-    SB_MPI_CHECK(MPI_Comm_size(comm, &nranks_));
+  void* allocate(size_t bytes) override {
+    if constexpr (AllocatesBuffers<TransportT>) return transport_.allocate(bytes);
+    else return AllreduceImpl::allocate(bytes);
   }
-
-  double run(const void* send, void* recv, size_t count, DataType type, RedOp op) override {
-    if (!schedule_ || schedule_->count != count) schedule_ = algorithm_.build(rank_, nranks_, count, params_);
-    const double start = MPI_Wtime();
-    if (send != recv) std::memcpy(recv, send, count * size_of(type));
-    transport_.execute(*schedule_, recv, type, op);
-    if (op == RedOp::avg) divide_cpu(recv, count, type, nranks_);
-    return MPI_Wtime() - start;
+  void release(void* buffer) override {
+    if constexpr (AllocatesBuffers<TransportT>) transport_.release(buffer);
+    else AllreduceImpl::release(buffer);
   }
-  void* allocate(size_t bytes) override { return transport_.allocate(bytes); }
-  void release(void* buffer) override { transport_.release(buffer); }
 
  private:
   const AllreduceAlgorithm& algorithm_;
   AlgorithmParams params_;
-  ShmTransport transport_;
+  TransportT transport_;
   int rank_ = 0, nranks_ = 1;
   std::optional<Schedule> schedule_;
 };
@@ -71,13 +60,8 @@ class ScheduleAllreduceShm final : public AllreduceImpl {
 std::unique_ptr<AllreduceImpl> make_schedule_allreduce(const AllreduceAlgorithm& algorithm,
                                                        const AlgorithmParams& params, Transport transport,
                                                        MPI_Comm comm) {
-  if (transport == Transport::shm) return std::make_unique<ScheduleAllreduceShm>(algorithm, params, comm);
-  return make_schedule_allreduce_mpi(algorithm, params, comm);
-}
-
-std::unique_ptr<AllreduceImpl> make_schedule_allreduce_mpi(const AllreduceAlgorithm& algorithm,
-                                                           const AlgorithmParams& params, MPI_Comm comm) {
-  return std::make_unique<ScheduleAllreduceMpi>(algorithm, params, comm);
+  if (transport == Transport::shm) return std::make_unique<ScheduleAllreduce<ShmTransport>>(algorithm, params, comm);
+  return std::make_unique<ScheduleAllreduce<MpiTransport>>(algorithm, params, comm);
 }
 
 }  // namespace sb

@@ -16,7 +16,4 @@ std::unique_ptr<AllreduceImpl> make_schedule_allreduce(const AllreduceAlgorithm&
                                                        const AlgorithmParams& params, Transport transport,
                                                        MPI_Comm comm);
 
-std::unique_ptr<AllreduceImpl> make_schedule_allreduce_mpi(const AllreduceAlgorithm& algorithm,
-                                                           const AlgorithmParams& params, MPI_Comm comm);
-
 }  // namespace sb

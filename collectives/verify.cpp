@@ -115,6 +115,12 @@ std::string verify_allreduce(const std::vector<Schedule>& schedules) {
                      Cells(s.scratch_count, {0, false, false})});
     rounds = std::max(rounds, s.rounds.size());
   }
+  // A rank's steps in a round; none in the rounds past the end of its schedule.
+  const std::vector<Step> no_steps;
+  auto steps_of = [&](int rank, size_t round) -> const std::vector<Step>& {
+    const Schedule& s = schedules[static_cast<size_t>(rank)];
+    return round < s.rounds.size() ? s.rounds[round].steps : no_steps;
+  };
   auto where = [](int rank, size_t round, size_t step) {
     return "rank " + std::to_string(rank) + " round " + std::to_string(round) + " step " +
            std::to_string(step) + ": ";
@@ -124,9 +130,7 @@ std::string verify_allreduce(const std::vector<Schedule>& schedules) {
     // 1. Everything sent this round, read as it is at the start of the round.
     Mailbox sent;
     for (int r = 0; r < p; ++r) {
-      const Schedule& s = schedules[static_cast<size_t>(r)];
-      if (round >= s.rounds.size()) continue;
-      const std::vector<Step>& steps = s.rounds[round].steps;
+      const std::vector<Step>& steps = steps_of(r, round);
       for (size_t i = 0; i < steps.size(); ++i) {
         const Step& step = steps[i];
         for (const Chunk* chunk : {&step.src, &step.dst}) {
@@ -150,9 +154,7 @@ std::string verify_allreduce(const std::vector<Schedule>& schedules) {
     // 2. Receives, matched to the sends in order per (sender, receiver) pair.
     std::map<std::pair<int, int>, size_t> matched;  // (from, to) -> messages consumed
     for (int r = 0; r < p; ++r) {
-      const Schedule& s = schedules[static_cast<size_t>(r)];
-      if (round >= s.rounds.size()) continue;
-      const std::vector<Step>& steps = s.rounds[round].steps;
+      const std::vector<Step>& steps = steps_of(r, round);
       for (size_t i = 0; i < steps.size(); ++i) {
         const Step& step = steps[i];
         if (step.kind != StepKind::recv_reduce && step.kind != StepKind::recv_copy) continue;
@@ -177,9 +179,7 @@ std::string verify_allreduce(const std::vector<Schedule>& schedules) {
                ": a send to " + std::to_string(pair.second) + " has no matching receive";
     // 3. Local steps, in order.
     for (int r = 0; r < p; ++r) {
-      const Schedule& s = schedules[static_cast<size_t>(r)];
-      if (round >= s.rounds.size()) continue;
-      const std::vector<Step>& steps = s.rounds[round].steps;
+      const std::vector<Step>& steps = steps_of(r, round);
       for (size_t i = 0; i < steps.size(); ++i) {
         const Step& step = steps[i];
         if (step.kind != StepKind::reduce_local && step.kind != StepKind::copy_local) continue;
