@@ -22,8 +22,10 @@ concept AllocatesBuffers = requires(T transport, size_t bytes, void* buffer) {
 template <class TransportT>
 class ScheduleAllreduce final : public AllreduceImpl {
  public:
-  ScheduleAllreduce(const AllreduceAlgorithm& algorithm, const AlgorithmParams& params, MPI_Comm comm)
-      : algorithm_(algorithm), params_(params), transport_(comm) {
+  template <class... TransportArgs>
+  ScheduleAllreduce(const AllreduceAlgorithm& algorithm, const AlgorithmParams& params, MPI_Comm comm,
+                    TransportArgs... transport_args)
+      : algorithm_(algorithm), params_(params), transport_(comm, transport_args...) {
     SB_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
     SB_MPI_CHECK(MPI_Comm_size(comm, &nranks_));
   }
@@ -31,9 +33,8 @@ class ScheduleAllreduce final : public AllreduceImpl {
   double run(const void* send, void* recv, size_t count, DataType type, RedOp op) override {
     if (!schedule_ || schedule_->count != count) schedule_ = algorithm_.build(rank_, nranks_, count, params_);
     const double start = MPI_Wtime();
-    // Schedules work in place on the receive buffer, which starts as this rank's input.
-    if (send != recv) std::memcpy(recv, send, count * size_of(type));
-    transport_.execute(*schedule_, recv, type, op);
+    // Schedules work in place on the receive buffer; the transport starts it from `send`.
+    transport_.execute(*schedule_, send, recv, type, op);
     if (op == RedOp::avg) divide_cpu(recv, count, type, nranks_);
     return MPI_Wtime() - start;
   }
@@ -60,8 +61,10 @@ class ScheduleAllreduce final : public AllreduceImpl {
 std::unique_ptr<AllreduceImpl> make_schedule_allreduce(const AllreduceAlgorithm& algorithm,
                                                        const AlgorithmParams& params, Transport transport,
                                                        MPI_Comm comm) {
-  if (transport == Transport::shm) return std::make_unique<ScheduleAllreduce<ShmTransport>>(algorithm, params, comm);
-  return std::make_unique<ScheduleAllreduce<MpiTransport>>(algorithm, params, comm);
+  // shm's nodes are hier's: --node-size splits the ranks that share memory into smaller ones.
+  if (transport == Transport::shm)
+    return std::make_unique<ScheduleAllreduce<ShmTransport>>(algorithm, params, comm, params.node_size);
+  return std::make_unique<ScheduleAllreduce<MpiTransport>>(algorithm, params, comm, params.segment);
 }
 
 }  // namespace sb

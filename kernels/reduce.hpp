@@ -51,8 +51,25 @@ SB_HD bfloat16 divide(bfloat16 sum, int divisor) {
   return to_bfloat16(to_float(sum) / static_cast<float>(divisor));
 }
 
+// Calls f(std::integral_constant<RedOp, op>{}): the op becomes a compile-time constant, so that
+// the loops over elements have no switch inside and vectorise.
+template <class F>
+decltype(auto) dispatch_op(RedOp op, F&& f) {
+  switch (op) {
+    case RedOp::sum: return f(std::integral_constant<RedOp, RedOp::sum>{});
+    case RedOp::prod: return f(std::integral_constant<RedOp, RedOp::prod>{});
+    case RedOp::max: return f(std::integral_constant<RedOp, RedOp::max>{});
+    case RedOp::min: return f(std::integral_constant<RedOp, RedOp::min>{});
+    case RedOp::avg: break;
+  }
+  return f(std::integral_constant<RedOp, RedOp::avg>{});
+}
+
 // accumulator[i] = combine(op, accumulator[i], input[i]) for i < count, on host memory.
 void reduce_into_cpu(void* accumulator, const void* input, size_t count, DataType type, RedOp op);
+// out[i] = combine(op, a[i], b[i]): a reduction that also moves the data where it belongs (the
+// shm transport reduces a peer's input and its own into its result in one pass).
+void reduce_cpu(void* out, const void* a, const void* b, size_t count, DataType type, RedOp op);
 // buffer[i] = divide(buffer[i], divisor): finishes an avg computed as a sum.
 void divide_cpu(void* buffer, size_t count, DataType type, int divisor);
 

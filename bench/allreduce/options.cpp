@@ -127,7 +127,7 @@ std::optional<AllreduceOptions> parse_allreduce_options(int argc, char** argv, b
   app.add_option("--node-size", options.node_size,
                  "ranks per node for hier (default: ranks that share memory)");
   app.add_option("--torus", torus_text, "grid of torus2d, XxY with X*Y = ranks [most square]");
-  app.add_option("--segment", segment_text, "pipelining chunk of tree and dbtree, bytes [256K]");
+  app.add_option("--segment", segment_text, "pipelining chunk of tree and dbtree and of the mpi transport's messages, bytes [256K]");
   app.add_flag("--print-schedule", options.print_schedule,
                "print each schedule implementation's rounds for every rank at --minbytes, then stop");
   app.add_flag("--list", options.list, "list the implementations and whether each can run here");

@@ -1,6 +1,9 @@
 #include "collectives/transports/shm_transport.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "collectives/mpi_types.hpp"
@@ -12,34 +15,89 @@ namespace {
 
 constexpr int kTag = 0x5c;
 
-bool overlaps(const Chunk& a, const Chunk& b) {
-  return a.buffer == b.buffer && a.offset < b.offset + b.count && b.offset < a.offset + a.count;
+void publish(uint64_t& counter, uint64_t value) {
+  std::atomic_ref<uint64_t>(counter).store(value, std::memory_order_release);
+}
+
+// Spins briefly, then yields: ranks may outnumber cores (mpirun --oversubscribe), and a peer
+// that is not running cannot make progress for us. A peer that died leaves this loop to the
+// watchdog (-T), which ends the job.
+void wait_for(uint64_t& counter, uint64_t value) {
+  std::atomic_ref<uint64_t> flag(counter);
+  for (int spins = 0; flag.load(std::memory_order_acquire) < value; ++spins)
+    if (spins >= 64) sched_yield();
+}
+
+// Gathers every node rank's vector of records (node-collective).
+std::vector<std::vector<ShmSendRecord>> allgather_records(const std::vector<ShmSendRecord>& mine, MPI_Comm node) {
+  int size = 1;
+  SB_MPI_CHECK(MPI_Comm_size(node, &size));
+  const int my_bytes = static_cast<int>(mine.size() * sizeof(ShmSendRecord));
+  std::vector<int> bytes(static_cast<size_t>(size)), displacements(static_cast<size_t>(size));
+  SB_MPI_CHECK(MPI_Allgather(&my_bytes, 1, MPI_INT, bytes.data(), 1, MPI_INT, node));
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    displacements[static_cast<size_t>(r)] = total;
+    total += bytes[static_cast<size_t>(r)];
+  }
+  std::vector<ShmSendRecord> all(static_cast<size_t>(total) / sizeof(ShmSendRecord));
+  SB_MPI_CHECK(MPI_Allgatherv(mine.data(), my_bytes, MPI_BYTE, all.data(), bytes.data(), displacements.data(),
+                              MPI_BYTE, node));
+  std::vector<std::vector<ShmSendRecord>> by_node_rank(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    const auto first = all.begin() + displacements[static_cast<size_t>(r)] / static_cast<int>(sizeof(ShmSendRecord));
+    by_node_rank[static_cast<size_t>(r)].assign(first, first + bytes[static_cast<size_t>(r)] / static_cast<int>(sizeof(ShmSendRecord)));
+  }
+  return by_node_rank;
 }
 
 }  // namespace
 
-ShmTransport::ShmTransport(MPI_Comm comm) {
+ShmTransport::ShmTransport(MPI_Comm comm, int node_size) {
   SB_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
-  int rank = 0, nranks = 1;
-  SB_MPI_CHECK(MPI_Comm_rank(comm_, &rank));
+  int nranks = 1;
+  SB_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   SB_MPI_CHECK(MPI_Comm_size(comm_, &nranks));
-  SB_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_));
-  int node_rank = 0;
+  MPI_Comm shared = MPI_COMM_NULL;
+  SB_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &shared));
+  SB_MPI_CHECK(MPI_Comm_split(shared, node_size > 0 ? rank_ / node_size : 0, rank_, &node_));
+  SB_MPI_CHECK(MPI_Comm_free(&shared));
+  int node_rank = 0, node_ranks = 1;
   SB_MPI_CHECK(MPI_Comm_rank(node_, &node_rank));
-  // Which world ranks share this node, and their rank in it: every rank learns the world rank of
-  // its node's first rank (its node's name, in effect) and everybody gathers those.
-  int leader = rank;
+  SB_MPI_CHECK(MPI_Comm_size(node_, &node_ranks));
+  // Which ranks share this node, and their rank in it: every rank learns the rank of its node's
+  // first rank (its node's name, in effect) and everybody gathers those.
+  int leader = rank_;
   SB_MPI_CHECK(MPI_Bcast(&leader, 1, MPI_INT, 0, node_));
-  std::vector<int> leaders(static_cast<size_t>(nranks)), node_ranks(static_cast<size_t>(nranks));
+  std::vector<int> leaders(static_cast<size_t>(nranks)), node_ranks_of(static_cast<size_t>(nranks));
   SB_MPI_CHECK(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm_));
-  SB_MPI_CHECK(MPI_Allgather(&node_rank, 1, MPI_INT, node_ranks.data(), 1, MPI_INT, comm_));
+  SB_MPI_CHECK(MPI_Allgather(&node_rank, 1, MPI_INT, node_ranks_of.data(), 1, MPI_INT, comm_));
   node_rank_of_.assign(static_cast<size_t>(nranks), -1);
+  rank_of_node_rank_.assign(static_cast<size_t>(node_ranks), -1);
   for (int r = 0; r < nranks; ++r)
-    if (leaders[static_cast<size_t>(r)] == leader) node_rank_of_[static_cast<size_t>(r)] = node_ranks[static_cast<size_t>(r)];
+    if (leaders[static_cast<size_t>(r)] == leader) {
+      node_rank_of_[static_cast<size_t>(r)] = node_ranks_of[static_cast<size_t>(r)];
+      rank_of_node_rank_[static_cast<size_t>(node_ranks_of[static_cast<size_t>(r)])] = r;
+    }
+
+  void* base = nullptr;
+  SB_MPI_CHECK(MPI_Win_allocate_shared(sizeof(Flags), 1, MPI_INFO_NULL, node_, &base, &flags_win_));
+  my_flags_ = new (base) Flags{};
+  peer_flags_.assign(static_cast<size_t>(nranks), nullptr);
+  for (int r = 0; r < nranks; ++r) {
+    if (node_rank_of_[static_cast<size_t>(r)] < 0) continue;
+    MPI_Aint size = 0;
+    int unit = 0;
+    void* peer = nullptr;
+    SB_MPI_CHECK(MPI_Win_shared_query(flags_win_, node_rank_of_[static_cast<size_t>(r)], &size, &unit, &peer));
+    peer_flags_[static_cast<size_t>(r)] = static_cast<Flags*>(peer);
+  }
+  SB_MPI_CHECK(MPI_Barrier(node_));  // every rank's counters are zero before anyone reads them
 }
 
 ShmTransport::~ShmTransport() {
   for (Window& w : windows_) MPI_Win_free(&w.win);
+  MPI_Win_free(&flags_win_);
   MPI_Comm_free(&node_);
   MPI_Comm_free(&comm_);
 }
@@ -72,83 +130,111 @@ void ShmTransport::release(void* buffer) {
     }
 }
 
-void ShmTransport::execute(const Schedule& schedule, void* work, DataType type, RedOp op) {
+const ShmTransport::Window* ShmTransport::window_of(const void* buffer) const {
+  for (const Window& w : windows_)
+    if (w.mine == buffer) return &w;
+  return nullptr;
+}
+
+const ShmPlan& ShmTransport::plan_for(const Schedule& schedule, bool in_place) {
+  // Every rank runs the same sequence of calls, so all miss (and exchange records) together.
+  const auto key = std::make_pair(schedule.count, in_place);
+  if (auto it = plans_.find(key); it != plans_.end()) return it->second;
+  if (plans_.size() >= 8) plans_.clear();
+  ShmPlan plan = plan_shm(schedule, in_place, [&](int peer) { return node_rank_of_[static_cast<size_t>(peer)] >= 0; });
+  const auto by_node_rank = allgather_records(shm_send_records(plan), node_);
+  std::vector<std::vector<ShmSendRecord>> by_rank(node_rank_of_.size());
+  for (size_t r = 0; r < by_node_rank.size(); ++r) by_rank[static_cast<size_t>(rank_of_node_rank_[r])] = by_node_rank[r];
+  SB_CHECK(resolve_shm_sources(plan, rank_, by_rank), "shm: the ranks' schedules do not match");
+  return plans_.emplace(key, std::move(plan)).first->second;
+}
+
+void ShmTransport::execute(const Schedule& schedule, const void* input, void* work, DataType type, RedOp op) {
   SB_CHECK(schedule.scratch_count == 0, "the shm transport runs schedules without scratch");
-  const auto window = std::find_if(windows_.begin(), windows_.end(),
-                                   [&](const Window& w) { return w.mine == work; });
-  SB_CHECK(window != windows_.end(), "the working buffer is not in a shared window");
+  const Window* work_window = window_of(work);
+  SB_CHECK(work_window != nullptr, "the working buffer is not in a shared window");
   const size_t element = size_of(type);
+  const Window* input_window = window_of(input);
+  if (input_window == nullptr) {  // an input peers cannot see: start from a copy of it
+    std::memcpy(work, input, schedule.count * element);
+    input_window = work_window;
+  }
+  const ShmPlan& plan = plan_for(schedule, input_window == work_window);
   const MPI_Datatype mpi_type = mpi_datatype(type);
-  unsigned char* mine = window->mine;
-  auto local = [&](size_t offset) { return mine + offset * element; };
+  const uint64_t call = ++calls_;
+  auto stamp = [call](size_t round) { return (call << 32) | round; };
+  auto at = [&](const Window* w, size_t offset) { return w->mine + offset * element; };
+  auto land = [&](const ShmReceive& receive, const unsigned char* data) {
+    for (const ShmPiece& piece : receive.pieces) {
+      const unsigned char* from = data + piece.from * element;
+      switch (piece.apply) {
+        case ShmApply::copy: std::memcpy(at(work_window, piece.offset), from, piece.count * element); break;
+        case ShmApply::reduce_into: reduce_into_cpu(at(work_window, piece.offset), from, piece.count, type, op); break;
+        case ShmApply::reduce_input:
+          reduce_cpu(at(work_window, piece.offset), at(input_window, piece.offset), from, piece.count, type, op);
+          break;
+      }
+    }
+  };
 
-  // Every rank of the node takes part in every round's barriers, so all run as many rounds as the
-  // longest schedule among them (trailing rounds a rank has no steps in are left off its list).
-  long long rounds = static_cast<long long>(schedule.rounds.size()), node_rounds = 0;
-  SB_MPI_CHECK(MPI_Allreduce(&rounds, &node_rounds, 1, MPI_LONG_LONG, MPI_MAX, node_));
-  const Round nothing;
-  for (long long index = 0; index < node_rounds; ++index) {
-    const Round& round = index < rounds ? schedule.rounds[static_cast<size_t>(index)] : nothing;
-    size_t staged = 0;
-    for (const Step& step : round.steps)
-      if (step.kind == StepKind::recv_reduce || step.kind == StepKind::recv_copy) staged += step.dst.count * element;
-    if (staging_.size() < staged) staging_.resize(staged);
+  std::vector<unsigned char*> staged_at;
+  for (size_t index = 0; index < plan.rounds.size(); ++index) {
+    const ShmRound& round = plan.rounds[index];
+    for (const Chunk& fill : round.fill)
+      std::memcpy(at(work_window, fill.offset), at(input_window, fill.offset), fill.count * element);
+    publish(my_flags_->ready, stamp(index));
+    if (round.sends.empty() && round.receives.empty() && round.locals.empty()) continue;
 
-    SB_MPI_CHECK(MPI_Barrier(node_));  // every peer's buffer is as of the start of the round
+    size_t staged_bytes = 0;
+    for (const ShmReceive& receive : round.receives)
+      if (receive.staged) staged_bytes += receive.count * element;
+    if (staging_.size() < staged_bytes) staging_.resize(staged_bytes);
+    staged_at.assign(round.receives.size(), nullptr);
     requests_.clear();
-    struct Pending {
-      const Step* step;
-      unsigned char* from;
-    };
-    std::vector<Pending> pending;  // results to apply after the second barrier
     size_t offset = 0;
-    for (const Step& step : round.steps) {
-      if (step.kind != StepKind::recv_reduce && step.kind != StepKind::recv_copy) continue;
-      const size_t bytes = step.dst.count * element;
-      unsigned char* peer = window->peers[static_cast<size_t>(step.peer)];
-      if (!peer) {  // on another node
-        unsigned char* into = staging_.data() + offset;
-        offset += bytes;
-        SB_MPI_CHECK(MPI_Irecv(into, static_cast<int>(step.dst.count), mpi_type, step.peer, kTag, comm_,
+    for (size_t i = 0; i < round.receives.size(); ++i) {
+      const ShmReceive& receive = round.receives[i];
+      if (!receive.staged) continue;
+      staged_at[i] = staging_.data() + offset;
+      offset += receive.count * element;
+      if (!receive.on_node)
+        SB_MPI_CHECK(MPI_Irecv(staged_at[i], static_cast<int>(receive.count), mpi_type, receive.peer, kTag, comm_,
                                &requests_.emplace_back()));
-        pending.push_back({&step, into});
-        continue;
-      }
-      const unsigned char* source = peer + step.dst.offset * element;
-      bool sent_this_round = false;
-      for (const Step& other : round.steps)
-        sent_this_round = sent_this_round || (other.kind == StepKind::send && overlaps(other.src, step.dst));
-      if (sent_this_round) {  // a peer may still be reading this range: stage, apply later
-        unsigned char* into = staging_.data() + offset;
-        offset += bytes;
-        std::memcpy(into, source, bytes);
-        pending.push_back({&step, into});
-      } else if (step.kind == StepKind::recv_copy) {
-        std::memcpy(local(step.dst.offset), source, bytes);
-      } else {
-        reduce_into_cpu(local(step.dst.offset), source, step.dst.count, type, op);
-      }
     }
-    for (const Step& step : round.steps)
-      if (step.kind == StepKind::send && !window->peers[static_cast<size_t>(step.peer)])
-        SB_MPI_CHECK(MPI_Isend(local(step.src.offset), static_cast<int>(step.src.count), mpi_type, step.peer,
-                               kTag, comm_, &requests_.emplace_back()));
-    SB_MPI_CHECK(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
-    SB_MPI_CHECK(MPI_Barrier(node_));  // nobody reads this round's chunks any more
+    for (const ShmSend& send : round.sends)
+      if (!send.on_node)
+        SB_MPI_CHECK(MPI_Isend(at(send.source == ShmSource::input ? input_window : work_window, send.offset),
+                               static_cast<int>(send.count), mpi_type, send.peer, kTag, comm_,
+                               &requests_.emplace_back()));
 
-    for (const Pending& p : pending) {
-      if (p.step->kind == StepKind::recv_copy)
-        std::memcpy(local(p.step->dst.offset), p.from, p.step->dst.count * element);
+    for (size_t i = 0; i < round.receives.size(); ++i) {
+      const ShmReceive& receive = round.receives[i];
+      if (!receive.on_node) continue;
+      wait_for(peer_flags_[static_cast<size_t>(receive.peer)]->ready, stamp(index));
+      const Window* from = receive.source == ShmSource::input ? input_window : work_window;
+      const unsigned char* data = from->peers[static_cast<size_t>(receive.peer)] + receive.peer_offset * element;
+      if (receive.staged)
+        std::memcpy(staged_at[i], data, receive.count * element);
       else
-        reduce_into_cpu(local(p.step->dst.offset), p.from, p.step->dst.count, type, op);
+        land(receive, data);
     }
-    for (const Step& step : round.steps) {
+    SB_MPI_CHECK(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
+    publish(my_flags_->read_done, stamp(index + 1));
+    for (int reader : round.work_readers) wait_for(peer_flags_[static_cast<size_t>(reader)]->read_done, stamp(index + 1));
+
+    for (size_t i = 0; i < round.receives.size(); ++i)
+      if (staged_at[i]) land(round.receives[i], staged_at[i]);
+    for (const Step& step : round.locals) {
       if (step.kind == StepKind::reduce_local)
-        reduce_into_cpu(local(step.dst.offset), local(step.src.offset), step.dst.count, type, op);
-      else if (step.kind == StepKind::copy_local)
-        std::memmove(local(step.dst.offset), local(step.src.offset), step.dst.count * element);
+        reduce_into_cpu(at(work_window, step.dst.offset), at(work_window, step.src.offset), step.dst.count, type, op);
+      else
+        std::memmove(at(work_window, step.dst.offset), at(work_window, step.src.offset), step.dst.count * element);
     }
   }
+  for (const Chunk& fill : plan.final_fill)
+    std::memcpy(at(work_window, fill.offset), at(input_window, fill.offset), fill.count * element);
+  for (const auto& [reader, round] : plan.input_readers)
+    wait_for(peer_flags_[static_cast<size_t>(reader)]->read_done, stamp(round + 1));
 }
 
 }  // namespace sb

@@ -55,6 +55,35 @@ TEST(ReduceIntoCpu, MatchesElementFunctionForEveryType) {
   }
 }
 
+TEST(ReduceCpu, ThreeOperandFormMatchesReduceInto) {
+  // Long enough for the vectorised body and its scalar tail, with values that make every op
+  // differ (negative, zero and positive, integer-valued so that fp16 and bf16 are exact).
+  const size_t n = 1029;
+  for (DataType type : kAllDataTypes) {
+    for (RedOp op : kAllRedOps) {
+      dispatch(type, [&](auto tag) {
+        using T = decltype(tag);
+        auto value = [](int v) {
+          if constexpr (std::is_same_v<T, float16>) return to_float16(float(v));
+          else if constexpr (std::is_same_v<T, bfloat16>) return to_bfloat16(float(v));
+          else return static_cast<T>(v);
+        };
+        std::vector<T> a(n), b(n), out(n);
+        for (size_t i = 0; i < n; ++i) {
+          a[i] = value(static_cast<int>(i % 11) - 5);
+          b[i] = value(static_cast<int>(i % 7) - 3);
+        }
+        std::vector<T> want = a;
+        for (size_t i = 0; i < n; ++i) want[i] = combine(op, want[i], b[i]);
+        reduce_cpu(out.data(), a.data(), b.data(), n, type, op);
+        EXPECT_EQ(std::memcmp(out.data(), want.data(), sizeof(T) * n), 0) << name_of(type) << " " << name_of(op);
+        reduce_into_cpu(a.data(), b.data(), n, type, op);
+        EXPECT_EQ(std::memcmp(a.data(), want.data(), sizeof(T) * n), 0) << name_of(type) << " " << name_of(op);
+      });
+    }
+  }
+}
+
 TEST(DivideCpu, FinishesAnAverage) {
   std::vector<int32_t> v = {6, -9, 12};
   divide_cpu(v.data(), 3, DataType::int32, 3);
