@@ -18,6 +18,15 @@ void* AllreduceImpl::allocate(size_t bytes) {
 
 void AllreduceImpl::release(void* buffer) { std::free(buffer); }
 
+std::string_view name_of(Transport transport) {
+  switch (transport) {
+    case Transport::mpi: return "mpi";
+    case Transport::shm: return "shm";
+    case Transport::nccl: return "nccl";
+  }
+  return "?";
+}
+
 void AllreduceImpl::upload(void* buffer, const void* host, size_t bytes) {
   std::memcpy(buffer, host, bytes);
 }

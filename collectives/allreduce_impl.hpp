@@ -43,14 +43,17 @@ class AllreduceImpl {
   virtual std::string device_name() const { return {}; }
 };
 
-// How a schedule's steps move bytes (collectives/transports/).
-enum class Transport { mpi, shm };
+// How a schedule's steps move bytes (collectives/transports/): host buffers over MPI
+// point-to-point, host buffers in a node's shared memory, or device buffers over NCCL.
+enum class Transport { mpi, shm, nccl };
+inline constexpr Transport kAllTransports[] = {Transport::mpi, Transport::shm, Transport::nccl};
+std::string_view name_of(Transport transport);
 
 // What the harness tells an implementation when creating it; the library baselines ignore it.
 struct ImplConfig {
   Transport transport = Transport::mpi;
   DataType type = DataType::float32;
-  size_t segment_bytes = 256 << 10;  // pipelining chunk of tree and dbtree
+  size_t segment_bytes = 256 << 10;  // pipelining chunk of tree, dbtree and the mpi transport
   int node_size = 1;                 // ranks per node, for hier
   int torus_x = 0, torus_y = 0;      // grid of torus2d; 0: the most square
 };

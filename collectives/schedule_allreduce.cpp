@@ -61,6 +61,7 @@ class ScheduleAllreduce final : public AllreduceImpl {
 std::unique_ptr<AllreduceImpl> make_schedule_allreduce(const AllreduceAlgorithm& algorithm,
                                                        const AlgorithmParams& params, Transport transport,
                                                        MPI_Comm comm) {
+  if (transport == Transport::nccl) return make_nccl_schedule_allreduce(algorithm, params, comm);
   // shm's nodes are hier's: --node-size splits the ranks that share memory into smaller ones.
   if (transport == Transport::shm)
     return std::make_unique<ScheduleAllreduce<ShmTransport>>(algorithm, params, comm, params.node_size);

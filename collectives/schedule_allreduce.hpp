@@ -11,6 +11,10 @@ namespace sb {
 // The algorithm parameters an ImplConfig asks for (segment in elements of its type).
 AlgorithmParams algorithm_params(const ImplConfig& config);
 
+// The schedule on device buffers over the nccl transport (CUDA builds; see nccl_transport.hpp).
+std::unique_ptr<AllreduceImpl> make_nccl_schedule_allreduce(const AllreduceAlgorithm& algorithm,
+                                                            const AlgorithmParams& params, MPI_Comm comm);
+
 // The schedule on the transport asked for.
 std::unique_ptr<AllreduceImpl> make_schedule_allreduce(const AllreduceAlgorithm& algorithm,
                                                        const AlgorithmParams& params, Transport transport,

@@ -7,6 +7,10 @@
 
 #include "kernels/dtype.hpp"
 
+#if SB_HAVE_CUDA
+struct CUstream_st;  // cudaStream_t, without the CUDA headers
+#endif
+
 namespace sb {
 
 // The type integer arithmetic is done in: unsigned, so that overflow wraps.
@@ -72,5 +76,12 @@ void reduce_into_cpu(void* accumulator, const void* input, size_t count, DataTyp
 void reduce_cpu(void* out, const void* a, const void* b, size_t count, DataType type, RedOp op);
 // buffer[i] = divide(buffer[i], divisor): finishes an avg computed as a sum.
 void divide_cpu(void* buffer, size_t count, DataType type, int divisor);
+
+#if SB_HAVE_CUDA
+// The same on device memory, enqueued on `stream` (kernels/reduce_cuda.cu).
+void reduce_into_cuda(void* accumulator, const void* input, size_t count, DataType type, RedOp op,
+                      CUstream_st* stream);
+void divide_cuda(void* buffer, size_t count, DataType type, int divisor, CUstream_st* stream);
+#endif
 
 }  // namespace sb

@@ -4,13 +4,16 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "bench/allreduce/options.hpp"
 #include "bench/allreduce/record.hpp"
 #include "bench/allreduce/sweep.hpp"
 #include "bench/allreduce/table.hpp"
 #include "collectives/algorithms/algorithms.hpp"
+#include "collectives/baselines/baselines.hpp"
 #include "collectives/schedule_allreduce.hpp"
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
@@ -84,11 +87,11 @@ void print_impl_list(const WorldLayout& layout) {
 }
 
 // Schedules are pure functions, so rank 0 can build every rank's.
-ImplConfig impl_config(const AllreduceOptions& options, const WorldLayout& layout) {
+ImplConfig impl_config(const AllreduceOptions& options, const WorldLayout& layout, Transport transport) {
   ImplConfig config;
   config.type = options.type;
   config.segment_bytes = options.segment_bytes;
-  config.transport = options.transport;
+  config.transport = transport;
   config.node_size = options.node_size > 0 ? options.node_size : layout.local_size;
   config.torus_x = options.torus_x;
   config.torus_y = options.torus_y;
@@ -98,7 +101,7 @@ ImplConfig impl_config(const AllreduceOptions& options, const WorldLayout& layou
 void print_schedules(const AllreduceOptions& options, const WorldLayout& layout) {
   const int nranks = layout.nranks;
   const size_t count = options.min_bytes / size_of(options.type);
-  const AlgorithmParams params = algorithm_params(impl_config(options, layout));
+  const AlgorithmParams params = algorithm_params(impl_config(options, layout, Transport::mpi));
   for (const std::string& name : options.impls) {
     const AllreduceAlgorithm* algorithm = find_allreduce_impl(name)->algorithm;
     if (!algorithm) {
@@ -125,6 +128,38 @@ void drop_unavailable_impls(AllreduceOptions& options, const WorldLayout& layout
       throw UsageError("--impl " + *it + " cannot run here: " + (why.empty() ? "not on every rank" : why));
     }
   }
+  // The nccl transport needs what ncclAllReduce needs: one GPU per rank.
+  const bool schedules = std::any_of(options.impls.begin(), options.impls.end(),
+                                     [](const std::string& name) { return find_allreduce_impl(name)->algorithm; });
+  const bool on_nccl = std::find(options.transports.begin(), options.transports.end(), Transport::nccl) !=
+                       options.transports.end();
+  if (schedules && on_nccl) {
+    const std::string why = nccl_unavailable(layout);
+    if (any_rank(!why.empty()))
+      throw UsageError("--transport nccl cannot run here: " + (why.empty() ? "not on every rank" : why));
+  }
+}
+
+// What one table and one results group measure: a library baseline, or a schedule on a transport.
+struct RunEntry {
+  const AllreduceImplInfo* info;
+  std::optional<Transport> transport;  // none for the library baselines
+  std::string name() const {
+    return std::string(info->name) + (transport ? "@" + std::string(name_of(*transport)) : "");
+  }
+};
+
+std::vector<RunEntry> run_entries(const AllreduceOptions& options) {
+  std::vector<RunEntry> entries;
+  for (const std::string& name : options.impls) {
+    const AllreduceImplInfo* info = find_allreduce_impl(name);
+    if (!info->algorithm) {
+      entries.push_back({info, std::nullopt});
+      continue;
+    }
+    for (Transport transport : options.transports) entries.push_back({info, transport});
+  }
+  return entries;
 }
 
 int run(int argc, char** argv, const WorldLayout& layout) {
@@ -180,11 +215,15 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                     root ? Watchdog::FaultHandler([&](const std::string& reason) { saver.save(reason); })
                          : Watchdog::FaultHandler());
 
-  for (const std::string& name : options.impls) {
-    const AllreduceImplInfo& info = *find_allreduce_impl(name);
+  for (const RunEntry& entry : run_entries(options)) {
+    const std::string name = entry.name();
     watchdog.phase("setting up " + name);
-    std::unique_ptr<AllreduceImpl> impl = info.create(MPI_COMM_WORLD, impl_config(options, layout));
-    ImplResult result{name, std::string(info.description), {}, {}};
+    std::unique_ptr<AllreduceImpl> impl =
+        entry.info->create(MPI_COMM_WORLD, impl_config(options, layout, entry.transport.value_or(Transport::mpi)));
+    ImplResult result;
+    result.name = name;
+    result.description = entry.info->description;
+    if (entry.transport) result.transport = std::string(name_of(*entry.transport));
     if (impl->memory() == Memory::device) result.devices = gather_strings(impl->device_name(), layout.nranks);
     {
       std::lock_guard<std::mutex> lock(log.mutex);

@@ -123,7 +123,7 @@ std::optional<AllreduceOptions> parse_allreduce_options(int argc, char** argv, b
   app.add_option("--out", options.out, "results file [out/allreduce-<UTC time>-<pid>.h5]");
   app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
   std::string segment_text, torus_text, transport_text = "mpi";
-  app.add_option("--transport", transport_text, "how the schedules move data: mpi or shm");
+  app.add_option("--transport", transport_text, "how the schedules move data: mpi, shm, nccl, or a comma list (each schedule runs on each)");
   app.add_option("--node-size", options.node_size,
                  "ranks per node for hier (default: ranks that share memory)");
   app.add_option("--torus", torus_text, "grid of torus2d, XxY with X*Y = ranks [most square]");
@@ -160,12 +160,16 @@ std::optional<AllreduceOptions> parse_allreduce_options(int argc, char** argv, b
       throw UsageError("--torus: '" + torus_text + "' is not XxY with positive X and Y (e.g. 4x2)");
     }
   }
-  if (transport_text == "mpi")
-    options.transport = Transport::mpi;
-  else if (transport_text == "shm")
-    options.transport = Transport::shm;
-  else
-    throw UsageError("--transport: unknown transport '" + transport_text + "' (mpi, shm)");
+  options.transports.clear();
+  for (const std::string& name : split_commas(transport_text)) {
+    const auto* known = std::find_if(std::begin(kAllTransports), std::end(kAllTransports),
+                                     [&](Transport t) { return name_of(t) == name; });
+    if (known == std::end(kAllTransports))
+      throw UsageError("--transport: unknown transport '" + name + "' (mpi, shm, nccl)");
+    if (std::find(options.transports.begin(), options.transports.end(), *known) != options.transports.end())
+      throw UsageError("--transport: '" + name + "' given twice");
+    options.transports.push_back(*known);
+  }
   if (options.node_size < 0) throw UsageError("--node-size must be positive");
   if (!segment_text.empty()) options.segment_bytes = parse_size(segment_text, "--segment");
   options.type = parse_datatype(type_text);

@@ -32,7 +32,7 @@ struct AllreduceOptions {
   std::string out;              // empty: out/allreduce-<UTC time>-<pid>.h5
   std::map<std::string, std::string> labels;
   uint64_t segment_bytes = 256 << 10;  // pipelining chunk of tree and dbtree
-  Transport transport = Transport::mpi;  // --transport, for the schedules
+  std::vector<Transport> transports = {Transport::mpi};  // --transport: each schedule runs on each
   int node_size = 0;                   // --node-size; 0: ranks sharing memory (MPI's view)
   int torus_x = 0, torus_y = 0;        // --torus XxY; 0: the most square
   bool list = false;  // --list: print the implementations and whether each can run, then stop

@@ -54,7 +54,9 @@ void write_allreduce_results(const h5::Node& root, const RunMetadata& metadata,
   allreduce.set_attr("average", static_cast<int64_t>(o.aggregate));
   allreduce.set_attr("timeout_s", o.timeout_seconds);
   allreduce.set_attr("busbw_factor", std::string("2(p-1)/p"));
-  allreduce.set_attr("transport", std::string(o.transport == Transport::shm ? "shm" : "mpi"));
+  std::vector<std::string> transports;
+  for (Transport t : o.transports) transports.emplace_back(name_of(t));
+  allreduce.set_attr("transports", transports);
   allreduce.set_attr("segment_bytes", static_cast<int64_t>(o.segment_bytes));
   allreduce.set_attr("node_size", static_cast<int64_t>(o.node_size > 0 ? o.node_size : metadata.layout.local_size));
   const TorusShape torus = torus_shape(metadata.layout.nranks, o.torus_x, o.torus_y);
@@ -63,6 +65,8 @@ void write_allreduce_results(const h5::Node& root, const RunMetadata& metadata,
   for (const ImplResult& impl : impls) {
     const h5::Node group = allreduce.create_group(impl.name);
     group.set_attr("description", impl.description);
+    group.set_attr("implementation", impl.name.substr(0, impl.name.find('@')));
+    group.set_attr("transport", impl.transport.empty() ? std::string("library") : impl.transport);
     group.set_attr("memory", std::string(impl.devices.empty() ? "host" : "device"));
     if (!impl.devices.empty()) group.set_attr("devices", impl.devices);
     std::vector<uint64_t> bytes, counts;

@@ -31,8 +31,9 @@ struct SizeResult {
 };
 
 struct ImplResult {
-  std::string name;
+  std::string name;       // the implementation, and for a schedule "@transport" (ring@shm)
   std::string description;
+  std::string transport;  // the schedule's transport; empty for the library baselines
   std::vector<std::string> devices;  // per rank, for device implementations
   std::vector<SizeResult> sizes;
 };

@@ -100,7 +100,7 @@ double best_schedule_over_mpi(const std::vector<ImplResult>& impls, size_t size)
     const double busbw = impl.sizes[size].out_of_place.busbw_GBps;
     if (impl.name == "mpi")
       mpi = busbw;
-    else if (impl.name != "nccl")
+    else if (!impl.transport.empty() && impl.transport != "nccl")  // a schedule on host buffers
       best = std::max(best, busbw);
   }
   return mpi > 0 && best > 0 ? best / mpi : 0;

@@ -21,7 +21,7 @@ void print_table_footer(std::FILE* out, const ImplResult& impl);
 // schedule's busbw over MPI_Allreduce's when both ran.
 void print_summary(std::FILE* out, const std::vector<ImplResult>& impls);
 // The best schedule's busbw over the `mpi` baseline's at size index `size`; 0 when either is
-// missing. Schedules are the implementations other than the library baselines (mpi, nccl).
+// missing. The schedules compared are those on host buffers (transport mpi or shm).
 double best_schedule_over_mpi(const std::vector<ImplResult>& impls, size_t size);
 
 // The row's text, without the newline (tested).

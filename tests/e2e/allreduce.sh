@@ -16,7 +16,7 @@ check "run leaves exactly its results file" test "$(ls "$WORK" | grep -c '\.h5')
 
 check "h5dump reads the file" h5dump -H "$out" >"$WORK/header.txt"
 dump_attr() { h5dump -a "$1" "$out" 2>/dev/null | grep -A1 'DATA {' | tail -1 | sed 's/.*: //; s/"//g; s/^ *//'; }
-check "schema_version is 1" test "$(dump_attr /schema_version)" = "1"
+check "schema_version is 2" test "$(dump_attr /schema_version)" = "2"
 check "program is sb-allreduce" test "$(dump_attr /program)" = "sb-allreduce"
 check "ranks is 2" test "$(dump_attr /ranks)" = "2"
 check "status is complete" test "$(dump_attr /status)" = "complete"
@@ -57,7 +57,7 @@ done
 for np in 3 4 6; do
   $MPIRUN -np "$np" "$BIN/sb-allreduce" --impl all -b 4 -e 1M -f 16 -n 2 -w 1 -d int32 --node-size 2 \
     --out "$WORK/all.h5" >"$WORK/all.txt" 2>&1
-  impls=$(grep -c '^# impl [a-z0-9]*:' "$WORK/all.txt")
+  impls=$(grep -c '^# impl [a-z0-9@]*:' "$WORK/all.txt")
   ok=$(grep -c '^# Out of bounds values : 0 OK' "$WORK/all.txt")
   check "np=$np --impl all: $ok of $impls implementations with no wrong values" test "$impls" -ge 4 -a "$ok" -eq "$impls"
   check "np=$np --impl all prints the summary with a best/mpi ratio per size" \
@@ -66,10 +66,16 @@ for np in 3 4 6; do
 done
 $MPIRUN -np 4 "$BIN/sb-allreduce" --impl all --transport shm -b 4 -e 1M -f 16 -n 2 -w 1 -d bfloat16 -o max \
   --out "$WORK/shm.h5" >"$WORK/shm.txt" 2>&1
-impls=$(grep -c '^# impl [a-z0-9]*:' "$WORK/shm.txt")
+impls=$(grep -c '^# impl [a-z0-9@]*:' "$WORK/shm.txt")
 ok=$(grep -c '^# Out of bounds values : 0 OK' "$WORK/shm.txt")
 check "np=4 --transport shm: $ok of $impls implementations with no wrong values" test "$impls" -ge 4 -a "$ok" -eq "$impls"
-check "the file records the transport" bash -c "h5dump -a /allreduce/transport '$WORK/shm.h5' | grep -q shm"
+check "the file records the transport" bash -c "h5dump -a /allreduce/ring@shm/transport '$WORK/shm.h5' | grep -q shm"
+$MPIRUN -np 3 "$BIN/sb-allreduce" --impl mpi,ring,rd --transport mpi,shm -b 4K -e 64K -f 4 -n 2 -w 1 \
+  --out "$WORK/two.h5" >"$WORK/two.txt" 2>&1
+check "--transport mpi,shm runs each schedule on each transport: 5 tables" \
+  test "$(grep -c '^# impl [a-z0-9@]*:' "$WORK/two.txt")" -eq 5 -a "$(grep -c '^# Out of bounds values : 0 OK' "$WORK/two.txt")" -eq 5
+check "one results group per (schedule, transport)" bash -c \
+  "h5dump -n '$WORK/two.h5' | grep -q 'group *\/allreduce\/ring@mpi\$' && h5dump -n '$WORK/two.h5' | grep -q 'group *\/allreduce\/rd@shm\$' && h5dump -a /allreduce/mpi/transport '$WORK/two.h5' | grep -q library"
 "$BIN/sb-allreduce" --impl ring,rd --print-schedule -b 40 >"$WORK/schedule.txt" 2>&1
 bad_torus=$($MPIRUN -np 3 "$BIN/sb-allreduce" --impl torus2d --torus 2x2 -b 8 -e 8 --out "$WORK/t.h5" 2>&1 >/dev/null | grep -c 'does not multiply')
 check "--torus that does not fit the ranks is bad input" test "$bad_torus" -eq 1 -a ! -e "$WORK/t.h5"
@@ -111,6 +117,10 @@ bad_input "unknown op" -o xor --out "$WORK/bad.h5"
 bad_input "unwritable --out" -b 8 -e 8 --out /proc/sb-no-such-dir/bad.h5
 bad_input "--out into a missing folder" -b 8 -e 8 --out "$WORK/missing/bad.h5"
 bad_input "unknown transport" --transport rdma --out "$WORK/bad.h5"
+bad_input "a transport given twice" --transport shm,mpi,shm --out "$WORK/bad.h5"
+if "$BIN/sb-allreduce" --list | grep -q '^nccl .*unavailable'; then
+  bad_input "--transport nccl where NCCL cannot run" --impl ring --transport nccl --out "$WORK/bad.h5"
+fi
 bad_input "--segment smaller than an element" --segment 2 -d float --out "$WORK/bad.h5"
 
 # ---- faults --------------------------------------------------------------------------------------

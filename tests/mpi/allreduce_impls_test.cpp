@@ -96,8 +96,10 @@ TEST_P(AllreduceImpls, MatchTheNaiveReference) {
   for (const AllreduceImplInfo& info : allreduce_impls()) {
     if (!available_everywhere(info)) continue;  // e.g. nccl without a GPU: covered by gpu-check
     check_impl(info, type, op, Transport::mpi);
-    // The schedules also run on the shm transport; the library baselines have no transport.
+    // The schedules also run on the shm transport, and on nccl where ncclAllReduce can run
+    // (one GPU per rank); the library baselines have no transport.
     if (info.algorithm) check_impl(info, type, op, Transport::shm);
+    if (info.algorithm && available_everywhere(*find_allreduce_impl("nccl"))) check_impl(info, type, op, Transport::nccl);
     ++tested;
   }
   EXPECT_GE(tested, 1) << "no implementation could run";

@@ -61,18 +61,22 @@ TEST(Table, RowHasTheNcclTestsColumns) {
 }
 
 TEST(Table, BestScheduleOverMpi) {
-  auto impl = [](const char* name, double busbw) {
+  // Schedules as sb-allreduce names them, name@transport; the baselines have no transport.
+  auto impl = [](std::string name, double busbw) {
     ImplResult r;
     r.name = name;
+    if (const size_t at = name.find('@'); at != std::string::npos) r.transport = name.substr(at + 1);
     SizeResult size;
     size.out_of_place.busbw_GBps = busbw;
     r.sizes = {size};
     return r;
   };
-  EXPECT_DOUBLE_EQ(best_schedule_over_mpi({impl("mpi", 2), impl("ring", 3), impl("rd", 5), impl("nccl", 50)}, 0), 2.5);
-  EXPECT_DOUBLE_EQ(best_schedule_over_mpi({impl("ring", 3), impl("rd", 5)}, 0), 0);  // no baseline
+  EXPECT_DOUBLE_EQ(best_schedule_over_mpi({impl("mpi", 2), impl("ring@mpi", 3), impl("rd@shm", 5), impl("nccl", 50)}, 0), 2.5);
+  EXPECT_DOUBLE_EQ(best_schedule_over_mpi({impl("ring@mpi", 3), impl("rd@shm", 5)}, 0), 0);  // no baseline
   EXPECT_DOUBLE_EQ(best_schedule_over_mpi({impl("mpi", 2), impl("nccl", 5)}, 0), 0);  // no schedule
-  EXPECT_DOUBLE_EQ(best_schedule_over_mpi({impl("mpi", 2), impl("ring", 3)}, 1), 0);  // no such size
+  // Schedules on device buffers are not compared with MPI_Allreduce on host buffers.
+  EXPECT_DOUBLE_EQ(best_schedule_over_mpi({impl("mpi", 2), impl("ring@nccl", 50)}, 0), 0);
+  EXPECT_DOUBLE_EQ(best_schedule_over_mpi({impl("mpi", 2), impl("ring@mpi", 3)}, 1), 0);  // no such size
 }
 
 TEST(Table, FooterFigures) {
