@@ -82,7 +82,7 @@ UNIT_SRC := $(wildcard tests/unit/*.cpp)
 MPI_TEST_SRC := $(wildcard tests/mpi/*.cpp)
 TEST_BINS := $(BUILD)/bin/sb-unit-tests $(BUILD)/bin/sb-mpi-tests
 
-.PHONY: all deps test demo clean gpu-check FORCE
+.PHONY: all deps test demo bench-allreduce clean gpu-check FORCE
 all: $(PROGRAM_BINS) $(TEST_BINS)
 
 deps:
@@ -97,6 +97,12 @@ test: deps
 demo: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@scripts/demo $(BUILD)
+
+# The host allreduce comparison (several minutes): memcpy, MPI_Allreduce and every schedule on
+# the mpi and shm transports at 2 and 4 ranks, one table at the end.
+bench-allreduce: deps
+	@$(MAKE) --no-print-directory -j$$(nproc) all
+	@scripts/bench-allreduce $(BUILD)
 
 gpu-check:
 	@scripts/gpu-check

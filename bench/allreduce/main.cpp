@@ -16,6 +16,7 @@
 #include "collectives/baselines/baselines.hpp"
 #include "collectives/schedule_allreduce.hpp"
 #include "common/check.hpp"
+#include "common/sizes.hpp"
 #include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
 #include "common/watchdog.hpp"
@@ -63,7 +64,7 @@ class ResultsSaver {
   void save(const std::string& status) {
     std::lock_guard<std::mutex> lock(log_.mutex);
     if (!file_) return;
-    write_allreduce_results(file_->root(), metadata_, options_, log_.impls, status);
+    write_allreduce_results(file_->root(), metadata_, options_, log_.memcpy, log_.impls, status);
     file_->commit();
     std::printf("# %s results: %s\n", status == "complete" ? "Complete" : "Partial",
                 file_->final_path().c_str());
@@ -215,6 +216,12 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                     root ? Watchdog::FaultHandler([&](const std::string& reason) { saver.save(reason); })
                          : Watchdog::FaultHandler());
 
+  // The in-run ceiling for host buffers: what memcpy gets with every rank copying at once.
+  watchdog.phase("measuring memcpy bandwidth");
+  log.memcpy = measure_memcpy_bandwidth(std::clamp<uint64_t>(options.max_bytes, 4096, 256 << 20), 5, MPI_COMM_WORLD);
+  if (root)
+    std::printf("# memcpy: %.2f GB/s per rank with all %d ranks copying %s at once (median of 5)\n#\n",
+                log.memcpy.GBps, layout.nranks, format_size(log.memcpy.bytes).c_str());
   for (const RunEntry& entry : run_entries(options)) {
     const std::string name = entry.name();
     watchdog.phase("setting up " + name);

@@ -35,7 +35,8 @@ void write_placement(const h5::Node& group, const std::vector<SizeResult>& sizes
 }  // namespace
 
 void write_allreduce_results(const h5::Node& root, const RunMetadata& metadata,
-                             const AllreduceOptions& o, const std::vector<ImplResult>& impls,
+                             const AllreduceOptions& o, const MemcpyBandwidth& memcpy,
+                             const std::vector<ImplResult>& impls,
                              const std::string& status) {
   write_run_metadata(root, metadata);
   root.set_attr("end_time_utc", utc_now());
@@ -54,6 +55,8 @@ void write_allreduce_results(const h5::Node& root, const RunMetadata& metadata,
   allreduce.set_attr("average", static_cast<int64_t>(o.aggregate));
   allreduce.set_attr("timeout_s", o.timeout_seconds);
   allreduce.set_attr("busbw_factor", std::string("2(p-1)/p"));
+  allreduce.set_attr("memcpy_bytes", static_cast<int64_t>(memcpy.bytes));
+  allreduce.set_attr("memcpy_GBps", memcpy.GBps);
   std::vector<std::string> transports;
   for (Transport t : o.transports) transports.emplace_back(name_of(t));
   allreduce.set_attr("transports", transports);

@@ -12,7 +12,7 @@ namespace sb {
 
 // `status` is "complete", or why the run ended early (its finished sizes are all there).
 void write_allreduce_results(const h5::Node& root, const RunMetadata& metadata,
-                             const AllreduceOptions& options, const std::vector<ImplResult>& impls,
-                             const std::string& status);
+                             const AllreduceOptions& options, const MemcpyBandwidth& memcpy,
+                             const std::vector<ImplResult>& impls, const std::string& status);
 
 }  // namespace sb

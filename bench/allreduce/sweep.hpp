@@ -9,6 +9,7 @@
 
 #include "bench/allreduce/options.hpp"
 #include "collectives/allreduce_impl.hpp"
+#include "common/memcpy_bandwidth.hpp"
 #include "common/mpi_env.hpp"
 #include "common/watchdog.hpp"
 
@@ -41,6 +42,7 @@ struct ImplResult {
 // The results so far, shared between the main thread and the watchdog's fault handler.
 struct ResultsLog {
   std::mutex mutex;
+  MemcpyBandwidth memcpy;  // the node's in-run ceiling, measured before the implementations
   std::vector<ImplResult> impls;
 };
 

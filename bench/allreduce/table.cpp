@@ -108,13 +108,16 @@ double best_schedule_over_mpi(const std::vector<ImplResult>& impls, size_t size)
 
 void print_summary(std::FILE* out, const std::vector<ImplResult>& impls) {
   if (impls.size() < 2) return;
+  // Every column as wide as the longest name (rabenseifner@shm), so that the columns line up.
+  int width = 12;
+  for (const ImplResult& impl : impls) width = std::max(width, static_cast<int>(impl.name.size()));
   std::fprintf(out, "# Summary: out-of-place busbw (GB/s) per implementation\n# %12s", "size");
-  for (const ImplResult& impl : impls) std::fprintf(out, "  %12s", impl.name.c_str());
+  for (const ImplResult& impl : impls) std::fprintf(out, "  %*s", width, impl.name.c_str());
   std::fprintf(out, "  %12s\n", "best/mpi");
   for (size_t i = 0; i < impls.front().sizes.size(); ++i) {
     std::fprintf(out, "  %12llu", static_cast<unsigned long long>(impls.front().sizes[i].bytes));
     for (const ImplResult& impl : impls)
-      std::fprintf(out, "  %12.2f", i < impl.sizes.size() ? impl.sizes[i].out_of_place.busbw_GBps : 0.0);
+      std::fprintf(out, "  %*.2f", width, i < impl.sizes.size() ? impl.sizes[i].out_of_place.busbw_GBps : 0.0);
     const double ratio = best_schedule_over_mpi(impls, i);
     if (ratio > 0)
       std::fprintf(out, "  %11.2fx\n", ratio);
