@@ -1,7 +1,6 @@
 #include "collectives/schedule_allreduce.hpp"
 
 #include <cstring>
-#include <optional>
 
 #include "collectives/transports/mpi_transport.hpp"
 #include "collectives/transports/shm_transport.hpp"
@@ -25,17 +24,14 @@ class ScheduleAllreduce final : public AllreduceImpl {
   template <class... TransportArgs>
   ScheduleAllreduce(const AllreduceAlgorithm& algorithm, const AlgorithmParams& params, MPI_Comm comm,
                     TransportArgs... transport_args)
-      : algorithm_(algorithm), params_(params), transport_(comm, transport_args...) {
-    SB_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
-    SB_MPI_CHECK(MPI_Comm_size(comm, &nranks_));
-  }
+      : schedules_(algorithm, params, comm), transport_(comm, transport_args...) {}
 
   double run(const void* send, void* recv, size_t count, DataType type, RedOp op) override {
-    if (!schedule_ || schedule_->count != count) schedule_ = algorithm_.build(rank_, nranks_, count, params_);
+    const Schedule& schedule = schedules_.for_count(count);
     const double start = MPI_Wtime();
     // Schedules work in place on the receive buffer; the transport starts it from `send`.
-    transport_.execute(*schedule_, send, recv, type, op);
-    if (op == RedOp::avg) divide_cpu(recv, count, type, nranks_);
+    transport_.execute(schedule, send, recv, type, op);
+    if (op == RedOp::avg) divide_cpu(recv, count, type, schedules_.nranks());
     return MPI_Wtime() - start;
   }
 
@@ -49,14 +45,22 @@ class ScheduleAllreduce final : public AllreduceImpl {
   }
 
  private:
-  const AllreduceAlgorithm& algorithm_;
-  AlgorithmParams params_;
+  ScheduleCache schedules_;
   TransportT transport_;
-  int rank_ = 0, nranks_ = 1;
-  std::optional<Schedule> schedule_;
 };
 
 }  // namespace
+
+ScheduleCache::ScheduleCache(const AllreduceAlgorithm& algorithm, const AlgorithmParams& params, MPI_Comm comm)
+    : algorithm_(algorithm), params_(params) {
+  SB_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
+  SB_MPI_CHECK(MPI_Comm_size(comm, &nranks_));
+}
+
+const Schedule& ScheduleCache::for_count(size_t count) {
+  if (!schedule_ || schedule_->count != count) schedule_ = algorithm_.build(rank_, nranks_, count, params_);
+  return *schedule_;
+}
 
 std::unique_ptr<AllreduceImpl> make_schedule_allreduce(const AllreduceAlgorithm& algorithm,
                                                        const AlgorithmParams& params, Transport transport,

@@ -1,7 +1,6 @@
 #include "collectives/transports/nccl_transport.hpp"
 
 #include <algorithm>
-#include <optional>
 
 #include "collectives/device_allreduce.hpp"
 #include "collectives/schedule_allreduce.hpp"
@@ -80,25 +79,19 @@ namespace {
 class NcclScheduleAllreduce final : public DeviceAllreduce {
  public:
   NcclScheduleAllreduce(const AllreduceAlgorithm& algorithm, const AlgorithmParams& params, MPI_Comm comm)
-      : DeviceAllreduce(comm), algorithm_(algorithm), params_(params), transport_(context_) {
-    SB_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
-    SB_MPI_CHECK(MPI_Comm_size(comm, &nranks_));
-  }
+      : DeviceAllreduce(comm), schedules_(algorithm, params, comm), transport_(context_) {}
 
   double run(const void* send, void* recv, size_t count, DataType type, RedOp op) override {
-    if (!schedule_ || schedule_->count != count) schedule_ = algorithm_.build(rank_, nranks_, count, params_);
+    const Schedule& schedule = schedules_.for_count(count);
     return context_.time([&] {
-      transport_.enqueue(*schedule_, send, recv, type, op);
-      if (op == RedOp::avg) divide_cuda(recv, count, type, nranks_, context_.stream());
+      transport_.enqueue(schedule, send, recv, type, op);
+      if (op == RedOp::avg) divide_cuda(recv, count, type, schedules_.nranks(), context_.stream());
     });
   }
 
  private:
-  const AllreduceAlgorithm& algorithm_;
-  AlgorithmParams params_;
+  ScheduleCache schedules_;
   NcclTransport transport_;
-  int rank_ = 0, nranks_ = 1;
-  std::optional<Schedule> schedule_;
 };
 
 }  // namespace
