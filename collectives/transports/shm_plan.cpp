@@ -61,7 +61,16 @@ void fill_unwritten(WrittenRanges& written, const Chunk& chunk, std::vector<Chun
 
 }  // namespace
 
-ShmPlan plan_shm(const Schedule& schedule, bool in_place, const std::function<bool(int)>& on_node) {
+ShmPlan plan_shm(const Schedule& schedule, bool in_place, const std::function<bool(int)>& on_node,
+                 size_t outbox_elements) {
+  // The outbox serves only a schedule whose on-node sends all fit: then no rank ever waits for its
+  // readers, which is the point; a half-served schedule would still wait.
+  size_t on_node_sent = 0;
+  for (const Round& round : schedule.rounds)
+    for (const Step& step : round.steps)
+      if (step.kind == StepKind::send && on_node(step.peer)) on_node_sent += step.src.count;
+  const bool use_outbox = on_node_sent > 0 && on_node_sent <= outbox_elements;
+  size_t outbox_used = 0;
   ShmPlan plan;
   plan.in_place = in_place;
   WrittenRanges written;
@@ -90,7 +99,14 @@ ShmPlan plan_shm(const Schedule& schedule, bool in_place, const std::function<bo
         source = ShmSource::work;
       }
       const bool on = on_node(step.peer);
-      out.sends.push_back({step.peer, on, sends_to[step.peer]++, source, step.src.offset, step.src.count});
+      ShmSend send{step.peer, on, sends_to[step.peer]++, source, step.src.offset, step.src.count, source, 0};
+      if (on && use_outbox) {
+        send.source = ShmSource::outbox;
+        send.outbox_offset = outbox_used;
+        outbox_used += step.src.count;
+      }
+      out.sends.push_back(send);
+      source = send.source;
       if (on && source == ShmSource::work &&
           std::find(out.work_readers.begin(), out.work_readers.end(), step.peer) == out.work_readers.end())
         out.work_readers.push_back(step.peer);
@@ -141,7 +157,7 @@ std::vector<ShmSendRecord> shm_send_records(const ShmPlan& plan) {
     for (const ShmSend& send : plan.rounds[index].sends)
       if (send.on_node)
         records.push_back({static_cast<int64_t>(index), send.peer, send.nth, static_cast<int64_t>(send.source),
-                           static_cast<int64_t>(send.offset)});
+                           static_cast<int64_t>(send.source == ShmSource::outbox ? send.outbox_offset : send.offset)});
   return records;
 }
 

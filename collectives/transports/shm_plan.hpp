@@ -9,6 +9,13 @@
 // (work = input op received), and a copy into it needs no fill at all. Only what is still
 // unwritten at the end is copied. For the ring on two ranks that saves the read and the write of
 // the whole buffer: a third of the memory traffic.
+//
+// Small sends go through an outbox instead: the sender copies the chunk into its own slot of a
+// shared outbox before the round and never waits for its readers, which takes a round trip off
+// every round of a small allreduce. Outboxes alternate between two halves from call to call.
+// That is safe without waiting because every rank's result depends on every rank's input: a
+// rank that has finished call k+1 knows that every peer has started k+1, so has finished reading
+// what it was sent in call k, and the half used in call k may be written again in call k+2.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -18,8 +25,8 @@
 
 namespace sb {
 
-// Where a sent chunk is read from.
-enum class ShmSource : uint8_t { input, work };
+// Where a sent chunk is read from by its receiver: the sender's input, working buffer or outbox.
+enum class ShmSource : uint8_t { input, work, outbox };
 
 // How a received piece lands in the working buffer.
 enum class ShmApply : uint8_t {
@@ -51,8 +58,10 @@ struct ShmSend {
   int peer;
   bool on_node;
   int nth;  // among this round's sends to this peer
-  ShmSource source;
+  ShmSource source;  // outbox: copied there from `holder` before the round
   size_t offset, count;
+  ShmSource holder;        // where the chunk is in this rank's buffers: input or work
+  size_t outbox_offset;    // in elements, when source is outbox
 };
 
 struct ShmRound {
@@ -74,8 +83,9 @@ struct ShmPlan {
 
 // The plan for `schedule` (which must have no scratch). In place, the working buffer starts as
 // the input and everything is read from it. `on_node(peer)` says whether a peer's memory is
-// mapped here.
-ShmPlan plan_shm(const Schedule& schedule, bool in_place, const std::function<bool(int)>& on_node);
+// mapped here. On-node sends of at most `outbox_elements` in all go through the outbox (0: none).
+ShmPlan plan_shm(const Schedule& schedule, bool in_place, const std::function<bool(int)>& on_node,
+                 size_t outbox_elements = 0);
 
 // What a rank tells the ranks of its node about its on-node sends, so that they know where to
 // read: (round, to, nth) -> (source, offset).

@@ -92,17 +92,24 @@ ShmTransport::ShmTransport(MPI_Comm comm, int node_size) {
     SB_MPI_CHECK(MPI_Win_shared_query(flags_win_, node_rank_of_[static_cast<size_t>(r)], &size, &unit, &peer));
     peer_flags_[static_cast<size_t>(r)] = static_cast<Flags*>(peer);
   }
+  outbox_ = map_window(2 * kOutboxBytes);
   SB_MPI_CHECK(MPI_Barrier(node_));  // every rank's counters are zero before anyone reads them
 }
 
 ShmTransport::~ShmTransport() {
   for (Window& w : windows_) MPI_Win_free(&w.win);
+  MPI_Win_free(&outbox_.win);
   MPI_Win_free(&flags_win_);
   MPI_Comm_free(&node_);
   MPI_Comm_free(&comm_);
 }
 
 void* ShmTransport::allocate(size_t bytes) {
+  windows_.push_back(map_window(bytes));
+  return windows_.back().mine;
+}
+
+ShmTransport::Window ShmTransport::map_window(size_t bytes) {
   Window w;
   void* base = nullptr;
   SB_MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(std::max<size_t>(bytes, 64)), 1, MPI_INFO_NULL,
@@ -117,8 +124,7 @@ void* ShmTransport::allocate(size_t bytes) {
     SB_MPI_CHECK(MPI_Win_shared_query(w.win, node_rank_of_[r], &size, &unit, &peer));
     w.peers[r] = static_cast<unsigned char*>(peer);
   }
-  windows_.push_back(std::move(w));
-  return windows_.back().mine;
+  return w;
 }
 
 void ShmTransport::release(void* buffer) {
@@ -136,12 +142,13 @@ const ShmTransport::Window* ShmTransport::window_of(const void* buffer) const {
   return nullptr;
 }
 
-const ShmPlan& ShmTransport::plan_for(const Schedule& schedule, bool in_place) {
+const ShmPlan& ShmTransport::plan_for(const Schedule& schedule, bool in_place, size_t element) {
   // Every rank runs the same sequence of calls, so all miss (and exchange records) together.
-  const auto key = std::make_pair(schedule.count, in_place);
+  const auto key = std::make_tuple(schedule.count, in_place, element);
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
   if (plans_.size() >= 8) plans_.clear();
-  ShmPlan plan = plan_shm(schedule, in_place, [&](int peer) { return node_rank_of_[static_cast<size_t>(peer)] >= 0; });
+  ShmPlan plan = plan_shm(schedule, in_place, [&](int peer) { return node_rank_of_[static_cast<size_t>(peer)] >= 0; },
+                          kOutboxBytes / element);
   const auto by_node_rank = allgather_records(shm_send_records(plan), node_);
   std::vector<std::vector<ShmSendRecord>> by_rank(node_rank_of_.size());
   for (size_t r = 0; r < by_node_rank.size(); ++r) by_rank[static_cast<size_t>(rank_of_node_rank_[r])] = by_node_rank[r];
@@ -159,9 +166,10 @@ void ShmTransport::execute(const Schedule& schedule, const void* input, void* wo
     std::memcpy(work, input, schedule.count * element);
     input_window = work_window;
   }
-  const ShmPlan& plan = plan_for(schedule, input_window == work_window);
+  const ShmPlan& plan = plan_for(schedule, input_window == work_window, element);
   const MPI_Datatype mpi_type = mpi_datatype(type);
   const uint64_t call = ++calls_;
+  const size_t half = (call % 2) * kOutboxBytes;
   auto stamp = [call](size_t round) { return (call << 32) | round; };
   auto at = [&](const Window* w, size_t offset) { return w->mine + offset * element; };
   auto land = [&](const ShmReceive& receive, const unsigned char* data) {
@@ -182,6 +190,10 @@ void ShmTransport::execute(const Schedule& schedule, const void* input, void* wo
     const ShmRound& round = plan.rounds[index];
     for (const Chunk& fill : round.fill)
       std::memcpy(at(work_window, fill.offset), at(input_window, fill.offset), fill.count * element);
+    for (const ShmSend& send : round.sends)
+      if (send.source == ShmSource::outbox)
+        std::memcpy(outbox_.mine + half + send.outbox_offset * element,
+                    at(send.holder == ShmSource::input ? input_window : work_window, send.offset), send.count * element);
     publish(my_flags_->ready, stamp(index));
     if (round.sends.empty() && round.receives.empty() && round.locals.empty()) continue;
 
@@ -211,8 +223,11 @@ void ShmTransport::execute(const Schedule& schedule, const void* input, void* wo
       const ShmReceive& receive = round.receives[i];
       if (!receive.on_node) continue;
       wait_for(peer_flags_[static_cast<size_t>(receive.peer)]->ready, stamp(index));
-      const Window* from = receive.source == ShmSource::input ? input_window : work_window;
-      const unsigned char* data = from->peers[static_cast<size_t>(receive.peer)] + receive.peer_offset * element;
+      const Window* from = receive.source == ShmSource::input  ? input_window
+                           : receive.source == ShmSource::work ? work_window
+                                                               : &outbox_;
+      const unsigned char* data = from->peers[static_cast<size_t>(receive.peer)] +
+                                  (receive.source == ShmSource::outbox ? half : 0) + receive.peer_offset * element;
       if (receive.staged)
         std::memcpy(staged_at[i], data, receive.count * element);
       else

@@ -16,11 +16,12 @@
 //      then apply what was staged.
 // Nobody waits for more than the peers it exchanges with, and no rank returns while a peer may
 // still read its buffers. Counters carry the call's number in their high half, so no reset is needed.
+// Small allreduces send through per-rank outboxes (shm_plan.hpp) and skip the waits of step 5.
 #include <mpi.h>
 
 #include <cstdint>
 #include <map>
-#include <utility>
+#include <tuple>
 #include <vector>
 
 #include "collectives/schedule.hpp"
@@ -61,20 +62,25 @@ class ShmTransport {
     uint64_t read_done;
   };
 
+  // Bytes of each half of a rank's outbox: small allreduces, whose on-node sends fit, use it.
+  static constexpr size_t kOutboxBytes = 32 << 10;
+
   const Window* window_of(const void* buffer) const;
+  Window map_window(size_t bytes);
   // The plan for this schedule, worked out (collectively over the node) on first use.
-  const ShmPlan& plan_for(const Schedule& schedule, bool in_place);
+  const ShmPlan& plan_for(const Schedule& schedule, bool in_place, size_t element);
 
   MPI_Comm comm_ = MPI_COMM_NULL, node_ = MPI_COMM_NULL;
   int rank_ = 0;
   std::vector<int> node_rank_of_;   // rank -> rank in node_, or -1 when on another node
   std::vector<int> rank_of_node_rank_;
   std::vector<Window> windows_;
+  Window outbox_;  // two halves of kOutboxBytes, used by alternate calls
   MPI_Win flags_win_ = MPI_WIN_NULL;
   Flags* my_flags_ = nullptr;
   std::vector<Flags*> peer_flags_;  // by rank; null for ranks on other nodes
   uint64_t calls_ = 0;
-  std::map<std::pair<size_t, bool>, ShmPlan> plans_;  // by (count, in place)
+  std::map<std::tuple<size_t, bool, size_t>, ShmPlan> plans_;  // by (count, in place, element size)
   std::vector<unsigned char> staging_;
   std::vector<MPI_Request> requests_;
 };

@@ -64,30 +64,51 @@ TEST(ShmPlan, ResolveRefusesSchedulesThatDoNotMatch) {
   EXPECT_FALSE(resolve_shm_sources(plan, 0, records));
 }
 
+TEST(ShmPlan, SmallSchedulesSendThroughTheOutboxAndWaitForNobody) {
+  const ShmPlan plan = plan_shm(ring_allreduce(0, 3, 9, {}), /*in_place=*/false, everyone_on_node, 64);
+  size_t offset = 0;
+  for (const ShmRound& round : plan.rounds) {
+    EXPECT_TRUE(round.work_readers.empty());
+    for (const ShmSend& send : round.sends) {
+      EXPECT_EQ(send.source, ShmSource::outbox);
+      EXPECT_EQ(send.outbox_offset, offset);  // slots follow one another through the call
+      offset += send.count;
+    }
+  }
+  EXPECT_TRUE(plan.input_readers.empty());
+  // Sends that do not all fit leave the outbox alone.
+  const ShmPlan big = plan_shm(ring_allreduce(0, 3, 9000, {}), false, everyone_on_node, 64);
+  for (const ShmRound& round : big.rounds)
+    for (const ShmSend& send : round.sends) EXPECT_NE(send.source, ShmSource::outbox);
+}
+
 // Runs every rank's plan on int32 data in one process, round by round, in the transport's
-// order: fills; direct receives (straight out of the peer's arrays) and staged copies; then,
-// once everybody has read, the staged and off-node pieces. Returns the ranks' results.
+// order: fills and outbox copies; direct receives (straight out of the peer's arrays) and staged
+// copies; then, once everybody has read, the staged and off-node pieces. Returns the ranks'
+// results.
 std::vector<std::vector<int32_t>> run_plans(const AllreduceAlgorithm& algorithm, int p, size_t count,
-                                            bool in_place, int node_size) {
+                                            bool in_place, int node_size, size_t outbox_elements) {
   AlgorithmParams params;
   params.segment = 3;
   params.node_size = node_size;
   std::vector<ShmPlan> plans;
   for (int r = 0; r < p; ++r)
     plans.push_back(plan_shm(algorithm.build(r, p, count, params), in_place,
-                             [&](int peer) { return peer / node_size == r / node_size; }));
+                             [&](int peer) { return peer / node_size == r / node_size; }, outbox_elements));
   std::vector<std::vector<ShmSendRecord>> records(static_cast<size_t>(p));
   for (int r = 0; r < p; ++r) records[static_cast<size_t>(r)] = shm_send_records(plans[static_cast<size_t>(r)]);
   for (int r = 0; r < p; ++r)
     if (!resolve_shm_sources(plans[static_cast<size_t>(r)], r, records)) throw std::runtime_error("unresolved");
 
-  std::vector<std::vector<int32_t>> input(static_cast<size_t>(p)), work(static_cast<size_t>(p));
+  std::vector<std::vector<int32_t>> input(static_cast<size_t>(p)), work(static_cast<size_t>(p)),
+      outbox(static_cast<size_t>(p), std::vector<int32_t>(outbox_elements, -555555));
   for (int r = 0; r < p; ++r) {
     for (size_t i = 0; i < count; ++i) input[static_cast<size_t>(r)].push_back(static_cast<int32_t>(1000 * r + i));
     // Out of place, the working buffer starts as garbage that must never show through.
     work[static_cast<size_t>(r)] = in_place ? input[static_cast<size_t>(r)] : std::vector<int32_t>(count, -777777);
   }
   auto source = [&](int rank, ShmSource s) -> std::vector<int32_t>& {
+    if (s == ShmSource::outbox) return outbox[static_cast<size_t>(rank)];
     return s == ShmSource::input && !in_place ? input[static_cast<size_t>(rank)] : work[static_cast<size_t>(rank)];
   };
   auto land = [&](int rank, const ShmReceive& receive, const int32_t* data) {
@@ -112,6 +133,10 @@ std::vector<std::vector<int32_t>> run_plans(const AllreduceAlgorithm& algorithm,
       for (const Chunk& fill : plans[static_cast<size_t>(r)].rounds[index].fill)
         for (size_t i = 0; i < fill.count; ++i)
           work[static_cast<size_t>(r)][fill.offset + i] = input[static_cast<size_t>(r)][fill.offset + i];
+      for (const ShmSend& send : plans[static_cast<size_t>(r)].rounds[index].sends)
+        if (send.source == ShmSource::outbox)
+          for (size_t i = 0; i < send.count; ++i)
+            outbox[static_cast<size_t>(r)][send.outbox_offset + i] = source(r, send.holder)[send.offset + i];
     }
     for (int r = 0; r < p; ++r) {
       if (index >= plans[static_cast<size_t>(r)].rounds.size()) continue;
@@ -157,15 +182,16 @@ TEST_P(ShmPlanRun, EveryRankEndsWithTheExactSum) {
   for (int p = 1; p <= 9; ++p)
     for (size_t count : {size_t{0}, size_t{1}, size_t{5}, static_cast<size_t>(2 * p + 1), size_t{61}})
       for (bool in_place : {false, true})
-        for (int node_size : {p, 2, 3}) {
-          const auto results = run_plans(algorithm, p, count, in_place, node_size);
+        for (int node_size : {p, 2, 3})
+          for (size_t outbox : {size_t{0}, size_t{40}, size_t{1000}}) {
+          const auto results = run_plans(algorithm, p, count, in_place, node_size, outbox);
           for (int r = 0; r < p; ++r)
             for (size_t i = 0; i < count; ++i) {
               int32_t want = 0;
               for (int q = 0; q < p; ++q) want += static_cast<int32_t>(1000 * q + i);
               ASSERT_EQ(results[static_cast<size_t>(r)][i], want)
                   << algorithm.name << " p=" << p << " count=" << count << (in_place ? " in place" : " out of place")
-                  << " node_size=" << node_size << " rank " << r << " element " << i;
+                  << " node_size=" << node_size << " outbox=" << outbox << " rank " << r << " element " << i;
             }
         }
 }
