@@ -137,16 +137,24 @@ $(BUILD)/obj/%.cu.o: %.cu $(FLAGS_STAMP)
 	@echo "  NVCC  $<"
 	@$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -c $< -o $@
 
+# The conversion loops compute every case and select one (kernels/float16.hpp); GCC vectorises
+# that only when it may evaluate the unselected float operations, i.e. without FP traps, which
+# nothing here enables. Values are unchanged: this is not -ffast-math.
+$(BUILD)/obj/kernels/convert_cpu.cpp.o: CXXFLAGS += -fno-trapping-math
+
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(@D)
 	@echo "  AR    $@"
 	@rm -f $@ && ar rcs $@ $^
 
+# A program's own extra libraries, by program name.
+LDLIBS_micro := -lbenchmark
+
 define program_rule
 $(BUILD)/bin/sb-$(1): $(patsubst %,$(BUILD)/obj/%.o,$(wildcard bench/$(1)/*.cpp)) $(LIB)
 	@mkdir -p $$(@D)
 	@echo "  LINK  $$@"
-	@$(CXX) $(LDFLAGS) $$^ $(LDLIBS) -o $$@
+	@$(CXX) $(LDFLAGS) $$^ $(LDLIBS) $(LDLIBS_$(1)) -o $$@
 endef
 $(foreach p,$(PROGRAMS),$(eval $(call program_rule,$(p))))
 

@@ -35,45 +35,43 @@ SB_HD float bits_float(uint32_t u) {
 #endif
 }
 
+// The conversions are written without branches (every case computed, the right one selected) so
+// that the CPU loops over arrays vectorise; each case says where it applies.
 SB_HD float16 to_float16(float f) {
-  uint32_t u = float_bits(f);
-  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
-  u &= 0x7fffffffu;
-  if (u >= 0x7f800000u)  // inf stays inf, NaN stays a (quiet) NaN
-    return {static_cast<uint16_t>(sign | 0x7c00u | (u > 0x7f800000u ? 0x0200u : 0u))};
-  if (u >= 0x47800000u)  // >= 65536: beyond the largest finite half, whatever the rounding
-    return {static_cast<uint16_t>(sign | 0x7c00u)};
-  if (u < 0x38800000u) {
-    // Below 2^-14 the result is subnormal: adding 0.5f lines the half's 10 mantissa bits up with
-    // the low bits of the float, and the FPU's own round-to-nearest-even does the rounding.
-    const float shifted = bits_float(u) + 0.5f;
-    return {static_cast<uint16_t>(sign | (float_bits(shifted) - 0x3f000000u))};
-  }
+  const uint32_t bits = float_bits(f);
+  const uint32_t sign = (bits >> 16) & 0x8000u;
+  const uint32_t u = bits & 0x7fffffffu;
   // Normal: rebias the exponent (127 -> 15) and round the 13 dropped bits to nearest even. A
   // carry out of the mantissa moves into the exponent, which also turns 65520.. into inf.
-  const uint32_t odd = (u >> 13) & 1u;
-  u += 0xc8000000u + 0x0fffu + odd;  // 0xc8000000 = (15 - 127) << 23, modulo 2^32
-  return {static_cast<uint16_t>(sign | (u >> 13))};
+  // 0xc8000000 = (15 - 127) << 23, modulo 2^32.
+  const uint32_t normal = (u + 0xc8000000u + 0x0fffu + ((u >> 13) & 1u)) >> 13;
+  // Below 2^-14 the result is subnormal: adding 0.5f lines the half's 10 mantissa bits up with
+  // the low bits of the float, and the FPU's own round-to-nearest-even does the rounding.
+  const uint32_t subnormal = float_bits(bits_float(u) + 0.5f) - 0x3f000000u;
+  // inf stays inf, NaN stays a (quiet) NaN.
+  const uint32_t inf_or_nan = 0x7c00u | (u > 0x7f800000u ? 0x0200u : 0u);
+  uint32_t half = u < 0x38800000u ? subnormal : normal;
+  half = u >= 0x47800000u ? 0x7c00u : half;  // >= 65536: beyond the largest finite half, whatever the rounding
+  half = u >= 0x7f800000u ? inf_or_nan : half;
+  return {static_cast<uint16_t>(sign | half)};
 }
 
 SB_HD float to_float(float16 h) {
   const uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
   const uint32_t exponent = (h.bits >> 10) & 0x1fu;
   const uint32_t mantissa = h.bits & 0x3ffu;
-  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in fp32
-    const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
-    return bits_float(sign | float_bits(magnitude));
-  }
-  if (exponent == 31) return bits_float(sign | 0x7f800000u | (mantissa << 13));
-  return bits_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+  // Zero or subnormal: mantissa * 2^-24, exact in fp32.
+  const uint32_t subnormal = sign | float_bits(static_cast<float>(mantissa) * 5.9604644775390625e-8f);
+  const uint32_t inf_or_nan = sign | 0x7f800000u | (mantissa << 13);
+  const uint32_t normal = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+  return bits_float(exponent == 0 ? subnormal : exponent == 31 ? inf_or_nan : normal);
 }
 
 SB_HD bfloat16 to_bfloat16(float f) {
   const uint32_t u = float_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u)  // NaN: keep it a quiet NaN, never round it to inf
-    return {static_cast<uint16_t>((u >> 16) | 0x0040u)};
-  const uint32_t odd = (u >> 16) & 1u;
-  return {static_cast<uint16_t>((u + 0x7fffu + odd) >> 16)};
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t quiet_nan = (u >> 16) | 0x0040u;  // NaN stays a quiet NaN, never rounds to inf
+  return {static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded)};
 }
 
 SB_HD float to_float(bfloat16 b) { return bits_float(static_cast<uint32_t>(b.bits) << 16); }

@@ -1,0 +1,153 @@
+// sb-micro: the kernels one by one, under Google Benchmark. Every benchmark reports its memory
+// traffic (bytes read + written) per second, and beside it the ratio to what memcpy achieves on
+// the same number of bytes, measured in the same benchmark just before: the in-run ceiling
+// (x_memcpy), or for top-k the speed-up over std::nth_element on the same data (x_nth_element).
+// Sizes: 1 MiB of fp32 (in cache) and 64 MiB (past every cache). --benchmark_format=json works.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/convert.hpp"
+#include "kernels/reduce.hpp"
+#include "kernels/topk.hpp"
+
+namespace sb {
+namespace {
+
+constexpr int64_t kInCache = int64_t{1} << 18;    // fp32 elements: 1 MiB
+constexpr int64_t kPastCache = int64_t{1} << 24;  // 64 MiB
+
+// Gradient-like values: normal, times a log-normal scale, so magnitudes are heavy-tailed.
+std::vector<float> gradient_like(size_t count, unsigned seed = 1) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float& v : values) v = normal(rng) * std::exp(1.5f * normal(rng)) * 1e-3f;
+  return values;
+}
+
+template <class F>
+double median_seconds(F&& f, int repetitions = 5) {
+  std::vector<double> seconds;
+  for (int i = 0; i < repetitions; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+// Memory traffic per second of memcpy moving traffic_bytes / 2 bytes (it reads and writes each).
+double memcpy_traffic_per_second(size_t traffic_bytes) {
+  const size_t bytes = std::max<size_t>(traffic_bytes / 2, 64);
+  std::vector<unsigned char> from(bytes, 1), to(bytes, 2);
+  return 2.0 * static_cast<double>(bytes) / median_seconds([&] {
+    std::memcpy(to.data(), from.data(), bytes);
+    benchmark::DoNotOptimize(to.data());
+  });
+}
+
+// Runs `body` as the benchmark's loop with `traffic` bytes per iteration, and adds the ratio
+// of its traffic rate to memcpy's at the same traffic.
+template <class Body>
+void run_memory_bound(benchmark::State& state, size_t traffic, Body&& body) {
+  const double ceiling = memcpy_traffic_per_second(traffic);
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    body();
+    benchmark::ClobberMemory();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(traffic));
+  state.counters["x_memcpy"] = static_cast<double>(traffic) * static_cast<double>(state.iterations()) / seconds / ceiling;
+}
+
+void BM_memcpy(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  std::vector<float> a(n, 1.0f), b(n);
+  run_memory_bound(state, 2 * n * sizeof(float), [&] { std::memcpy(b.data(), a.data(), n * sizeof(float)); });
+}
+
+// STREAM's triad, a = b + s * c: three streams.
+void BM_triad(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  run_memory_bound(state, 3 * n * sizeof(float), [&] {
+    for (size_t i = 0; i < n; ++i) a[i] = b[i] + 3.0f * c[i];
+  });
+}
+
+void BM_reduce_sum_fp32(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  std::vector<float> acc = gradient_like(n, 1), in = gradient_like(n, 2);
+  run_memory_bound(state, 3 * n * sizeof(float),
+                   [&] { reduce_into_cpu(acc.data(), in.data(), n, DataType::float32, RedOp::sum); });
+}
+
+template <class Half, void (*Down)(const float*, Half*, size_t)>
+void BM_to_16bit(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const std::vector<float> in = gradient_like(n);
+  std::vector<Half> out(n);
+  run_memory_bound(state, n * (sizeof(float) + sizeof(Half)), [&] { Down(in.data(), out.data(), n); });
+}
+
+template <class Half, Half (*One)(float)>
+void BM_from_16bit(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const std::vector<float> values = gradient_like(n);
+  std::vector<Half> in(n);
+  for (size_t i = 0; i < n; ++i) in[i] = One(values[i]);
+  std::vector<float> out(n);
+  run_memory_bound(state, n * (sizeof(float) + sizeof(Half)), [&] { to_float_cpu(in.data(), out.data(), n); });
+}
+
+float16 one_half(float f) { return to_float16(f); }
+bfloat16 one_bf16(float f) { return to_bfloat16(f); }
+
+// Exact top-k at density range(1) per mille, against std::nth_element on the magnitudes (timed on
+// a fresh copy each time, as it reorders its input).
+void BM_topk(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const size_t k = std::max<size_t>(1, n * static_cast<size_t>(state.range(1)) / 1000);
+  const std::vector<float> values = gradient_like(n);
+  std::vector<float> magnitudes(n), scratch(n);
+  for (size_t i = 0; i < n; ++i) magnitudes[i] = std::fabs(values[i]);
+  std::vector<double> nth;
+  for (int i = 0; i < 3; ++i) {
+    std::copy(magnitudes.begin(), magnitudes.end(), scratch.begin());
+    const auto start = std::chrono::steady_clock::now();
+    std::nth_element(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(k - 1), scratch.end(), std::greater<>());
+    nth.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(nth.begin(), nth.end());
+  std::vector<uint32_t> indices(k);
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    topk_cpu(values.data(), n, k, indices.data());
+    benchmark::DoNotOptimize(indices.data());
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(n * sizeof(float)));
+  state.counters["x_nth_element"] = nth[1] / (seconds / static_cast<double>(state.iterations()));
+}
+
+BENCHMARK(BM_memcpy)->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
+BENCHMARK(BM_triad)->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
+BENCHMARK(BM_reduce_sum_fp32)->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
+BENCHMARK(BM_to_16bit<float16, to_float16_cpu>)->Name("BM_fp32_to_fp16")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
+BENCHMARK(BM_from_16bit<float16, one_half>)->Name("BM_fp16_to_fp32")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
+BENCHMARK(BM_to_16bit<bfloat16, to_bfloat16_cpu>)->Name("BM_fp32_to_bf16")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
+BENCHMARK(BM_from_16bit<bfloat16, one_bf16>)->Name("BM_bf16_to_fp32")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
+BENCHMARK(BM_topk)->Args({kPastCache, 10})->Args({kPastCache, 1})->Args({kInCache, 10})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace sb
+
+BENCHMARK_MAIN();
