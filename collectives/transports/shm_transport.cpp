@@ -15,6 +15,11 @@ namespace {
 
 constexpr int kTag = 0x5c;
 
+void* align_to_line(void* p) {
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  return reinterpret_cast<void*>((address + 63) & ~uintptr_t{63});
+}
+
 void publish(uint64_t& counter, uint64_t value) {
   std::atomic_ref<uint64_t>(counter).store(value, std::memory_order_release);
 }
@@ -81,8 +86,10 @@ ShmTransport::ShmTransport(MPI_Comm comm, int node_size) {
     }
 
   void* base = nullptr;
-  SB_MPI_CHECK(MPI_Win_allocate_shared(sizeof(Flags), 1, MPI_INFO_NULL, node_, &base, &flags_win_));
-  my_flags_ = new (base) Flags{};
+  // A window's segments are only 8-byte aligned (Open MPI packs them one after another): each
+  // rank's Flags sit at the first cache-line boundary of a segment one line longer.
+  SB_MPI_CHECK(MPI_Win_allocate_shared(sizeof(Flags) + alignof(Flags), 1, MPI_INFO_NULL, node_, &base, &flags_win_));
+  my_flags_ = new (align_to_line(base)) Flags{};
   peer_flags_.assign(static_cast<size_t>(nranks), nullptr);
   for (int r = 0; r < nranks; ++r) {
     if (node_rank_of_[static_cast<size_t>(r)] < 0) continue;
@@ -90,7 +97,7 @@ ShmTransport::ShmTransport(MPI_Comm comm, int node_size) {
     int unit = 0;
     void* peer = nullptr;
     SB_MPI_CHECK(MPI_Win_shared_query(flags_win_, node_rank_of_[static_cast<size_t>(r)], &size, &unit, &peer));
-    peer_flags_[static_cast<size_t>(r)] = static_cast<Flags*>(peer);
+    peer_flags_[static_cast<size_t>(r)] = static_cast<Flags*>(align_to_line(peer));
   }
   outbox_ = map_window(2 * kOutboxBytes);
   SB_MPI_CHECK(MPI_Barrier(node_));  // every rank's counters are zero before anyone reads them
