@@ -1,0 +1,39 @@
+#pragma once
+// A compressed allreduce on host buffers: compress -> collective -> decompress -> average, with
+// optional error feedback (Seide et al. 2014; Karimireddy et al. 2019): what compression left out
+// of this step's gradient is kept and added to the next step's, so that nothing is lost for good,
+// only delayed. One object per tensor (or fused bucket): it owns that tensor's residual.
+#include <mpi.h>
+
+#include <memory>
+#include <vector>
+
+#include "collectives/compress/compressor.hpp"
+
+namespace sb {
+
+class CompressedAllreduce {
+ public:
+  CompressedAllreduce(std::unique_ptr<Compressor> compressor, bool error_feedback, MPI_Comm comm);
+
+  // Collective. gradient <- the average over ranks of their decoded payloads; with error
+  // feedback each rank's payload encodes gradient + residual, and the residual becomes what the
+  // payload missed. `step` must be the same on every rank (random-k draws its indices from it).
+  void run(float* gradient, size_t count, uint64_t step);
+
+  const Compressor& compressor() const { return *compressor_; }
+  // This rank's last payload, decoded; and the residual carried to the next step (empty without
+  // error feedback).
+  const std::vector<float>& sent() const { return sent_; }
+  const std::vector<float>& residual() const { return residual_; }
+
+ private:
+  std::unique_ptr<Compressor> compressor_;
+  bool error_feedback_;
+  MPI_Comm comm_;
+  int nranks_ = 1;
+  std::vector<float> residual_, corrected_, sent_;
+  std::vector<unsigned char> payload_, gathered_;
+};
+
+}  // namespace sb

@@ -1,0 +1,55 @@
+#pragma once
+// Gradient compression: each compressor is a small object behind this one interface, in the
+// spirit of the allreduce implementations. It encodes a rank's fp32 gradient into a payload of a
+// size fixed by the count (so that ranks exchange payloads with plain collectives), says which
+// collective carries the payload, and decodes a payload back, adding it into a gradient.
+//
+// Carriers: payloads that can be summed as they are (fp16, bf16, random-k with indices every
+// rank draws from the same seed) go through an allreduce of `payload_type` elements; the others
+// (top-k, scaled sign, QSGD, TernGrad), whose encodings do not add up, through an allgather,
+// after which every rank decodes every rank's payload.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/dtype.hpp"
+
+namespace sb {
+
+enum class Carrier { allreduce, allgather };
+
+struct CompressorParams {
+  double ratio = 0.01;  // top-k, random-k: fraction of the values sent, in (0, 1]
+  int levels = 16;      // QSGD: quantisation levels s, 1..127
+  uint64_t seed = 42;   // shared by all ranks: random-k's choice of indices
+  uint64_t stream = 0;  // this rank's own random stream (stochastic rounding): set to the rank
+};
+
+class Compressor {
+ public:
+  virtual ~Compressor() = default;
+  virtual std::string_view name() const = 0;
+  virtual Carrier carrier() const = 0;
+  // For an allreduce carrier: the element type the payload is summed as, and how many.
+  virtual DataType payload_type() const { return DataType::float32; }
+  virtual size_t payload_elements(size_t count) const { return payload_bytes(count) / size_of(payload_type()); }
+  virtual size_t payload_bytes(size_t count) const = 0;
+  // Encodes `values` into `payload` (payload_bytes(count) of them). `step` varies the random
+  // choices from one call to the next, the same way on every rank.
+  virtual void compress(const float* values, size_t count, uint64_t step, unsigned char* payload) = 0;
+  // out[i] += decoded value i. For an allreduce carrier the payload may be a sum of payloads.
+  virtual void decompress_add(const unsigned char* payload, size_t count, uint64_t step, float* out) const = 0;
+};
+
+// The compressors by name: none, fp16, bf16, topk, randomk, efsign, qsgd, terngrad. Throws
+// UsageError for an unknown name or a parameter out of range.
+std::unique_ptr<Compressor> make_compressor(std::string_view name, const CompressorParams& params);
+const std::vector<std::string_view>& compressor_names();
+
+// The k of top-k and random-k: ratio * count rounded, at least 1 (0 for an empty gradient).
+size_t sparse_k(double ratio, size_t count);
+
+}  // namespace sb

@@ -1,0 +1,50 @@
+// The compressors that keep every value: none (fp32 as it is), fp16 and bf16 (rounded to nearest
+// even). Their payloads add up element by element, so an allreduce carries them.
+#include "collectives/compress/compressors.hpp"
+
+#include <cstring>
+
+#include "kernels/convert.hpp"
+
+namespace sb {
+namespace {
+
+class NoCompression final : public Compressor {
+ public:
+  std::string_view name() const override { return "none"; }
+  Carrier carrier() const override { return Carrier::allreduce; }
+  size_t payload_bytes(size_t count) const override { return count * sizeof(float); }
+  void compress(const float* values, size_t count, uint64_t, unsigned char* payload) override {
+    std::memcpy(payload, values, count * sizeof(float));
+  }
+  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out) const override {
+    const float* sent = reinterpret_cast<const float*>(payload);
+    for (size_t i = 0; i < count; ++i) out[i] += sent[i];
+  }
+};
+
+template <class Half, DataType Type>
+class HalfPrecision final : public Compressor {
+ public:
+  std::string_view name() const override { return Type == DataType::float16 ? "fp16" : "bf16"; }
+  Carrier carrier() const override { return Carrier::allreduce; }
+  DataType payload_type() const override { return Type; }
+  size_t payload_bytes(size_t count) const override { return count * sizeof(Half); }
+  void compress(const float* values, size_t count, uint64_t, unsigned char* payload) override {
+    Half* out = reinterpret_cast<Half*>(payload);
+    if constexpr (Type == DataType::float16) to_float16_cpu(values, out, count);
+    else to_bfloat16_cpu(values, out, count);
+  }
+  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out) const override {
+    const Half* sent = reinterpret_cast<const Half*>(payload);
+    for (size_t i = 0; i < count; ++i) out[i] += to_float(sent[i]);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Compressor> make_none_compressor() { return std::make_unique<NoCompression>(); }
+std::unique_ptr<Compressor> make_fp16_compressor() { return std::make_unique<HalfPrecision<float16, DataType::float16>>(); }
+std::unique_ptr<Compressor> make_bf16_compressor() { return std::make_unique<HalfPrecision<bfloat16, DataType::bfloat16>>(); }
+
+}  // namespace sb

@@ -1,0 +1,37 @@
+#include <cmath>
+#include <algorithm>
+
+#include "collectives/compress/compressors.hpp"
+#include "common/usage_error.hpp"
+
+namespace sb {
+
+const std::vector<std::string_view>& compressor_names() {
+  static const std::vector<std::string_view> names = {"none", "fp16", "bf16", "topk", "randomk", "efsign", "qsgd", "terngrad"};
+  return names;
+}
+
+size_t sparse_k(double ratio, size_t count) {
+  if (count == 0) return 0;
+  return std::clamp<size_t>(static_cast<size_t>(std::llround(ratio * static_cast<double>(count))), 1, count);
+}
+
+std::unique_ptr<Compressor> make_compressor(std::string_view name, const CompressorParams& params) {
+  if (!(params.ratio > 0 && params.ratio <= 1))
+    throw UsageError("--ratio " + std::to_string(params.ratio) + " is not in (0, 1]");
+  if (params.levels < 1 || params.levels > 127)
+    throw UsageError("--levels " + std::to_string(params.levels) + " is not in 1..127 (QSGD sends a signed byte per value)");
+  if (name == "none") return make_none_compressor();
+  if (name == "fp16") return make_fp16_compressor();
+  if (name == "bf16") return make_bf16_compressor();
+  if (name == "topk") return make_topk_compressor(params);
+  if (name == "randomk") return make_randomk_compressor(params);
+  if (name == "efsign") return make_efsign_compressor();
+  if (name == "qsgd") return make_qsgd_compressor(params);
+  if (name == "terngrad") return make_terngrad_compressor(params);
+  std::string known;
+  for (std::string_view n : compressor_names()) known += (known.empty() ? "" : ", ") + std::string(n);
+  throw UsageError("unknown compressor '" + std::string(name) + "' (" + known + ")");
+}
+
+}  // namespace sb

@@ -1,0 +1,87 @@
+// The compressed allreduce at 1..5 ranks: every rank ends with the average of all ranks' decoded
+// payloads (gathered here and averaged naively); and error feedback's bookkeeping on each rank
+// alone (MPI_COMM_SELF): over many steps, what was sent plus the residual is everything given.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "collectives/compress/compressed_allreduce.hpp"
+
+namespace sb {
+namespace {
+
+std::vector<float> gradient(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> g(n);
+  for (float& x : g) x = normal(rng) * std::exp(normal(rng));
+  return g;
+}
+
+TEST(CompressedAllreduce, EveryRankGetsTheAverageOfTheDecodedPayloads) {
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  const size_t n = 4097;
+  for (std::string_view name : compressor_names()) {
+    for (bool error_feedback : {false, true}) {
+      CompressorParams params;
+      params.ratio = 0.03;
+      params.stream = static_cast<uint64_t>(rank);
+      CompressedAllreduce allreduce(make_compressor(name, params), error_feedback, MPI_COMM_WORLD);
+      for (uint64_t step = 0; step < 3; ++step) {
+        std::vector<float> g = gradient(n, 10 * static_cast<unsigned>(rank) + static_cast<unsigned>(step));
+        allreduce.run(g.data(), n, step);
+        // The reference: every rank's decoded payload, summed in rank order in double.
+        std::vector<float> all(n * static_cast<size_t>(nranks));
+        MPI_Allgather(allreduce.sent().data(), static_cast<int>(n), MPI_FLOAT, all.data(), static_cast<int>(n),
+                      MPI_FLOAT, MPI_COMM_WORLD);
+        size_t wrong = 0;
+        for (size_t i = 0; i < n; ++i) {
+          double sum = 0, magnitude = 0;
+          for (int r = 0; r < nranks; ++r) {
+            sum += all[static_cast<size_t>(r) * n + i];
+            magnitude += std::fabs(all[static_cast<size_t>(r) * n + i]);
+          }
+          // fp16/bf16 payloads are summed in their own precision by the allreduce, one rounding
+          // per rank; the others in fp32.
+          const double unit = name == "fp16" ? 0x1p-10 : name == "bf16" ? 0x1p-7 : 0x1p-22;
+          const double tolerance = unit * magnitude;
+          if (std::fabs(g[i] - sum / nranks) > tolerance) ++wrong;
+        }
+        EXPECT_EQ(wrong, 0u) << name << (error_feedback ? " with error feedback" : "") << " step " << step;
+      }
+    }
+  }
+}
+
+TEST(ErrorFeedback, SentPlusResidualAddsUpToEveryGradientGiven) {
+  for (const char* name : {"topk", "randomk", "efsign", "qsgd", "terngrad", "fp16"}) {  // on this rank alone
+    CompressorParams params;
+    params.ratio = 0.02;
+    CompressedAllreduce allreduce(make_compressor(name, params), /*error_feedback=*/true, MPI_COMM_SELF);
+    const size_t n = 3000;
+    std::vector<double> given(n, 0.0), sent(n, 0.0);
+    for (uint64_t step = 0; step < 25; ++step) {
+      std::vector<float> g = gradient(n, 100 + static_cast<unsigned>(step));
+      for (size_t i = 0; i < n; ++i) given[i] += g[i];
+      allreduce.run(g.data(), n, step);
+      for (size_t i = 0; i < n; ++i) {
+        sent[i] += allreduce.sent()[i];
+        EXPECT_EQ(g[i], allreduce.sent()[i]);  // one rank: the average is what it sent
+      }
+    }
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < n; ++i) {
+      worst = std::max(worst, std::fabs(sent[i] + allreduce.residual()[i] - given[i]));
+      scale = std::max(scale, std::fabs(given[i]));
+    }
+    EXPECT_LE(worst, 1e-5 * scale * 25) << name;  // fp32 rounding of the running sums only
+  }
+}
+
+}  // namespace
+}  // namespace sb

@@ -1,0 +1,126 @@
+// The compressors one by one (round trips, what they keep, unbiasedness of the stochastic ones)
+// and bad parameters. Error feedback and the compressed allreduce are tested under MPI
+// (tests/mpi/compressed_allreduce_test.cpp).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "collectives/compress/compressor.hpp"
+#include "common/usage_error.hpp"
+#include "kernels/topk.hpp"
+
+namespace sb {
+namespace {
+
+std::vector<float> gradient(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> g(n);
+  for (float& x : g) x = normal(rng) * std::exp(normal(rng));
+  return g;
+}
+
+std::vector<float> round_trip(Compressor& c, const std::vector<float>& g, uint64_t step = 0) {
+  std::vector<unsigned char> payload(c.payload_bytes(g.size()));
+  c.compress(g.data(), g.size(), step, payload.data());
+  std::vector<float> out(g.size(), 0.0f);
+  c.decompress_add(payload.data(), g.size(), step, out.data());
+  return out;
+}
+
+TEST(Compressors, Fp16RoundTripWithinHalfAnUlpAndBf16WithinTwoToTheMinusEight) {
+  const std::vector<float> g = gradient(10000, 1);
+  const auto half = round_trip(*make_compressor("fp16", {}), g);
+  const auto brain = round_trip(*make_compressor("bf16", {}), g);
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::fabs(g[i]) < 6.2e-5f || std::fabs(g[i]) > 65504.0f) continue;  // fp16's normal range only
+    EXPECT_LE(std::fabs(half[i] - g[i]), std::ldexp(std::fabs(g[i]), -11)) << i;
+    EXPECT_LE(std::fabs(brain[i] - g[i]), std::ldexp(std::fabs(g[i]), -8)) << i;
+  }
+  EXPECT_EQ(make_compressor("fp16", {})->payload_bytes(10), 20u);
+  EXPECT_EQ(round_trip(*make_compressor("none", {}), g), g);
+}
+
+TEST(Compressors, TopKKeepsExactlyTheKLargestMagnitudes) {
+  const std::vector<float> g = gradient(5000, 2);
+  CompressorParams params;
+  params.ratio = 0.01;
+  const auto out = round_trip(*make_compressor("topk", params), g);
+  const std::vector<uint32_t> want = topk_reference(g.data(), g.size(), 50);
+  size_t kept = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const bool chosen = std::binary_search(want.begin(), want.end(), static_cast<uint32_t>(i));
+    EXPECT_EQ(out[i], chosen ? g[i] : 0.0f) << i;
+    kept += out[i] != 0.0f;
+  }
+  EXPECT_EQ(kept, 50u);
+}
+
+TEST(Compressors, RandomKDrawsTheSameIndicesOnEveryRankAndNewOnesEachStep) {
+  const std::vector<float> g = gradient(1000, 3);
+  CompressorParams a, b;
+  a.ratio = b.ratio = 0.05;
+  a.stream = 0;
+  b.stream = 7;  // another rank: its own stream, the same shared seed
+  auto on_rank0 = make_compressor("randomk", a), on_rank1 = make_compressor("randomk", b);
+  auto nonzero = [](const std::vector<float>& v) {
+    std::vector<size_t> at;
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i] != 0.0f) at.push_back(i);
+    return at;
+  };
+  const auto step0 = nonzero(round_trip(*on_rank0, g, 0));
+  EXPECT_EQ(step0.size(), 50u);
+  EXPECT_EQ(step0, nonzero(round_trip(*on_rank1, g, 0)));
+  EXPECT_NE(step0, nonzero(round_trip(*on_rank0, g, 1)));
+}
+
+TEST(Compressors, EfSignSendsSignsScaledByTheMeanMagnitude) {
+  const std::vector<float> g = {1.0f, -3.0f, 0.5f, -0.5f, 0.0f};
+  const auto out = round_trip(*make_compressor("efsign", {}), g);
+  EXPECT_EQ(out, (std::vector<float>{1.0f, -1.0f, 1.0f, -1.0f, 1.0f}));
+  EXPECT_EQ(make_compressor("efsign", {})->payload_bytes(17), 4u + 3u);
+}
+
+// Stochastic rounding is unbiased: the mean of many decodings approaches the gradient.
+TEST(Compressors, QsgdAndTernGradAreUnbiased) {
+  const std::vector<float> g = gradient(64, 4);
+  for (const char* name : {"qsgd", "terngrad"}) {
+    CompressorParams params;
+    params.levels = 4;
+    auto c = make_compressor(name, params);
+    std::vector<double> mean(g.size(), 0.0);
+    const int steps = 20000;
+    for (int step = 0; step < steps; ++step) {
+      const auto out = round_trip(*c, g, static_cast<uint64_t>(step));
+      for (size_t i = 0; i < g.size(); ++i) mean[i] += out[i] / steps;
+    }
+    const double largest = std::fabs(*std::max_element(g.begin(), g.end(), [](float x, float y) { return std::fabs(x) < std::fabs(y); }));
+    double norm = 0;
+    for (float x : g) norm += static_cast<double>(x) * x;
+    // One decoding is off by at most one level (norm / s, or max |x|); the mean of 20000 by
+    // about that / sqrt(20000); allow five times it.
+    const double level = std::string(name) == "qsgd" ? std::sqrt(norm) / 4 : largest;
+    for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(mean[i], g[i], 5 * level / std::sqrt(steps)) << name << " " << i;
+  }
+}
+
+TEST(Compressors, BadParametersAreUsageErrors) {
+  CompressorParams params;
+  EXPECT_THROW(make_compressor("gzip", params), UsageError);
+  params.ratio = 0;
+  EXPECT_THROW(make_compressor("topk", params), UsageError);
+  params.ratio = 1.5;
+  EXPECT_THROW(make_compressor("topk", params), UsageError);
+  params.ratio = 0.1;
+  params.levels = 0;
+  EXPECT_THROW(make_compressor("qsgd", params), UsageError);
+  params.levels = 128;
+  EXPECT_THROW(make_compressor("qsgd", params), UsageError);
+}
+
+}  // namespace
+}  // namespace sb
