@@ -1,18 +1,11 @@
 // The conversions of kernels/convert.hpp on device memory: the same element functions as the CPU
 // loops, in one grid-stride kernel per direction.
 #include "common/cuda_check.hpp"
+#include "kernels/cuda_grid.hpp"
 #include "kernels/convert.hpp"
 
 namespace sb {
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int kMaxBlocks = 4096;
-
-int blocks_for(size_t count) {
-  const size_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < kMaxBlocks ? (blocks ? blocks : 1) : kMaxBlocks);
-}
 
 template <class In, class Out, Out (*Convert)(In)>
 __global__ void convert_kernel(const In* in, Out* out, size_t count) {
@@ -28,7 +21,7 @@ __device__ float from_bf16(bfloat16 b) { return to_float(b); }
 template <class In, class Out, Out (*Convert)(In)>
 void launch(const In* in, Out* out, size_t count, cudaStream_t stream) {
   if (count == 0) return;
-  convert_kernel<In, Out, Convert><<<blocks_for(count), kThreads, 0, stream>>>(in, out, count);
+  convert_kernel<In, Out, Convert><<<cuda_blocks_for(count), kCudaThreads, 0, stream>>>(in, out, count);
   SB_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,18 +1,11 @@
 // The reductions of kernels/reduce.hpp on device memory: the same element functions (combine,
 // divide) as the CPU loops, in grid-stride kernels with the op a template parameter.
 #include "common/cuda_check.hpp"
+#include "kernels/cuda_grid.hpp"
 #include "kernels/reduce.hpp"
 
 namespace sb {
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int kMaxBlocks = 4096;
-
-int blocks_for(size_t count) {
-  const size_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < kMaxBlocks ? (blocks ? blocks : 1) : kMaxBlocks);
-}
 
 template <class T, RedOp Op>
 __global__ void reduce_into_kernel(T* accumulator, const T* input, size_t count) {
@@ -34,7 +27,7 @@ void reduce_into_cuda(void* accumulator, const void* input, size_t count, DataTy
   dispatch(type, [&](auto tag) {
     using T = decltype(tag);
     dispatch_op(op, [&](auto op_tag) {
-      reduce_into_kernel<T, decltype(op_tag)::value><<<blocks_for(count), kThreads, 0, stream>>>(
+      reduce_into_kernel<T, decltype(op_tag)::value><<<cuda_blocks_for(count), kCudaThreads, 0, stream>>>(
           static_cast<T*>(accumulator), static_cast<const T*>(input), count);
     });
   });
@@ -45,7 +38,7 @@ void divide_cuda(void* buffer, size_t count, DataType type, int divisor, cudaStr
   if (count == 0) return;
   dispatch(type, [&](auto tag) {
     using T = decltype(tag);
-    divide_kernel<T><<<blocks_for(count), kThreads, 0, stream>>>(static_cast<T*>(buffer), count, divisor);
+    divide_kernel<T><<<cuda_blocks_for(count), kCudaThreads, 0, stream>>>(static_cast<T*>(buffer), count, divisor);
   });
   SB_CUDA_CHECK(cudaGetLastError());
 }

@@ -9,9 +9,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
+#include "collectives/compress/synthetic_gradient.hpp"
 #include "kernels/convert.hpp"
 #include "kernels/reduce.hpp"
 #include "kernels/topk.hpp"
@@ -22,14 +22,6 @@ namespace {
 constexpr int64_t kInCache = int64_t{1} << 18;    // fp32 elements: 1 MiB
 constexpr int64_t kPastCache = int64_t{1} << 24;  // 64 MiB
 
-// Gradient-like values: normal, times a log-normal scale, so magnitudes are heavy-tailed.
-std::vector<float> gradient_like(size_t count, unsigned seed = 1) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> values(count);
-  for (float& v : values) v = normal(rng) * std::exp(1.5f * normal(rng)) * 1e-3f;
-  return values;
-}
 
 template <class F>
 double median_seconds(F&& f, int repetitions = 5) {
@@ -85,7 +77,7 @@ void BM_triad(benchmark::State& state) {
 
 void BM_reduce_sum_fp32(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
-  std::vector<float> acc = gradient_like(n, 1), in = gradient_like(n, 2);
+  std::vector<float> acc = heavy_tailed_gradient(n, 1, 1.5f, 1e-3f), in = heavy_tailed_gradient(n, 2, 1.5f, 1e-3f);
   run_memory_bound(state, 3 * n * sizeof(float),
                    [&] { reduce_into_cpu(acc.data(), in.data(), n, DataType::float32, RedOp::sum); });
 }
@@ -93,7 +85,7 @@ void BM_reduce_sum_fp32(benchmark::State& state) {
 template <class Half, void (*Down)(const float*, Half*, size_t)>
 void BM_to_16bit(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
-  const std::vector<float> in = gradient_like(n);
+  const std::vector<float> in = heavy_tailed_gradient(n, 1, 1.5f, 1e-3f);
   std::vector<Half> out(n);
   run_memory_bound(state, n * (sizeof(float) + sizeof(Half)), [&] { Down(in.data(), out.data(), n); });
 }
@@ -101,7 +93,7 @@ void BM_to_16bit(benchmark::State& state) {
 template <class Half, Half (*One)(float)>
 void BM_from_16bit(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
-  const std::vector<float> values = gradient_like(n);
+  const std::vector<float> values = heavy_tailed_gradient(n, 1, 1.5f, 1e-3f);
   std::vector<Half> in(n);
   for (size_t i = 0; i < n; ++i) in[i] = One(values[i]);
   std::vector<float> out(n);
@@ -116,7 +108,7 @@ bfloat16 one_bf16(float f) { return to_bfloat16(f); }
 void BM_topk(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
   const size_t k = std::max<size_t>(1, n * static_cast<size_t>(state.range(1)) / 1000);
-  const std::vector<float> values = gradient_like(n);
+  const std::vector<float> values = heavy_tailed_gradient(n, 1, 1.5f, 1e-3f);
   std::vector<float> magnitudes(n), scratch(n);
   for (size_t i = 0; i < n; ++i) magnitudes[i] = std::fabs(values[i]);
   std::vector<double> nth;

@@ -9,17 +9,11 @@
 #include <vector>
 
 #include "collectives/compress/compressed_allreduce.hpp"
+#include "collectives/compress/synthetic_gradient.hpp"
 
 namespace sb {
 namespace {
 
-std::vector<float> gradient(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> g(n);
-  for (float& x : g) x = normal(rng) * std::exp(normal(rng));
-  return g;
-}
 
 TEST(CompressedAllreduce, EveryRankGetsTheAverageOfTheDecodedPayloads) {
   int rank = 0, nranks = 1;
@@ -33,7 +27,7 @@ TEST(CompressedAllreduce, EveryRankGetsTheAverageOfTheDecodedPayloads) {
       params.stream = static_cast<uint64_t>(rank);
       CompressedAllreduce allreduce(make_compressor(name, params), error_feedback, MPI_COMM_WORLD);
       for (uint64_t step = 0; step < 3; ++step) {
-        std::vector<float> g = gradient(n, 10 * static_cast<unsigned>(rank) + static_cast<unsigned>(step));
+        std::vector<float> g = heavy_tailed_gradient(n, 10 * static_cast<unsigned>(rank) + static_cast<unsigned>(step));
         allreduce.run(g.data(), n, step);
         // The reference: every rank's decoded payload, summed in rank order in double.
         std::vector<float> all(n * static_cast<size_t>(nranks));
@@ -66,7 +60,7 @@ TEST(ErrorFeedback, SentPlusResidualAddsUpToEveryGradientGiven) {
     const size_t n = 3000;
     std::vector<double> given(n, 0.0), sent(n, 0.0);
     for (uint64_t step = 0; step < 25; ++step) {
-      std::vector<float> g = gradient(n, 100 + static_cast<unsigned>(step));
+      std::vector<float> g = heavy_tailed_gradient(n, 100 + static_cast<unsigned>(step));
       for (size_t i = 0; i < n; ++i) given[i] += g[i];
       allreduce.run(g.data(), n, step);
       for (size_t i = 0; i < n; ++i) {

@@ -5,23 +5,16 @@
 
 #include <cmath>
 #include <numeric>
-#include <random>
 #include <vector>
 
 #include "collectives/compress/compressor.hpp"
+#include "collectives/compress/synthetic_gradient.hpp"
 #include "common/usage_error.hpp"
 #include "kernels/topk.hpp"
 
 namespace sb {
 namespace {
 
-std::vector<float> gradient(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> g(n);
-  for (float& x : g) x = normal(rng) * std::exp(normal(rng));
-  return g;
-}
 
 std::vector<float> round_trip(Compressor& c, const std::vector<float>& g, uint64_t step = 0) {
   std::vector<unsigned char> payload(c.payload_bytes(g.size()));
@@ -32,7 +25,7 @@ std::vector<float> round_trip(Compressor& c, const std::vector<float>& g, uint64
 }
 
 TEST(Compressors, Fp16RoundTripWithinHalfAnUlpAndBf16WithinTwoToTheMinusEight) {
-  const std::vector<float> g = gradient(10000, 1);
+  const std::vector<float> g = heavy_tailed_gradient(10000, 1);
   const auto half = round_trip(*make_compressor("fp16", {}), g);
   const auto brain = round_trip(*make_compressor("bf16", {}), g);
   for (size_t i = 0; i < g.size(); ++i) {
@@ -45,7 +38,7 @@ TEST(Compressors, Fp16RoundTripWithinHalfAnUlpAndBf16WithinTwoToTheMinusEight) {
 }
 
 TEST(Compressors, TopKKeepsExactlyTheKLargestMagnitudes) {
-  const std::vector<float> g = gradient(5000, 2);
+  const std::vector<float> g = heavy_tailed_gradient(5000, 2);
   CompressorParams params;
   params.ratio = 0.01;
   const auto out = round_trip(*make_compressor("topk", params), g);
@@ -60,7 +53,7 @@ TEST(Compressors, TopKKeepsExactlyTheKLargestMagnitudes) {
 }
 
 TEST(Compressors, RandomKDrawsTheSameIndicesOnEveryRankAndNewOnesEachStep) {
-  const std::vector<float> g = gradient(1000, 3);
+  const std::vector<float> g = heavy_tailed_gradient(1000, 3);
   CompressorParams a, b;
   a.ratio = b.ratio = 0.05;
   a.stream = 0;
@@ -87,7 +80,7 @@ TEST(Compressors, EfSignSendsSignsScaledByTheMeanMagnitude) {
 
 // Stochastic rounding is unbiased: the mean of many decodings approaches the gradient.
 TEST(Compressors, QsgdAndTernGradAreUnbiased) {
-  const std::vector<float> g = gradient(64, 4);
+  const std::vector<float> g = heavy_tailed_gradient(64, 4);
   for (const char* name : {"qsgd", "terngrad"}) {
     CompressorParams params;
     params.levels = 4;
