@@ -10,7 +10,7 @@
 
 namespace sb {
 
-inline constexpr int64_t kSchemaVersion = 2;
+inline constexpr int64_t kSchemaVersion = 3;
 
 class ResultsFile {
  public:

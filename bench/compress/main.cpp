@@ -1,0 +1,221 @@
+// sb-compress: for each compressor and gradient size, on heavy-tailed synthetic gradients (every
+// rank its own): compress and decompress speed (GB/s of fp32 input), compression ratio (input
+// bytes / payload bytes), relative error ||g - D(C(g))|| / ||g||, and the compressed allreduce's
+// time against MPI_Allreduce of the uncompressed gradient at the same size, in the same run, with
+// the speed-up. A table on stdout, one HDF5 group per compressor.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "bench/compress/options.hpp"
+#include "collectives/compress/compressed_allreduce.hpp"
+#include "collectives/compress/synthetic_gradient.hpp"
+#include "common/check.hpp"
+#include "common/mpi_env.hpp"
+#include "common/sizes.hpp"
+#include "common/stats.hpp"
+#include "common/usage_error.hpp"
+#include "results/results_file.hpp"
+#include "results/run_metadata.hpp"
+
+namespace sb {
+namespace {
+
+constexpr const char* kProgram = "sb-compress";
+
+struct Row {
+  uint64_t bytes = 0, payload_bytes = 0;
+  double ratio = 0, rel_error = 0, compress_GBps = 0, decompress_GBps = 0;
+  double allreduce_us = 0, mpi_allreduce_us = 0, speedup = 0;
+};
+
+// Median over iterations of the slowest rank's time of `body`, each iteration started together.
+template <class Body>
+double median_slowest_us(int warmup, int iters, Body&& body) {
+  for (int i = 0; i < warmup; ++i) body();
+  std::vector<double> times;
+  for (int i = 0; i < iters; ++i) {
+    SB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    const double start = MPI_Wtime();
+    body();
+    double mine = (MPI_Wtime() - start) * 1e6, slowest = 0;
+    SB_MPI_CHECK(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    times.push_back(slowest);
+  }
+  return percentile(times, 50);
+}
+
+double mean_over_ranks(double mine) {
+  double sum = 0;
+  int nranks = 1;
+  SB_MPI_CHECK(MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+  SB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
+  return sum / nranks;
+}
+
+Row measure(const std::string& name, uint64_t bytes, const CompressOptions& o, int rank, int nranks) {
+  const size_t count = bytes / sizeof(float);
+  CompressorParams params = o.params;
+  params.stream = static_cast<uint64_t>(rank);
+  std::unique_ptr<Compressor> compressor = make_compressor(name, params);
+  const std::vector<float> gradient = heavy_tailed_gradient(count, 1000 + static_cast<uint64_t>(rank));
+  Row row;
+  row.bytes = bytes;
+  row.payload_bytes = compressor->payload_bytes(count);
+  row.ratio = static_cast<double>(bytes) / static_cast<double>(row.payload_bytes);
+
+  std::vector<unsigned char> payload(row.payload_bytes);
+  std::vector<float> decoded(count);
+  uint64_t step = 0;
+  const double compress_us = median_slowest_us(o.warmup_iters, o.iters, [&] {
+    compressor->compress(gradient.data(), count, step++, payload.data());
+  });
+  const double decompress_us = median_slowest_us(o.warmup_iters, o.iters, [&] {
+    std::fill(decoded.begin(), decoded.end(), 0.0f);
+    compressor->decompress_add(payload.data(), count, step - 1, decoded.data());
+  });
+  row.compress_GBps = static_cast<double>(bytes) / (compress_us * 1e3);
+  row.decompress_GBps = static_cast<double>(bytes) / (decompress_us * 1e3);
+  double error = 0, norm = 0;
+  for (size_t i = 0; i < count; ++i) {
+    error += (static_cast<double>(gradient[i]) - decoded[i]) * (static_cast<double>(gradient[i]) - decoded[i]);
+    norm += static_cast<double>(gradient[i]) * gradient[i];
+  }
+  row.rel_error = mean_over_ranks(norm > 0 ? std::sqrt(error / norm) : 0.0);
+
+  // The end-to-end comparison: the compressed allreduce (with error feedback as asked) and the
+  // uncompressed MPI_Allreduce + average, on copies of the same gradient.
+  CompressedAllreduce allreduce(std::move(compressor), o.error_feedback, MPI_COMM_WORLD);
+  std::vector<float> work(count);
+  row.allreduce_us = median_slowest_us(o.warmup_iters, o.iters, [&] {
+    std::copy(gradient.begin(), gradient.end(), work.begin());
+    allreduce.run(work.data(), count, step++);
+  });
+  row.mpi_allreduce_us = median_slowest_us(o.warmup_iters, o.iters, [&] {
+    std::copy(gradient.begin(), gradient.end(), work.begin());
+    SB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, work.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+    const float scale = 1.0f / static_cast<float>(nranks);
+    for (float& v : work) v *= scale;
+  });
+  row.speedup = row.mpi_allreduce_us / row.allreduce_us;
+  return row;
+}
+
+void write_results(ResultsFile& file, const RunMetadata& metadata, const CompressOptions& o,
+                   const std::vector<std::pair<std::string, std::vector<Row>>>& results) {
+  h5::Node& root = file.root();
+  write_run_metadata(root, metadata);
+  root.set_attr("end_time_utc", utc_now());
+  root.set_attr("status", std::string("complete"));
+  const h5::Node compress = root.create_group("compress");
+  compress.set_attr("ratio", o.params.ratio);
+  compress.set_attr("levels", static_cast<int64_t>(o.params.levels));
+  compress.set_attr("seed", static_cast<int64_t>(o.params.seed));
+  compress.set_attr("error_feedback", static_cast<int64_t>(o.error_feedback));
+  compress.set_attr("iters", static_cast<int64_t>(o.iters));
+  compress.set_attr("warmup_iters", static_cast<int64_t>(o.warmup_iters));
+  compress.set_attr("gradient", std::string("synthetic heavy-tailed: normal times log-normal(sigma 1), seed 1000 + rank"));
+  for (const auto& [name, rows] : results) {
+    const h5::Node group = compress.create_group(name);
+    group.set_attr("carrier", std::string(make_compressor(name, o.params)->carrier() == Carrier::allreduce ? "allreduce" : "allgather"));
+    auto column = [&](auto field) {
+      std::vector<double> values;
+      for (const Row& row : rows) values.push_back(static_cast<double>(row.*field));
+      return values;
+    };
+    std::vector<uint64_t> bytes, payload;
+    for (const Row& row : rows) {
+      bytes.push_back(row.bytes);
+      payload.push_back(row.payload_bytes);
+    }
+    group.write("size_bytes", bytes);
+    group.write("payload_bytes", payload);
+    group.write("compression_ratio", column(&Row::ratio));
+    group.write("rel_error", column(&Row::rel_error));
+    group.write("compress_GBps", column(&Row::compress_GBps));
+    group.write("decompress_GBps", column(&Row::decompress_GBps));
+    group.write("allreduce_us", column(&Row::allreduce_us));
+    group.write("mpi_allreduce_us", column(&Row::mpi_allreduce_us));
+    group.write("speedup", column(&Row::speedup));
+  }
+}
+
+int run(int argc, char** argv, const WorldLayout& layout) {
+  const bool root = layout.rank == 0;
+  std::optional<CompressOptions> parsed;
+  std::unique_ptr<ResultsFile> file;
+  std::string error;
+  try {
+    parsed = parse_compress_options(argc, argv, root);
+    if (parsed && root) {
+      if (parsed->out.empty()) {
+        std::string stamp = utc_now();
+        std::erase(stamp, ':');
+        std::erase(stamp, '-');
+        parsed->out = "out/compress-" + stamp + "-" + std::to_string(::getpid()) + ".h5";
+        std::filesystem::create_directories("out");
+      }
+      file = std::make_unique<ResultsFile>(parsed->out);
+    }
+  } catch (const UsageError& e) {
+    error = e.what();
+  }
+  int mine = error.empty() ? 0 : 1, any = 0;
+  SB_MPI_CHECK(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  if (any) {
+    if (root) std::fprintf(stderr, "%s: error: %s\n", kProgram, error.empty() ? "see rank 0" : error.c_str());
+    return kExitUsage;
+  }
+  if (!parsed) return 0;
+  const CompressOptions& o = *parsed;
+  RunMetadata metadata = describe_run(kProgram, argc, argv);
+  metadata.layout = layout;
+  metadata.labels = o.labels;
+
+  if (root) {
+    std::printf("# %s: %d ranks, ratio %g, levels %d, error feedback %s, %d iterations (median of the slowest rank)\n",
+                kProgram, layout.nranks, o.params.ratio, o.params.levels, o.error_feedback ? "on" : "off", o.iters);
+    std::printf("# %12s  %-9s  %10s  %9s  %10s  %10s  %11s  %11s  %8s\n", "size(B)", "compressor", "ratio", "rel_err",
+                "comp(GB/s)", "decomp", "allred(us)", "mpi(us)", "speedup");
+    std::fflush(stdout);
+  }
+  std::vector<std::pair<std::string, std::vector<Row>>> results;
+  for (const std::string& name : o.compressors) {
+    results.emplace_back(name, std::vector<Row>{});
+    for (uint64_t bytes : o.sizes()) {
+      const Row row = measure(name, bytes, o, layout.rank, layout.nranks);
+      results.back().second.push_back(row);
+      if (root) {
+        std::printf("  %12llu  %-9s  %9.1fx  %9.2e  %10.2f  %10.2f  %11.1f  %11.1f  %7.2fx\n",
+                    static_cast<unsigned long long>(bytes), name.c_str(), row.ratio, row.rel_error, row.compress_GBps,
+                    row.decompress_GBps, row.allreduce_us, row.mpi_allreduce_us, row.speedup);
+        std::fflush(stdout);
+      }
+    }
+  }
+  if (root) {
+    write_results(*file, metadata, o, results);
+    file->commit();
+    std::printf("# Complete results: %s\n", file->final_path().c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace sb
+
+int main(int argc, char** argv) {
+  sb::MpiSession session(&argc, &argv);
+  const sb::WorldLayout layout = sb::discover_world_layout();
+  try {
+    return sb::run(argc, argv, layout);
+  } catch (const std::exception& e) {
+    sb::die(__FILE__, __LINE__, std::string("sb-compress: ") + e.what());
+  }
+}

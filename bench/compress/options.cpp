@@ -1,0 +1,70 @@
+#include "bench/compress/options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+
+#include "common/sizes.hpp"
+#include "common/usage_error.hpp"
+#include "results/run_metadata.hpp"
+
+namespace sb {
+
+std::vector<uint64_t> CompressOptions::sizes() const { return size_sweep(min_bytes, max_bytes, step_factor, 0); }
+
+std::optional<CompressOptions> parse_compress_options(int argc, char** argv, bool print) {
+  CompressOptions o;
+  std::string min_text, max_text, factor_text, compressor_text = "all";
+  std::vector<std::string> label_texts;
+  int error_feedback = 1;
+  CLI::App app("sb-compress: gradient compressors' speed, compression ratio and error, and the compressed\n"
+               "allreduce against MPI_Allreduce at the same size in the same run. Run it under mpirun.",
+               "sb-compress");
+  app.add_option("-b,--minbytes", min_text, "smallest fp32 gradient in bytes (K/M/G) [1M]");
+  app.add_option("-e,--maxbytes", max_text, "largest [64M]");
+  app.add_option("-f,--stepfactor", factor_text, "grow sizes by this factor [4]");
+  app.add_option("-n,--iters", o.iters, "timed iterations per measurement [10]");
+  app.add_option("-w,--warmup_iters", o.warmup_iters, "untimed iterations first [2]");
+  app.add_option("--compressor", compressor_text, "comma-separated, or all");
+  app.add_option("--ratio", o.params.ratio, "top-k and random-k: fraction of values sent, in (0, 1] [0.01]");
+  app.add_option("--levels", o.params.levels, "QSGD's quantisation levels, 1..127 [16]");
+  app.add_option("--seed", o.params.seed, "shared seed of random-k's indices [42]");
+  app.add_option("--error-feedback", error_feedback, "1: carry what compression drops into the next step [1]");
+  app.add_option("--out", o.out, "results file [out/compress-<UTC time>-<pid>.h5]");
+  app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    if (print) std::fputs(app.help().c_str(), stdout);
+    return std::nullopt;
+  } catch (const CLI::ParseError& error) {
+    throw UsageError(error.what());
+  }
+  if (!min_text.empty()) o.min_bytes = parse_size(min_text, "--minbytes");
+  if (!max_text.empty()) o.max_bytes = parse_size(max_text, "--maxbytes");
+  if (!factor_text.empty()) o.step_factor = parse_size(factor_text, "--stepfactor");
+  if (o.step_factor < 2) throw UsageError("--stepfactor must be at least 2");
+  if (o.min_bytes < 4 || o.min_bytes % 4 != 0 || o.max_bytes % 4 != 0)
+    throw UsageError("--minbytes and --maxbytes must be whole fp32 values (multiples of 4, at least 4)");
+  if (o.min_bytes > o.max_bytes) throw UsageError("--minbytes is larger than --maxbytes");
+  if (o.max_bytes > (uint64_t{1} << 31)) throw UsageError("--maxbytes over 2G: payloads must fit MPI's int counts");
+  if (o.iters < 1 || o.warmup_iters < 0) throw UsageError("--iters must be at least 1 and --warmup_iters at least 0");
+  if (error_feedback != 0 && error_feedback != 1) throw UsageError("--error-feedback must be 0 or 1");
+  o.error_feedback = error_feedback == 1;
+  // Names, checked with the parameters by building each compressor once.
+  size_t start = 0;
+  while (start <= compressor_text.size()) {
+    const size_t comma = std::min(compressor_text.find(',', start), compressor_text.size());
+    const std::string name = compressor_text.substr(start, comma - start);
+    if (name == "all")
+      for (std::string_view n : compressor_names()) o.compressors.emplace_back(n);
+    else
+      o.compressors.push_back(name);
+    start = comma + 1;
+  }
+  for (const std::string& name : o.compressors) make_compressor(name, o.params);  // throws UsageError
+  for (const std::string& label : label_texts) add_label(o.labels, label);
+  return o;
+}
+
+}  // namespace sb

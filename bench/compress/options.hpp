@@ -1,0 +1,29 @@
+#pragma once
+// sb-compress's command line.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectives/compress/compressor.hpp"
+
+namespace sb {
+
+struct CompressOptions {
+  uint64_t min_bytes = 1 << 20, max_bytes = 64 << 20;  // of the fp32 gradient
+  uint64_t step_factor = 4;
+  int iters = 10, warmup_iters = 2;
+  std::vector<std::string> compressors;  // default: all
+  CompressorParams params;
+  bool error_feedback = true;
+  std::string out;  // empty: out/compress-<UTC time>-<pid>.h5
+  std::map<std::string, std::string> labels;
+
+  std::vector<uint64_t> sizes() const;
+};
+
+// Throws UsageError for bad input; nullopt after --help.
+std::optional<CompressOptions> parse_compress_options(int argc, char** argv, bool print);
+
+}  // namespace sb

@@ -1,0 +1,43 @@
+# sb-compress end to end: a run over every compressor, its table and HDF5 file, the schema, and
+# bad input.
+source "$(dirname "$0")/helpers.bash"
+
+out=$WORK/compress.h5
+$MPIRUN -np 2 "$BIN/sb-compress" -b 64K -e 256K -f 4 -n 2 -w 1 --out "$out" >"$WORK/run.txt" 2>"$WORK/run.err"
+check "run exits 0" test $? -eq 0
+check "one row per compressor and size (8 x 2)" test "$(grep -cE '^ +[0-9]+ +[a-z0-9]+ +[0-9.]+x ' "$WORK/run.txt")" -eq 16
+check "top-k at 1% sends 1/50 of the bytes (index + value)" \
+  grep -qE '^ +65536 +topk +50\.0x ' "$WORK/run.txt"
+check "fp16 halves the bytes with a relative error near 2^-12" \
+  bash -c "grep -E '^ +65536 +fp16 ' '$WORK/run.txt' | awk '{ exit !(\$3 == \"2.0x\" && \$4 < 5e-4 && \$4 > 5e-5) }'"
+check "none has no error" bash -c "grep -E '^ +65536 +none ' '$WORK/run.txt' | awk '{ exit !(\$4 == 0) }'"
+h5dump -H "$out" >"$WORK/header.txt" 2>&1
+check "h5dump reads the file" test $? -eq 0
+for name in none fp16 bf16 topk randomk efsign qsgd terngrad; do
+  check "group /compress/$name holds the speed-up" grep -q "GROUP \"$name\"" "$WORK/header.txt"
+done
+check "speedup has a value per size" \
+  grep -q 'DATASPACE  SIMPLE { ( 2 ) / ( 2 ) }' <(h5dump -H -d /compress/topk/speedup "$out")
+undocumented=""
+for name in $(grep -oE '(ATTRIBUTE|DATASET|GROUP) "[^"]+"' "$WORK/header.txt" | sed 's/.*"\(.*\)"/\1/' | sort -u); do
+  case $name in /|none|fp16|bf16|topk|randomk|efsign|qsgd|terngrad|OMPI_MCA_*|NCCL_*|UCX_*) continue ;; esac
+  grep -q "\`$name\`" results/SCHEMA.md || undocumented="$undocumented $name"
+done
+check "every name in the file is in SCHEMA.md${undocumented:+ (missing:$undocumented)}" test -z "$undocumented"
+
+bad_input() {
+  local name=$1; shift
+  $MPIRUN -np 2 "$BIN/sb-compress" "$@" --out "$WORK/bad.h5" >"$WORK/bad.out" 2>"$WORK/bad.err"
+  local rc=$?
+  if [[ $rc -eq 2 && $(grep -c '^sb-compress: error: ' "$WORK/bad.err") -eq 1 && -z $(ls "$WORK" | grep 'bad.h5') ]]; then
+    pass "bad input: $name"
+  else
+    fail "bad input: $name" "rc=$rc: $(head -c 300 "$WORK/bad.err")"
+  fi
+}
+bad_input "ratio 0" --ratio 0
+bad_input "ratio above 1" --ratio 1.5
+bad_input "levels beyond a signed byte" --compressor qsgd --levels 200
+bad_input "unknown compressor" --compressor gzip
+bad_input "a size that is not whole fp32 values" -b 6 -e 64K
+bad_input "unknown flag" --frobnicate
