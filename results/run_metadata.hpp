@@ -32,6 +32,9 @@ void add_label(std::map<std::string, std::string>& labels, const std::string& te
 // The current UTC time as ISO 8601, e.g. 2026-12-02T16:04:50Z.
 std::string utc_now();
 
+// Where a run's results go without --out: out/<kind>-<UTC time>-<pid>.h5 (creates out/).
+std::string default_results_path(const std::string& kind);
+
 // The build's version and git commit (from the Makefile).
 std::string scalebench_version();
 std::string scalebench_git_commit();

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -45,13 +44,6 @@ std::vector<std::string> gather_strings(const std::string& mine, int nranks) {
   std::vector<std::string> strings;
   for (int r = 0; r < nranks; ++r) strings.emplace_back(&all[static_cast<size_t>(r) * kWidth]);
   return strings;
-}
-
-std::string default_out_path() {
-  std::string stamp = utc_now();
-  std::erase(stamp, ':');
-  std::erase(stamp, '-');
-  return "out/allreduce-" + stamp + "-" + std::to_string(::getpid()) + ".h5";
 }
 
 // Writes the results file once: at the end of the run, or from the watchdog when it fails.
@@ -185,8 +177,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
       drop_unavailable_impls(*parsed, layout);
       if (root) {
         if (parsed->out.empty()) {
-          parsed->out = default_out_path();
-          std::filesystem::create_directories("out");
+          parsed->out = default_results_path("allreduce");
         }
         file = std::make_unique<ResultsFile>(parsed->out);
       }

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "collectives/allreduce_impl.hpp"
+#include "common/command_line.hpp"
 #include "common/sizes.hpp"
 #include "common/usage_error.hpp"
 #include "results/run_metadata.hpp"
@@ -132,14 +133,7 @@ std::optional<AllreduceOptions> parse_allreduce_options(int argc, char** argv, b
                "print each schedule implementation's rounds for every rank at --minbytes, then stop");
   app.add_flag("--list", options.list, "list the implementations and whether each can run here");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    if (print) std::fputs(app.help().c_str(), stdout);
-    return std::nullopt;
-  } catch (const CLI::ParseError& error) {
-    throw UsageError(error.what());
-  }
+  if (!parse_command_line(app, argc, argv, print)) return std::nullopt;
 
   if (!min_text.empty()) options.min_bytes = parse_size(min_text, "--minbytes");
   if (!max_text.empty()) options.max_bytes = parse_size(max_text, "--maxbytes");

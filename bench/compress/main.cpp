@@ -3,14 +3,12 @@
 // bytes / payload bytes), relative error ||g - D(C(g))|| / ||g||, and the compressed allreduce's
 // time against MPI_Allreduce of the uncompressed gradient at the same size, in the same run, with
 // the speed-up. A table on stdout, one HDF5 group per compressor.
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 
 #include "bench/compress/options.hpp"
@@ -154,13 +152,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   try {
     parsed = parse_compress_options(argc, argv, root);
     if (parsed && root) {
-      if (parsed->out.empty()) {
-        std::string stamp = utc_now();
-        std::erase(stamp, ':');
-        std::erase(stamp, '-');
-        parsed->out = "out/compress-" + stamp + "-" + std::to_string(::getpid()) + ".h5";
-        std::filesystem::create_directories("out");
-      }
+      if (parsed->out.empty()) parsed->out = default_results_path("compress");
       file = std::make_unique<ResultsFile>(parsed->out);
     }
   } catch (const UsageError& e) {

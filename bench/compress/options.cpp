@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/command_line.hpp"
 #include "common/sizes.hpp"
 #include "common/usage_error.hpp"
 #include "results/run_metadata.hpp"
@@ -32,14 +33,7 @@ std::optional<CompressOptions> parse_compress_options(int argc, char** argv, boo
   app.add_option("--error-feedback", error_feedback, "1: carry what compression drops into the next step [1]");
   app.add_option("--out", o.out, "results file [out/compress-<UTC time>-<pid>.h5]");
   app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    if (print) std::fputs(app.help().c_str(), stdout);
-    return std::nullopt;
-  } catch (const CLI::ParseError& error) {
-    throw UsageError(error.what());
-  }
+  if (!parse_command_line(app, argc, argv, print)) return std::nullopt;
   if (!min_text.empty()) o.min_bytes = parse_size(min_text, "--minbytes");
   if (!max_text.empty()) o.max_bytes = parse_size(max_text, "--maxbytes");
   if (!factor_text.empty()) o.step_factor = parse_size(factor_text, "--stepfactor");
