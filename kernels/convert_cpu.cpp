@@ -1,5 +1,9 @@
 #include "kernels/convert.hpp"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 // Each loop is also compiled for AVX-512 and AVX2 and the widest the CPU has is picked at run time:
 // more lanes and real blends for the selects of the fp16 element functions. Same arithmetic.
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
@@ -10,8 +14,36 @@
 
 namespace sb {
 
-SB_VECTOR_CLONES void to_float16_cpu(const float* in, float16* out, size_t count) {
+#if defined(__x86_64__)
+// fp32 -> fp16 is the one conversion the selects above leave compute-bound (0.6 of memcpy), so
+// where the CPU has F16C its conversion instruction does it: IEEE round to nearest even, the same
+// results as to_float16 for every input but NaN, which is then set to to_float16's quiet NaN
+// (sign | 0x7e00) whatever its payload. The tests compare the two bit for bit.
+__attribute__((target("avx2,f16c"))) static void to_float16_f16c(const float* in, float16* out, size_t count) {
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m256 x = _mm256_loadu_ps(in + i);
+    __m128i half = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+    const __m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(nan), _mm256_extracti128_si256(nan, 1));
+    const __m128i quiet = _mm_or_si128(_mm_and_si128(half, _mm_set1_epi16(static_cast<short>(0x8000))), _mm_set1_epi16(0x7e00));
+    half = _mm_blendv_epi8(half, quiet, nan16);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), half);
+  }
+  for (; i < count; ++i) out[i] = to_float16(in[i]);
+}
+#endif
+
+SB_VECTOR_CLONES static void to_float16_loop(const float* in, float16* out, size_t count) {
   for (size_t i = 0; i < count; ++i) out[i] = to_float16(in[i]);
+}
+
+void to_float16_cpu(const float* in, float16* out, size_t count) {
+#if defined(__x86_64__)
+  static const bool f16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  if (f16c) return to_float16_f16c(in, out, count);
+#endif
+  to_float16_loop(in, out, count);
 }
 
 SB_VECTOR_CLONES void to_bfloat16_cpu(const float* in, bfloat16* out, size_t count) {
