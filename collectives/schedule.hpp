@@ -67,6 +67,11 @@ struct Schedule {
   static void copy_local(Round& round, Chunk dst, Chunk src);
 };
 
+// Whether two chunks share an element (of the same buffer).
+inline bool overlaps(const Chunk& a, const Chunk& b) {
+  return a.buffer == b.buffer && a.offset < b.offset + b.count && b.offset < a.offset + a.count;
+}
+
 // A person-readable listing, one line per step, for --print-schedule.
 std::string to_string(const Schedule& schedule);
 

@@ -88,10 +88,6 @@ bool any_undefined(const Content& content) {
   return false;
 }
 
-bool overlap(const Chunk& a, const Chunk& b) {
-  return a.buffer == b.buffer && a.offset < b.offset + b.count && b.offset < a.offset + a.count;
-}
-
 struct Message {
   Content content;
   size_t count;
@@ -146,7 +142,7 @@ std::string verify_allreduce(const std::vector<Schedule>& schedules) {
         Content content = state[static_cast<size_t>(r)].of(step.src.buffer).read(step.src.offset, step.src.count);
         if (any_undefined(content)) return where(r, round, i) + "sends scratch never written";
         for (const Step& other : steps)
-          if (other.kind == StepKind::recv_copy && overlap(other.dst, step.src))
+          if (other.kind == StepKind::recv_copy && overlaps(other.dst, step.src))
             return where(r, round, i) + "receives by copy into a range it sends in the same round";
         sent[{r, step.peer}].push_back({std::move(content), step.src.count});
       }

@@ -33,6 +33,12 @@ struct Row {
   double allreduce_us = 0, mpi_allreduce_us = 0, speedup = 0;
 };
 
+struct CompressorResults {
+  std::string name;
+  Carrier carrier;
+  std::vector<Row> rows;
+};
+
 // Median over iterations of the slowest rank's time of `body`, each iteration started together.
 template <class Body>
 double median_slowest_us(int warmup, int iters, Body&& body) {
@@ -106,7 +112,7 @@ Row measure(const std::string& name, uint64_t bytes, const CompressOptions& o, i
 }
 
 void write_results(ResultsFile& file, const RunMetadata& metadata, const CompressOptions& o,
-                   const std::vector<std::pair<std::string, std::vector<Row>>>& results) {
+                   const std::vector<CompressorResults>& results) {
   h5::Node& root = file.root();
   write_run_metadata(root, metadata);
   root.set_attr("end_time_utc", utc_now());
@@ -119,9 +125,9 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const Compres
   compress.set_attr("iters", static_cast<int64_t>(o.iters));
   compress.set_attr("warmup_iters", static_cast<int64_t>(o.warmup_iters));
   compress.set_attr("gradient", std::string("synthetic heavy-tailed: normal times log-normal(sigma 1), seed 1000 + rank"));
-  for (const auto& [name, rows] : results) {
+  for (const auto& [name, carrier, rows] : results) {
     const h5::Node group = compress.create_group(name);
-    group.set_attr("carrier", std::string(make_compressor(name, o.params)->carrier() == Carrier::allreduce ? "allreduce" : "allgather"));
+    group.set_attr("carrier", std::string(carrier == Carrier::allreduce ? "allreduce" : "allgather"));
     auto column = [&](auto field) {
       std::vector<double> values;
       for (const Row& row : rows) values.push_back(static_cast<double>(row.*field));
@@ -177,12 +183,12 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                 "comp(GB/s)", "decomp", "allred(us)", "mpi(us)", "speedup");
     std::fflush(stdout);
   }
-  std::vector<std::pair<std::string, std::vector<Row>>> results;
+  std::vector<CompressorResults> results;
   for (const std::string& name : o.compressors) {
-    results.emplace_back(name, std::vector<Row>{});
+    results.push_back({name, make_compressor(name, o.params)->carrier(), {}});
     for (uint64_t bytes : o.sizes()) {
       const Row row = measure(name, bytes, o, layout.rank, layout.nranks);
-      results.back().second.push_back(row);
+      results.back().rows.push_back(row);
       if (root) {
         std::printf("  %12llu  %-9s  %9.1fx  %9.2e  %10.2f  %10.2f  %11.1f  %11.1f  %7.2fx\n",
                     static_cast<unsigned long long>(bytes), name.c_str(), row.ratio, row.rel_error, row.compress_GBps,

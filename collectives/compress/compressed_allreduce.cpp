@@ -25,26 +25,40 @@ void CompressedAllreduce::run(float* gradient, size_t count, uint64_t step) {
   SB_CHECK(bytes * static_cast<size_t>(nranks_) <= INT_MAX, "compressed allreduce: payloads over 2 GiB");
   payload_.resize(bytes);
   compressor_->compress(input, count, step, payload_.data());
-  sent_.assign(count, 0.0f);
-  compressor_->decompress_add(payload_.data(), count, step, sent_.data());
-  if (error_feedback_)
-    for (size_t i = 0; i < count; ++i) residual_[i] = corrected_[i] - sent_[i];
+  count_ = count;
+  step_ = step;
+  sent_decoded_ = false;
+  if (error_feedback_) {
+    const std::vector<float>& decoded = sent();
+    for (size_t i = 0; i < count; ++i) residual_[i] = corrected_[i] - decoded[i];
+  }
 
+  // The collective leaves this rank's payload as it is, so that sent() can still decode it.
   std::fill(gradient, gradient + count, 0.0f);
   if (compressor_->carrier() == Carrier::allreduce) {
     const DataType type = compressor_->payload_type();
-    SB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, payload_.data(), static_cast<int>(compressor_->payload_elements(count)),
+    received_.resize(bytes);
+    SB_MPI_CHECK(MPI_Allreduce(payload_.data(), received_.data(), static_cast<int>(compressor_->payload_elements(count)),
                                mpi_datatype(type), mpi_op(type, RedOp::sum), comm_));
-    compressor_->decompress_add(payload_.data(), count, step, gradient);
+    compressor_->decompress_add(received_.data(), count, step, gradient);
   } else {
-    gathered_.resize(bytes * static_cast<size_t>(nranks_));
-    SB_MPI_CHECK(MPI_Allgather(payload_.data(), static_cast<int>(bytes), MPI_BYTE, gathered_.data(),
+    received_.resize(bytes * static_cast<size_t>(nranks_));
+    SB_MPI_CHECK(MPI_Allgather(payload_.data(), static_cast<int>(bytes), MPI_BYTE, received_.data(),
                                static_cast<int>(bytes), MPI_BYTE, comm_));
     for (int r = 0; r < nranks_; ++r)
-      compressor_->decompress_add(gathered_.data() + static_cast<size_t>(r) * bytes, count, step, gradient);
+      compressor_->decompress_add(received_.data() + static_cast<size_t>(r) * bytes, count, step, gradient);
   }
   const float scale = 1.0f / static_cast<float>(nranks_);
   for (size_t i = 0; i < count; ++i) gradient[i] *= scale;
+}
+
+const std::vector<float>& CompressedAllreduce::sent() const {
+  if (!sent_decoded_) {
+    sent_.assign(count_, 0.0f);
+    compressor_->decompress_add(payload_.data(), count_, step_, sent_.data());
+    sent_decoded_ = true;
+  }
+  return sent_;
 }
 
 }  // namespace sb

@@ -22,9 +22,9 @@ class CompressedAllreduce {
   void run(float* gradient, size_t count, uint64_t step);
 
   const Compressor& compressor() const { return *compressor_; }
-  // This rank's last payload, decoded; and the residual carried to the next step (empty without
-  // error feedback).
-  const std::vector<float>& sent() const { return sent_; }
+  // This rank's last payload, decoded (on first request, unless error feedback needed it); and
+  // the residual carried to the next step (empty without error feedback).
+  const std::vector<float>& sent() const;
   const std::vector<float>& residual() const { return residual_; }
 
  private:
@@ -32,8 +32,12 @@ class CompressedAllreduce {
   bool error_feedback_;
   MPI_Comm comm_;
   int nranks_ = 1;
-  std::vector<float> residual_, corrected_, sent_;
-  std::vector<unsigned char> payload_, gathered_;
+  std::vector<float> residual_, corrected_;
+  std::vector<unsigned char> payload_, received_;  // this rank's payload, kept; the collective's result
+  size_t count_ = 0;
+  uint64_t step_ = 0;
+  mutable std::vector<float> sent_;
+  mutable bool sent_decoded_ = false;
 };
 
 }  // namespace sb

@@ -50,7 +50,7 @@ class RandomK final : public Compressor {
     for (size_t j = 0; j < indices.size(); ++j) sent[j] = values[indices[j]];
   }
   void decompress_add(const unsigned char* payload, size_t count, uint64_t step, float* out) const override {
-    const std::vector<uint32_t> indices = draw(count, step);
+    const std::vector<uint32_t>& indices = indices_for(count, step);
     const float* sent = reinterpret_cast<const float*>(payload);
     for (size_t j = 0; j < indices.size(); ++j) out[indices[j]] += sent[j];
   }
@@ -70,7 +70,8 @@ class RandomK final : public Compressor {
     std::sort(indices.begin(), indices.end());
     return indices;
   }
-  const std::vector<uint32_t>& indices_for(size_t count, uint64_t step) {
+  // The draw for (count, step), kept: compress and every decompress of a step use the same one.
+  const std::vector<uint32_t>& indices_for(size_t count, uint64_t step) const {
     if (cached_count_ != count || cached_step_ != step) {
       cached_ = draw(count, step);
       cached_count_ = count;
@@ -81,9 +82,9 @@ class RandomK final : public Compressor {
 
   double ratio_;
   uint64_t seed_;
-  std::vector<uint32_t> cached_;
-  size_t cached_count_ = SIZE_MAX;
-  uint64_t cached_step_ = 0;
+  mutable std::vector<uint32_t> cached_;
+  mutable size_t cached_count_ = SIZE_MAX;
+  mutable uint64_t cached_step_ = 0;
 };
 
 }  // namespace

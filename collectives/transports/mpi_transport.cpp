@@ -46,8 +46,7 @@ void MpiTransport::execute(const Schedule& schedule, const void* input, void* wo
       // A range this rank also sends this round (recursive doubling's exchange) is reduced into
       // only once the sends are complete: MPI may read it until then.
       const bool sent = std::any_of(round.steps.begin(), round.steps.end(), [&](const Step& other) {
-        return other.kind == StepKind::send && other.src.buffer == step.dst.buffer &&
-               other.src.offset < step.dst.offset + step.dst.count && step.dst.offset < other.src.offset + other.src.count;
+        return other.kind == StepKind::send && overlaps(other.src, step.dst);
       });
       for (size_t done = 0; done < step.dst.count; done += piece) {
         const size_t count = std::min(piece, step.dst.count - done);

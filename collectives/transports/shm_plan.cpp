@@ -48,10 +48,6 @@ class WrittenRanges {
   std::map<size_t, size_t> ranges_;
 };
 
-bool overlaps(size_t a, size_t a_count, size_t b, size_t b_count) {
-  return a < b + b_count && b < a + a_count;
-}
-
 // Fills whatever of `chunk` is unwritten, so that the rank can read or send it from work.
 void fill_unwritten(WrittenRanges& written, const Chunk& chunk, std::vector<Chunk>& fill) {
   for (const auto& piece : written.split(chunk.offset, chunk.count))
@@ -117,7 +113,7 @@ ShmPlan plan_shm(const Schedule& schedule, bool in_place, const std::function<bo
     // MPI until the round's wait): what is received into it waits in staging.
     auto sent_from_work = [&](const Chunk& chunk) {
       return std::any_of(out.sends.begin(), out.sends.end(), [&](const ShmSend& send) {
-        return send.source == ShmSource::work && overlaps(send.offset, send.count, chunk.offset, chunk.count);
+        return send.source == ShmSource::work && overlaps(Chunk{BufferId::work, send.offset, send.count}, chunk);
       });
     };
     std::vector<std::pair<ShmReceive, const Step*>> direct, staged;

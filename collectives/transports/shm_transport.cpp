@@ -192,7 +192,7 @@ void ShmTransport::execute(const Schedule& schedule, const void* input, void* wo
     }
   };
 
-  std::vector<unsigned char*> staged_at;
+  std::vector<unsigned char*>& staged_at = staged_at_;
   for (size_t index = 0; index < plan.rounds.size(); ++index) {
     const ShmRound& round = plan.rounds[index];
     for (const Chunk& fill : round.fill)

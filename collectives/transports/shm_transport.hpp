@@ -82,6 +82,7 @@ class ShmTransport {
   uint64_t calls_ = 0;
   std::map<std::tuple<size_t, bool, size_t>, ShmPlan> plans_;  // by (count, in place, element size)
   std::vector<unsigned char> staging_;
+  std::vector<unsigned char*> staged_at_;  // per receive of the round: its staging slot, or null
   std::vector<MPI_Request> requests_;
 };
 

@@ -16,12 +16,20 @@
 namespace sb {
 namespace {
 
-TEST(ReduceCuda, MatchesTheCpuForEveryTypeAndOp) {
-#if !SB_HAVE_CUDA
-  GTEST_SKIP() << "built without CUDA";
+// Skips the calling test unless this is a CUDA build with a GPU visible.
+#if SB_HAVE_CUDA
+#define SB_SKIP_WITHOUT_GPU()                                                                        \
+  do {                                                                                               \
+    int sb_devices_ = 0;                                                                             \
+    if (cudaGetDeviceCount(&sb_devices_) != cudaSuccess || sb_devices_ == 0) GTEST_SKIP() << "no GPU visible"; \
+  } while (0)
 #else
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no GPU visible";
+#define SB_SKIP_WITHOUT_GPU() GTEST_SKIP() << "built without CUDA"
+#endif
+
+TEST(ReduceCuda, MatchesTheCpuForEveryTypeAndOp) {
+  SB_SKIP_WITHOUT_GPU();
+#if SB_HAVE_CUDA
   const size_t n = 100003;  // several blocks' worth, and a ragged end
   for (DataType type : kAllDataTypes) {
     for (RedOp op : kAllRedOps) {
@@ -51,11 +59,8 @@ TEST(ReduceCuda, MatchesTheCpuForEveryTypeAndOp) {
 }
 
 TEST(DivideCuda, MatchesTheCpu) {
-#if !SB_HAVE_CUDA
-  GTEST_SKIP() << "built without CUDA";
-#else
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no GPU visible";
+  SB_SKIP_WITHOUT_GPU();
+#if SB_HAVE_CUDA
   for (DataType type : kAllDataTypes) {
     const size_t n = 4099, bytes = n * size_of(type);
     std::vector<unsigned char> values(bytes), want, got(bytes);
@@ -74,11 +79,8 @@ TEST(DivideCuda, MatchesTheCpu) {
 }
 
 TEST(ConvertCuda, MatchesTheCpu) {
-#if !SB_HAVE_CUDA
-  GTEST_SKIP() << "built without CUDA";
-#else
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no GPU visible";
+  SB_SKIP_WITHOUT_GPU();
+#if SB_HAVE_CUDA
   const size_t n = 1 << 20;
   std::vector<float> values(n), back_cpu(n), back_gpu(n);
   for (size_t i = 0; i < n; ++i) {  // every kind of float: bit patterns from a simple hash
