@@ -53,7 +53,7 @@ SANFLAGS := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer,)
 CPPFLAGS := -I. -I$(BUILD)/gen $(MPI_CFLAGS) $(HDF5_CFLAGS) -DSB_HAVE_CUDA=$(HAVE_CUDA) -DOMPI_SKIP_MPICXX=1
 CXXFLAGS := -std=c++20 $(OPT) $(SANFLAGS) -Wall -Wextra -MMD -MP
 LDFLAGS := $(SANFLAGS)
-LDLIBS := $(HDF5_LIBS) $(MPI_LIBS) -lpthread
+LDLIBS := $(HDF5_LIBS) $(MPI_LIBS) -ldnnl -lturbojpeg -lz -fopenmp -lpthread
 ifeq ($(HAVE_CUDA),1)
   CPPFLAGS += -I$(CUDA_HOME)/include
   LDFLAGS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
@@ -65,7 +65,7 @@ endif
 # The library: every .cpp under these folders. Files that need CUDA end in _cuda.cpp (host code
 # calling CUDA/NCCL) or _cuda.cu (kernels); their CPU-only stand-ins end in _nocuda.cpp.
 LIB_DIRS := common kernels collectives collectives/algorithms collectives/baselines collectives/transports \
-            collectives/compress results
+            collectives/compress results models models/data
 LIB_ALL := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.cpp))
 ifeq ($(HAVE_CUDA),1)
   LIB_SRC := $(filter-out %_nocuda.cpp,$(LIB_ALL)) $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*_cuda.cu))
@@ -142,6 +142,9 @@ $(BUILD)/obj/%.cu.o: %.cu $(FLAGS_STAMP)
 # that only when it may evaluate the unselected float operations, i.e. without FP traps, which
 # nothing here enables. Values are unchanged: this is not -ffast-math.
 $(BUILD)/obj/kernels/convert_cpu.cpp.o: CXXFLAGS += -fno-trapping-math
+
+# The model code's own loops (element-wise ops, layout changes) share oneDNN's OpenMP pool.
+$(BUILD)/obj/models/%.cpp.o: CXXFLAGS += -fopenmp
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(@D)

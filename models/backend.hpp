@@ -1,0 +1,123 @@
+#pragma once
+// The narrow set of operations the ResNet family needs, over tensors the backend owns. The model
+// code (layers.cpp, resnet.cpp) is written against this interface only, so the oneDNN (CPU),
+// cuDNN (GPU) and reference backends are interchangeable under it.
+//
+// Conventions for every operation:
+// - outputs are allocated by the caller (Backend::allocate) with the shapes documented here, and
+//   are overwritten, never accumulated into;
+// - convolution weights are (out channels, in channels, kh, kw), fully-connected weights are
+//   (outputs, inputs, 1, 1), per-channel vectors are (1, C, 1, 1), as torchvision stores them;
+// - an output may be the same tensor as an input only where it says so.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "models/tensor.hpp"
+
+namespace sb::models {
+
+struct ConvGeometry {
+  int stride = 1;
+  int pad = 0;  // the same on every side
+};
+
+// Output extent of a convolution or pooling window along one axis.
+inline int64_t window_output(int64_t in, int kernel, int stride, int pad) {
+  return (in + 2 * pad - kernel) / stride + 1;
+}
+
+struct PoolGeometry {
+  int kernel = 3;
+  int stride = 2;
+  int pad = 1;
+};
+
+// One optimizer step for one tensor, element by element (models/optimizer_math.hpp):
+//   g' = g + weight_decay * w
+//   v  = momentum * v + lr * g'
+//   w -= nesterov ? momentum * v + lr * g' : v
+// The learning rate is folded into the momentum buffer (as MLPerf's LARS does), so a per-tensor
+// rate (LARS's trust ratio) needs no second buffer.
+struct MomentumStep {
+  float lr = 0.1f;
+  float momentum = 0.9f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  // A zero-filled tensor.
+  virtual Tensor allocate(Shape shape) = 0;
+  // Host data in NCHW order, fp32, exactly shape.count() elements.
+  virtual void write(Tensor& tensor, std::span<const float> nchw) = 0;
+  virtual void read(const Tensor& tensor, std::span<float> nchw) = 0;
+  virtual void fill(Tensor& tensor, float value) = 0;
+  virtual void copy(const Tensor& from, Tensor& to) = 0;
+
+  // Convolution without bias (every convolution of a ResNet feeds a batch norm).
+  // x: (N, C, H, W), w: (K, C, R, S), y: (N, K, P, Q) with P, Q from window_output().
+  virtual void conv_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvGeometry g) = 0;
+  virtual void conv_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvGeometry g) = 0;
+  virtual void conv_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvGeometry g) = 0;
+
+  // Batch norm over N, H, W of each channel. Training normalises by the batch's mean and biased
+  // variance and returns them (1, C, 1, 1) for the backward pass and the running statistics;
+  // inference uses the running mean and variance given. With relu, y = max(0, bn(x)), and the
+  // backward pass takes y to mask dy: the BN+ReLU fusion where the library offers it.
+  virtual void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                          Tensor& y, Tensor& mean, Tensor& variance, float epsilon,
+                                          bool relu) = 0;
+  virtual void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                           const Tensor& mean, const Tensor& variance, Tensor& y,
+                                           float epsilon, bool relu) = 0;
+  // dy is not modified. With relu, y is the forward output.
+  virtual void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                  const Tensor& mean, const Tensor& variance, const Tensor* y,
+                                  Tensor& dx, Tensor& dgamma, Tensor& dbeta, float epsilon) = 0;
+
+  // y = max(0, x); y may be x. Backward masks dy by y > 0 (y being the forward output); dx may be dy.
+  virtual void relu_forward(const Tensor& x, Tensor& y) = 0;
+  virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
+
+  // Max pooling with padding that never wins; backward routes each dy to the first maximum of
+  // its window (ties to the lowest index within the window).
+  virtual void maxpool_forward(const Tensor& x, Tensor& y, PoolGeometry g) = 0;
+  virtual void maxpool_backward(const Tensor& x, const Tensor& dy, Tensor& dx, PoolGeometry g) = 0;
+  // Mean over H, W: x (N, C, H, W) -> y (N, C, 1, 1).
+  virtual void global_avgpool_forward(const Tensor& x, Tensor& y) = 0;
+  virtual void global_avgpool_backward(const Tensor& dy, Tensor& dx) = 0;
+
+  // Fully connected: x (N, K, 1, 1) or (N, C, H, W) with C*H*W = K, w (M, K, 1, 1), b (1, M, 1, 1),
+  // y (N, M, 1, 1) = x w^T + b.
+  virtual void fc_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
+  virtual void fc_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;
+  virtual void fc_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) = 0;
+
+  // y = a + b; y may be a or b.
+  virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;
+  virtual void scale(Tensor& tensor, float factor) = 0;
+  virtual double sum_of_squares(const Tensor& tensor) = 0;
+
+  // Mean over the batch of the cross-entropy between softmax(logits) and the label-smoothed
+  // target (1 - s) * onehot + s / classes. logits (N, classes, 1, 1); labels on the host, N of
+  // them, each in [0, classes). dlogits (same shape) receives the gradient of the mean.
+  virtual double softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
+                                       float label_smoothing, Tensor& dlogits) = 0;
+
+  // One optimizer step: w, g and the momentum buffer v have the same shape.
+  virtual void momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) = 0;
+
+  // Waits for every operation issued so far (a no-op for synchronous backends).
+  virtual void synchronize() {}
+};
+
+// "onednn" (and "cudnn" when built with CUDA) or "reference". Throws UsageError for other names.
+std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0);
+
+}  // namespace sb::models
