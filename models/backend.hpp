@@ -102,6 +102,8 @@ class Backend {
   // y = a + b; y may be a or b.
   virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;
   virtual void scale(Tensor& tensor, float factor) = 0;
+  // y = a * x + b * y.
+  virtual void axpby(float a, const Tensor& x, float b, Tensor& y) = 0;
   virtual double sum_of_squares(const Tensor& tensor) = 0;
 
   // Mean over the batch of the cross-entropy between softmax(logits) and the label-smoothed

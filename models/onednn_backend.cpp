@@ -373,6 +373,15 @@ void OnednnBackend::scale(Tensor& t, float factor) {
   for (int64_t i = 0; i < count; ++i) p[i] *= factor;
 }
 
+void OnednnBackend::axpby(float a, const Tensor& x, float b, Tensor& y) {
+  require_same(x, y, "axpby");
+  const float* px = f(x);
+  float* py = f(y);
+  const int64_t count = x.count();
+#pragma omp parallel for simd
+  for (int64_t i = 0; i < count; ++i) py[i] = a * px[i] + b * py[i];
+}
+
 double OnednnBackend::sum_of_squares(const Tensor& t) {
   const float* p = f(t);
   const int64_t count = t.count();

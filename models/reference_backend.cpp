@@ -282,6 +282,11 @@ void ReferenceBackend::scale(Tensor& t, float factor) {
   for (int64_t i = 0; i < t.count(); ++i) d(t)[i] *= factor;
 }
 
+void ReferenceBackend::axpby(float a, const Tensor& x, float b, Tensor& y) {
+  require_same(x, y, "axpby");
+  for (int64_t i = 0; i < x.count(); ++i) d(y)[i] = static_cast<double>(a) * d(x)[i] + static_cast<double>(b) * d(y)[i];
+}
+
 double ReferenceBackend::sum_of_squares(const Tensor& t) {
   double sum = 0;
   for (int64_t i = 0; i < t.count(); ++i) sum += d(t)[i] * d(t)[i];

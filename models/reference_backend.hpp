@@ -45,6 +45,7 @@ class ReferenceBackend final : public Backend {
 
   void add(const Tensor& a, const Tensor& b, Tensor& y) override;
   void scale(Tensor& tensor, float factor) override;
+  void axpby(float a, const Tensor& x, float b, Tensor& y) override;
   double sum_of_squares(const Tensor& tensor) override;
   double softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
                                float label_smoothing, Tensor& dlogits) override;

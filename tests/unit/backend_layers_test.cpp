@@ -160,6 +160,9 @@ TEST(BackendLayers, PoolingReluAddMatchReference) {
   p.onednn.add(x.first, grad.first, sum.first);
   p.reference.add(x.second, grad.second, sum.second);
   EXPECT_EQ(relative_error(p, sum), 0) << "add";
+  p.onednn.axpby(0.5f, x.first, -2.0f, sum.first);
+  p.reference.axpby(0.5f, x.second, -2.0f, sum.second);
+  EXPECT_LT(relative_error(p, sum), 1e-7) << "axpby";
   EXPECT_NEAR(p.onednn.sum_of_squares(x.first), p.reference.sum_of_squares(x.second),
               1e-6 * p.reference.sum_of_squares(x.second));
 }

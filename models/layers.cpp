@@ -1,0 +1,179 @@
+#include "models/layers.hpp"
+
+#include <cmath>
+#include <numbers>
+
+#include "kernels/random.hpp"
+
+namespace sb::models {
+namespace {
+
+uint64_t name_hash(const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+Parameter make_parameter(Backend& backend, std::string name, ParamKind kind, const Shape& shape) {
+  return Parameter{std::move(name), kind, backend.allocate(shape), backend.allocate(shape)};
+}
+
+}  // namespace
+
+std::vector<float> Init::normal(const std::string& name, int64_t count, double stddev) const {
+  const uint64_t key = random_key(seed, name_hash(name), 1);
+  std::vector<float> values(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    // Box-Muller on two 24-bit uniforms; 1 - u keeps the logarithm finite.
+    const double u1 = 1.0 - random_unit(key, 2 * static_cast<uint64_t>(i));
+    const double u2 = random_unit(key, 2 * static_cast<uint64_t>(i) + 1);
+    values[i] = static_cast<float>(stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2));
+  }
+  return values;
+}
+
+std::vector<float> Init::uniform(const std::string& name, int64_t count, double bound) const {
+  const uint64_t key = random_key(seed, name_hash(name), 2);
+  std::vector<float> values(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) values[i] = static_cast<float>(bound * (2.0 * random_unit(key, i) - 1.0));
+  return values;
+}
+
+void ensure_shape(Backend& backend, Tensor& t, const Shape& shape) {
+  if (t.empty() || !(t.shape() == shape)) t = backend.allocate(shape);
+}
+
+// ---- Conv2d ----------------------------------------------------------------------------------
+
+Conv2d::Conv2d(Backend& backend, const Init& init, std::string name, int64_t in_channels, int64_t out_channels,
+               int kernel, int stride, int pad)
+    : weight_(make_parameter(backend, std::move(name), ParamKind::weight, {out_channels, in_channels, kernel, kernel})),
+      geometry_{stride, pad} {
+  const double fan_out = static_cast<double>(out_channels) * kernel * kernel;
+  backend.write(weight_.value, init.normal(weight_.name, weight_.value.count(), std::sqrt(2.0 / fan_out)));
+}
+
+Shape Conv2d::output_shape(const Shape& x) const {
+  const Shape& w = weight_.value.shape();
+  return {x.n, w.n, window_output(x.h, static_cast<int>(w.h), geometry_.stride, geometry_.pad),
+          window_output(x.w, static_cast<int>(w.w), geometry_.stride, geometry_.pad)};
+}
+
+int64_t Conv2d::flops_per_sample(const Shape& x) const {
+  const Shape y = output_shape(x);
+  const Shape& w = weight_.value.shape();
+  return 2 * y.c * y.h * y.w * w.c * w.h * w.w;
+}
+
+const Tensor& Conv2d::forward(Backend& backend, const Tensor& x) {
+  input_ = &x;
+  ensure_shape(backend, y_, output_shape(x.shape()));
+  backend.conv_forward(x, weight_.value, y_, geometry_);
+  return y_;
+}
+
+Tensor& Conv2d::backward(Backend& backend, const Tensor& dy, bool need_input_grad) {
+  backend.conv_backward_weights(*input_, dy, weight_.grad, geometry_);
+  if (need_input_grad) {
+    ensure_shape(backend, dx_, input_->shape());
+    backend.conv_backward_data(dy, weight_.value, dx_, geometry_);
+  }
+  return dx_;
+}
+
+// ---- BatchNorm2d -----------------------------------------------------------------------------
+
+BatchNorm2d::BatchNorm2d(Backend& backend, std::string name, int64_t channels, bool relu, bool zero_gamma)
+    : gamma_(make_parameter(backend, name + ".weight", ParamKind::bn_gamma, vector_shape(channels))),
+      beta_(make_parameter(backend, name + ".bias", ParamKind::bn_beta, vector_shape(channels))),
+      running_mean_{name + ".running_mean", backend.allocate(vector_shape(channels))},
+      running_var_{name + ".running_var", backend.allocate(vector_shape(channels))},
+      relu_(relu),
+      batch_mean_(backend.allocate(vector_shape(channels))),
+      batch_var_(backend.allocate(vector_shape(channels))) {
+  backend.fill(gamma_.value, zero_gamma ? 0.0f : 1.0f);
+  backend.fill(running_var_.value, 1.0f);
+}
+
+const Tensor& BatchNorm2d::forward(Backend& backend, const Tensor& x, bool training) {
+  input_ = &x;
+  ensure_shape(backend, y_, x.shape());
+  if (!training) {
+    backend.batchnorm_forward_inference(x, gamma_.value, beta_.value, running_mean_.value, running_var_.value, y_,
+                                        kEpsilon, relu_);
+    return y_;
+  }
+  backend.batchnorm_forward_training(x, gamma_.value, beta_.value, y_, batch_mean_, batch_var_, kEpsilon, relu_);
+  // The running variance is the unbiased estimate, as PyTorch keeps it.
+  const double m = static_cast<double>(x.shape().n * x.shape().h * x.shape().w);
+  const float unbiased = m > 1 ? static_cast<float>(m / (m - 1)) : 1.0f;
+  backend.axpby(kMomentum, batch_mean_, 1 - kMomentum, running_mean_.value);
+  backend.axpby(kMomentum * unbiased, batch_var_, 1 - kMomentum, running_var_.value);
+  return y_;
+}
+
+Tensor& BatchNorm2d::backward(Backend& backend, const Tensor& dy) {
+  ensure_shape(backend, dx_, input_->shape());
+  backend.batchnorm_backward(*input_, dy, gamma_.value, batch_mean_, batch_var_, relu_ ? &y_ : nullptr, dx_,
+                             gamma_.grad, beta_.grad, kEpsilon);
+  return dx_;
+}
+
+// ---- pooling ---------------------------------------------------------------------------------
+
+Shape MaxPool2d::output_shape(const Shape& x) const {
+  return {x.n, x.c, window_output(x.h, geometry_.kernel, geometry_.stride, geometry_.pad),
+          window_output(x.w, geometry_.kernel, geometry_.stride, geometry_.pad)};
+}
+
+const Tensor& MaxPool2d::forward(Backend& backend, const Tensor& x) {
+  input_ = &x;
+  ensure_shape(backend, y_, output_shape(x.shape()));
+  backend.maxpool_forward(x, y_, geometry_);
+  return y_;
+}
+
+Tensor& MaxPool2d::backward(Backend& backend, const Tensor& dy) {
+  ensure_shape(backend, dx_, input_->shape());
+  backend.maxpool_backward(*input_, dy, dx_, geometry_);
+  return dx_;
+}
+
+const Tensor& GlobalAvgPool::forward(Backend& backend, const Tensor& x) {
+  input_shape_ = x.shape();
+  ensure_shape(backend, y_, {x.shape().n, x.shape().c, 1, 1});
+  backend.global_avgpool_forward(x, y_);
+  return y_;
+}
+
+Tensor& GlobalAvgPool::backward(Backend& backend, const Tensor& dy) {
+  ensure_shape(backend, dx_, input_shape_);
+  backend.global_avgpool_backward(dy, dx_);
+  return dx_;
+}
+
+// ---- Linear ----------------------------------------------------------------------------------
+
+Linear::Linear(Backend& backend, const Init& init, std::string name, int64_t inputs, int64_t outputs)
+    : weight_(make_parameter(backend, name + ".weight", ParamKind::weight, {outputs, inputs, 1, 1})),
+      bias_(make_parameter(backend, name + ".bias", ParamKind::bias, vector_shape(outputs))) {
+  const double bound = 1.0 / std::sqrt(static_cast<double>(inputs));
+  backend.write(weight_.value, init.uniform(weight_.name, weight_.value.count(), bound));
+  backend.write(bias_.value, init.uniform(bias_.name, bias_.value.count(), bound));
+}
+
+const Tensor& Linear::forward(Backend& backend, const Tensor& x) {
+  input_ = &x;
+  ensure_shape(backend, y_, {x.shape().n, weight_.value.shape().n, 1, 1});
+  backend.fc_forward(x, weight_.value, bias_.value, y_);
+  return y_;
+}
+
+Tensor& Linear::backward(Backend& backend, const Tensor& dy) {
+  backend.fc_backward_weights(*input_, dy, weight_.grad, bias_.grad);
+  ensure_shape(backend, dx_, input_->shape());
+  backend.fc_backward_data(dy, weight_.value, dx_);
+  return dx_;
+}
+
+}  // namespace sb::models

@@ -1,0 +1,105 @@
+#pragma once
+// The layers a ResNet is made of, each a small object over the Backend: it owns its parameters,
+// its output and its input gradient, keeps what its backward pass needs from the forward pass,
+// and reallocates its tensors only when the batch shape changes (training vs evaluation batch).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/backend.hpp"
+#include "models/parameter.hpp"
+
+namespace sb::models {
+
+// Initialisation drawn from (seed, tensor name, element index) only, so a tensor's initial
+// values do not depend on the order layers are built in, or on the backend.
+struct Init {
+  uint64_t seed = 0;
+  // Normal(0, stddev) values for a tensor of count elements.
+  std::vector<float> normal(const std::string& name, int64_t count, double stddev) const;
+  std::vector<float> uniform(const std::string& name, int64_t count, double bound) const;
+};
+
+// (Re)allocates t when its shape is not `shape`.
+void ensure_shape(Backend& backend, Tensor& t, const Shape& shape);
+
+class Conv2d {
+ public:
+  // He (fan-out) normal initialisation, as torchvision's ResNet does.
+  Conv2d(Backend& backend, const Init& init, std::string name, int64_t in_channels, int64_t out_channels,
+         int kernel, int stride, int pad);
+  Shape output_shape(const Shape& x) const;
+  const Tensor& forward(Backend& backend, const Tensor& x);
+  // Returns dx; with need_input_grad false (the first layer) only the weight gradient is made.
+  Tensor& backward(Backend& backend, const Tensor& dy, bool need_input_grad = true);
+  Parameter& weight() { return weight_; }
+  int64_t flops_per_sample(const Shape& x) const;  // multiply-adds x 2, forward only
+
+ private:
+  Parameter weight_;
+  ConvGeometry geometry_;
+  const Tensor* input_ = nullptr;
+  Tensor y_, dx_;
+};
+
+class BatchNorm2d {
+ public:
+  // relu: the ReLU that follows is fused into this layer (y = max(0, bn(x))).
+  BatchNorm2d(Backend& backend, std::string name, int64_t channels, bool relu, bool zero_gamma = false);
+  const Tensor& forward(Backend& backend, const Tensor& x, bool training);
+  Tensor& backward(Backend& backend, const Tensor& dy);
+  Parameter& gamma() { return gamma_; }
+  Parameter& beta() { return beta_; }
+  Buffer& running_mean() { return running_mean_; }
+  Buffer& running_var() { return running_var_; }
+
+  static constexpr float kEpsilon = 1e-5f;
+  static constexpr float kMomentum = 0.1f;  // running = (1 - m) running + m batch, as PyTorch
+
+ private:
+  Parameter gamma_, beta_;
+  Buffer running_mean_, running_var_;
+  bool relu_;
+  const Tensor* input_ = nullptr;
+  Tensor y_, dx_, batch_mean_, batch_var_;
+};
+
+class MaxPool2d {
+ public:
+  explicit MaxPool2d(PoolGeometry geometry) : geometry_(geometry) {}
+  Shape output_shape(const Shape& x) const;
+  const Tensor& forward(Backend& backend, const Tensor& x);
+  Tensor& backward(Backend& backend, const Tensor& dy);
+
+ private:
+  PoolGeometry geometry_;
+  const Tensor* input_ = nullptr;
+  Tensor y_, dx_;
+};
+
+class GlobalAvgPool {
+ public:
+  const Tensor& forward(Backend& backend, const Tensor& x);
+  Tensor& backward(Backend& backend, const Tensor& dy);
+
+ private:
+  Shape input_shape_;
+  Tensor y_, dx_;
+};
+
+class Linear {
+ public:
+  // PyTorch's default: weight and bias uniform in +-1/sqrt(inputs).
+  Linear(Backend& backend, const Init& init, std::string name, int64_t inputs, int64_t outputs);
+  const Tensor& forward(Backend& backend, const Tensor& x);
+  Tensor& backward(Backend& backend, const Tensor& dy);
+  Parameter& weight() { return weight_; }
+  Parameter& bias() { return bias_; }
+
+ private:
+  Parameter weight_, bias_;
+  const Tensor* input_ = nullptr;
+  Tensor y_, dx_;
+};
+
+}  // namespace sb::models

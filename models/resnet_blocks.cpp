@@ -1,0 +1,114 @@
+#include "models/resnet_blocks.hpp"
+
+namespace sb::models {
+namespace {
+
+struct ConvBn {
+  std::unique_ptr<Conv2d> conv;
+  std::unique_ptr<BatchNorm2d> bn;
+};
+
+// out = relu(main(x) + shortcut(x)), main being convolution + BN pairs with the ReLU fused into
+// every BN but the last, shortcut the identity or the projection.
+class ResidualBlock final : public Block {
+ public:
+  ResidualBlock(std::vector<ConvBn> main, std::unique_ptr<ConvBn> downsample)
+      : main_(std::move(main)), downsample_(std::move(downsample)) {}
+
+  const Tensor& forward(Backend& backend, const Tensor& x, bool training) override {
+    const Tensor* h = &x;
+    for (ConvBn& layer : main_) h = &layer.bn->forward(backend, layer.conv->forward(backend, *h), training);
+    const Tensor& shortcut =
+        downsample_ ? downsample_->bn->forward(backend, downsample_->conv->forward(backend, x), training) : x;
+    ensure_shape(backend, sum_, h->shape());
+    backend.add(*h, shortcut, sum_);
+    backend.relu_forward(sum_, sum_);
+    return sum_;
+  }
+
+  Tensor& backward(Backend& backend, const Tensor& dy) override {
+    ensure_shape(backend, dsum_, sum_.shape());
+    backend.relu_backward(sum_, dy, dsum_);
+    const Tensor* grad = &dsum_;
+    Tensor* dx = nullptr;
+    for (auto layer = main_.rbegin(); layer != main_.rend(); ++layer) {
+      dx = &layer->conv->backward(backend, layer->bn->backward(backend, *grad));
+      grad = dx;
+    }
+    const Tensor& shortcut_grad =
+        downsample_ ? downsample_->conv->backward(backend, downsample_->bn->backward(backend, dsum_)) : dsum_;
+    backend.add(*dx, shortcut_grad, *dx);
+    return *dx;
+  }
+
+  void collect(std::vector<Parameter*>& parameters, std::vector<Buffer*>& buffers) override {
+    auto add = [&](ConvBn& layer) {
+      parameters.push_back(&layer.conv->weight());
+      parameters.push_back(&layer.bn->gamma());
+      parameters.push_back(&layer.bn->beta());
+      buffers.push_back(&layer.bn->running_mean());
+      buffers.push_back(&layer.bn->running_var());
+    };
+    for (ConvBn& layer : main_) add(layer);
+    if (downsample_) add(*downsample_);
+  }
+
+  Shape output_shape(const Shape& x) const override {
+    Shape s = x;
+    for (const ConvBn& layer : main_) s = layer.conv->output_shape(s);
+    return s;
+  }
+
+  int64_t flops_per_sample(const Shape& x) const override {
+    int64_t flops = 0;
+    Shape s = x;
+    for (const ConvBn& layer : main_) {
+      flops += layer.conv->flops_per_sample(s);
+      s = layer.conv->output_shape(s);
+    }
+    if (downsample_) flops += downsample_->conv->flops_per_sample(x);
+    return flops;
+  }
+
+ private:
+  std::vector<ConvBn> main_;
+  std::unique_ptr<ConvBn> downsample_;
+  Tensor sum_, dsum_;
+};
+
+ConvBn conv_bn(Backend& backend, const Init& init, const std::string& block, int index, int64_t in, int64_t out,
+               int kernel, int stride, bool relu, bool zero_gamma) {
+  const std::string i = std::to_string(index);
+  return {std::make_unique<Conv2d>(backend, init, block + ".conv" + i + ".weight", in, out, kernel, stride, kernel / 2),
+          std::make_unique<BatchNorm2d>(backend, block + ".bn" + i, out, relu, zero_gamma)};
+}
+
+std::unique_ptr<ConvBn> projection(Backend& backend, const Init& init, const BlockSpec& spec, int64_t out) {
+  if (spec.stride == 1 && spec.in_channels == out) return nullptr;
+  auto p = std::make_unique<ConvBn>();
+  p->conv = std::make_unique<Conv2d>(backend, init, spec.name + ".downsample.0.weight", spec.in_channels, out, 1,
+                                     spec.stride, 0);
+  p->bn = std::make_unique<BatchNorm2d>(backend, spec.name + ".downsample.1", out, false);
+  return p;
+}
+
+}  // namespace
+
+std::unique_ptr<Block> make_basic_block(Backend& backend, const Init& init, const BlockSpec& spec) {
+  std::vector<ConvBn> main;
+  main.push_back(conv_bn(backend, init, spec.name, 1, spec.in_channels, spec.width, 3, spec.stride, true, false));
+  main.push_back(conv_bn(backend, init, spec.name, 2, spec.width, spec.width, 3, 1, false, spec.zero_init_residual));
+  return std::make_unique<ResidualBlock>(std::move(main), projection(backend, init, spec, spec.width));
+}
+
+std::unique_ptr<Block> make_bottleneck(Backend& backend, const Init& init, const BlockSpec& spec) {
+  const int64_t out = spec.width * kBottleneckExpansion;
+  std::vector<ConvBn> main;
+  main.push_back(conv_bn(backend, init, spec.name, 1, spec.in_channels, spec.width, 1, 1, true, false));
+  // v1.5: the stride is on the 3x3 convolution, not the first 1x1.
+  main.push_back(conv_bn(backend, init, spec.name, 2, spec.width, spec.width, 3, spec.stride, true, false));
+  main.push_back(conv_bn(backend, init, spec.name, 3, spec.width, out, 1, 1, false, spec.zero_init_residual));
+  return std::make_unique<ResidualBlock>(std::move(main), projection(backend, init, spec, out));
+}
+
+}  // namespace sb::models
