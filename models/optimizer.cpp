@@ -1,0 +1,56 @@
+#include "models/optimizer.hpp"
+
+#include <cmath>
+
+#include "common/usage_error.hpp"
+
+namespace sb::models {
+
+OptimizerKind parse_optimizer(const std::string& name) {
+  if (name == "sgd") return OptimizerKind::sgd;
+  if (name == "nesterov") return OptimizerKind::nesterov;
+  if (name == "lars") return OptimizerKind::lars;
+  throw UsageError("unknown optimizer '" + name + "' (sgd, nesterov, lars)");
+}
+
+std::string optimizer_name(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::sgd: return "sgd";
+    case OptimizerKind::nesterov: return "nesterov";
+    case OptimizerKind::lars: return "lars";
+  }
+  return "?";
+}
+
+Optimizer::Optimizer(Backend& backend, std::vector<Parameter*> parameters, const OptimizerConfig& config)
+    : backend_(backend), parameters_(std::move(parameters)), config_(config) {
+  for (Parameter* p : parameters_) momentum_.push_back({p->name + ".momentum", backend.allocate(p->value.shape())});
+}
+
+double Optimizer::lars_trust_ratio(double weight_norm, double grad_norm, double eta, double weight_decay) {
+  if (weight_norm <= 0 || grad_norm <= 0) return 1.0;
+  return eta * weight_norm / (grad_norm + weight_decay * weight_norm);
+}
+
+void Optimizer::step(float lr) {
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    Parameter& p = *parameters_[i];
+    const bool weight = is_weight(p.kind);
+    MomentumStep step;
+    step.momentum = config_.momentum;
+    step.nesterov = config_.kind == OptimizerKind::nesterov;
+    step.weight_decay = weight || (config_.decay_bn_and_bias && config_.kind != OptimizerKind::lars)
+                            ? config_.weight_decay
+                            : 0.0f;
+    step.lr = lr;
+    if (config_.kind == OptimizerKind::lars && weight) {
+      const double trust = lars_trust_ratio(std::sqrt(backend_.sum_of_squares(p.value)),
+                                            std::sqrt(backend_.sum_of_squares(p.grad)), config_.lars_eta,
+                                            config_.weight_decay);
+      step.lr = static_cast<float>(lr * trust);
+    }
+    backend_.momentum_update(p.value, p.grad, momentum_[i].value, step);
+  }
+}
+
+}  // namespace sb::models

@@ -1,0 +1,47 @@
+#pragma once
+// Optimizers over a model's parameters: SGD with momentum (heavy-ball or Nesterov) and LARS as
+// MLPerf's ResNet uses it. Both keep one momentum buffer per parameter, with the learning rate
+// folded in (v = m v + lr g'), which is what lets LARS scale the rate per layer.
+#include <string>
+#include <vector>
+
+#include "models/backend.hpp"
+#include "models/parameter.hpp"
+
+namespace sb::models {
+
+enum class OptimizerKind { sgd, nesterov, lars };
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::sgd;
+  float momentum = 0.9f;
+  float weight_decay = 5e-5f;
+  // Weight decay on batch-norm parameters and biases too (PyTorch's default); off = MLPerf's
+  // exclusion. LARS always excludes them, from decay and from the trust ratio.
+  bool decay_bn_and_bias = false;
+  float lars_eta = 0.001f;  // LARS trust coefficient
+};
+
+// "sgd", "nesterov", "lars"; throws UsageError otherwise.
+OptimizerKind parse_optimizer(const std::string& name);
+std::string optimizer_name(OptimizerKind kind);
+
+class Optimizer {
+ public:
+  Optimizer(Backend& backend, std::vector<Parameter*> parameters, const OptimizerConfig& config);
+  // One step at learning rate lr from the gradients in each parameter's grad.
+  void step(float lr);
+  // One momentum buffer per parameter, named "<parameter>.momentum", for checkpoints.
+  std::vector<Buffer>& state() { return momentum_; }
+  const OptimizerConfig& config() const { return config_; }
+  // LARS's trust ratio for one tensor: eta |w| / (|g| + wd |w|), 1 where either norm is zero.
+  static double lars_trust_ratio(double weight_norm, double grad_norm, double eta, double weight_decay);
+
+ private:
+  Backend& backend_;
+  std::vector<Parameter*> parameters_;
+  OptimizerConfig config_;
+  std::vector<Buffer> momentum_;
+};
+
+}  // namespace sb::models

@@ -1,0 +1,96 @@
+// The optimizers against steps computed by hand, and the learning-rate schedules at known points.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "common/usage_error.hpp"
+#include "models/lr_schedule.hpp"
+#include "models/optimizer.hpp"
+#include "models/reference_backend.hpp"
+
+namespace sb::models {
+namespace {
+
+struct OneTensor {
+  ReferenceBackend backend;
+  Parameter weight{"layer.weight", ParamKind::weight, backend.allocate({1, 2, 1, 1}), backend.allocate({1, 2, 1, 1})};
+  Parameter bias{"bn.bias", ParamKind::bn_beta, backend.allocate({1, 1, 1, 1}), backend.allocate({1, 1, 1, 1})};
+  OneTensor() {
+    set(weight.value, {3.0, -4.0});  // |w| = 5
+    set(weight.grad, {0.6, 0.8});    // |g| = 1
+    set(bias.value, {1.0});
+    set(bias.grad, {0.5});
+  }
+  static void set(Tensor& t, std::vector<double> v) { std::copy(v.begin(), v.end(), ReferenceBackend::data(t)); }
+  static double at(const Tensor& t, int i) { return ReferenceBackend::data(t)[i]; }
+};
+
+TEST(Optimizer, SgdMomentumTwoStepsByHand) {
+  OneTensor t;
+  Optimizer sgd(t.backend, {&t.weight, &t.bias}, {OptimizerKind::sgd, 0.9f, 0.01f, false, 0.001f});
+  sgd.step(0.1f);
+  // g' = 0.6 + 0.01 * 3 = 0.63; v = 0.1 * 0.63 = 0.063; w = 3 - 0.063.
+  EXPECT_NEAR(t.at(t.weight.value, 0), 2.937, 1e-7);
+  EXPECT_NEAR(t.at(t.bias.value, 0), 1.0 - 0.05, 1e-7);  // no decay on the bias
+  sgd.step(0.1f);
+  // g' = 0.6 + 0.01 * 2.937 = 0.62937; v = 0.9 * 0.063 + 0.062937 = 0.119637.
+  EXPECT_NEAR(t.at(t.weight.value, 0), 2.937 - 0.119637, 1e-7);
+  EXPECT_NEAR(t.at(sgd.state()[0].value, 0), 0.119637, 1e-7);
+  EXPECT_EQ(sgd.state()[0].name, "layer.weight.momentum");
+}
+
+TEST(Optimizer, NesterovLooksAhead) {
+  OneTensor t;
+  Optimizer nesterov(t.backend, {&t.weight}, {OptimizerKind::nesterov, 0.9f, 0.0f, false, 0.001f});
+  nesterov.step(0.1f);
+  // v = 0.06; w -= 0.9 * 0.06 + 0.1 * 0.6 = 0.114.
+  EXPECT_NEAR(t.at(t.weight.value, 0), 3 - 0.114, 1e-7);
+}
+
+TEST(Optimizer, DecayOfBnAndBiasIsAnOption) {
+  OneTensor t;
+  Optimizer sgd(t.backend, {&t.bias}, {OptimizerKind::sgd, 0.9f, 0.1f, true, 0.001f});
+  sgd.step(1.0f);
+  EXPECT_NEAR(t.at(t.bias.value, 0), 1.0 - (0.5 + 0.1), 1e-7);
+}
+
+TEST(Optimizer, LarsScalesWeightsByTheTrustRatioAndLeavesBnAlone) {
+  OneTensor t;
+  Optimizer lars(t.backend, {&t.weight, &t.bias}, {OptimizerKind::lars, 0.9f, 0.01f, true, 0.001f});
+  lars.step(2.0f);
+  // trust = 0.001 * 5 / (1 + 0.01 * 5) = 0.0047619...; v = 2 * trust * (0.6 + 0.03).
+  const double trust = 0.001 * 5 / 1.05;
+  EXPECT_NEAR(Optimizer::lars_trust_ratio(5, 1, 0.001, 0.01), trust, 1e-15);
+  EXPECT_NEAR(t.at(t.weight.value, 0), 3 - 2 * trust * 0.63, 1e-7);
+  EXPECT_NEAR(t.at(t.weight.value, 1), -4 - 2 * trust * (0.8 - 0.04), 1e-7);
+  EXPECT_NEAR(t.at(t.bias.value, 0), 1 - 2 * 0.5, 1e-7);  // plain momentum SGD, no decay even when asked
+  EXPECT_EQ(Optimizer::lars_trust_ratio(0, 1, 0.001, 0.01), 1.0);
+}
+
+TEST(LrSchedule, WarmupThenCosinePolyAndStep) {
+  LrSchedule s;
+  s.peak = LrSchedule::scaled_peak(0.1, 1024);
+  EXPECT_DOUBLE_EQ(s.peak, 0.4);
+  s.warmup_steps = 10;
+  s.total_steps = 110;
+  EXPECT_DOUBLE_EQ(s.at(0), 0.04);
+  EXPECT_DOUBLE_EQ(s.at(9), 0.4);
+  EXPECT_DOUBLE_EQ(s.at(10), 0.4);
+  EXPECT_NEAR(s.at(60), 0.2, 1e-12);  // half way through the cosine
+  EXPECT_NEAR(s.at(110), 0.0, 1e-12);
+  s.decay = DecayKind::poly;
+  s.end_lr = 0.0001;
+  EXPECT_NEAR(s.at(60), 0.0001 + (0.4 - 0.0001) * 0.25, 1e-12);
+  s.decay = DecayKind::step;
+  s.warmup_steps = 0;
+  s.total_steps = 90;
+  EXPECT_NEAR(s.at(29), 0.4, 1e-12);
+  EXPECT_NEAR(s.at(30), 0.04, 1e-12);
+  EXPECT_NEAR(s.at(85), 0.0004, 1e-12);
+  EXPECT_THROW(parse_decay("linear"), UsageError);
+  EXPECT_THROW(parse_optimizer("adam"), UsageError);
+}
+
+}  // namespace
+}  // namespace sb::models
