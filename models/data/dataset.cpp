@@ -1,0 +1,30 @@
+#include "models/data/dataset.hpp"
+
+#include <filesystem>
+
+#include "common/usage_error.hpp"
+#include "models/data/idx.hpp"
+#include "models/data/synthetic.hpp"
+
+namespace sb::models {
+
+DataSplits open_data(const std::string& spec) {
+  if (spec == "fashion-mnist") return open_idx_directory(kFashionMnistDir);
+  if (spec == "synthetic") return open_synthetic(224);
+  if (spec.rfind("synthetic:", 0) == 0) {
+    const std::string size = spec.substr(10);
+    int64_t px = 0;
+    try {
+      size_t used = 0;
+      px = std::stoll(size, &used);
+      if (used != size.size()) px = 0;
+    } catch (const std::exception&) {
+    }
+    if (px < 8 || px > 1024) throw UsageError("--data synthetic:SIZE needs a size of 8 to 1024 px, not '" + size + "'");
+    return open_synthetic(px);
+  }
+  if (std::filesystem::is_directory(spec)) return open_idx_directory(spec);
+  throw UsageError("--data '" + spec + "' is neither fashion-mnist, synthetic[:SIZE] nor a directory of IDX files");
+}
+
+}  // namespace sb::models

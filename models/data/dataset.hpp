@@ -1,0 +1,42 @@
+#pragma once
+// A labelled image data set, read one sample at a time into a float NCHW slot. Samples are
+// addressed by index so that the loader can shard a global batch over ranks by index and any
+// worker thread can load any sample; augmentation randomness comes from a per-sample key, so a
+// sample's pixels depend on (seed, epoch, index) only, never on which thread or rank loaded it.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace sb::models {
+
+struct ImageShape {
+  int64_t channels = 1, height = 28, width = 28;
+  int64_t pixels() const { return channels * height * width; }
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual std::string name() const = 0;
+  virtual int64_t size() const = 0;
+  virtual int64_t num_classes() const = 0;
+  virtual ImageShape image_shape() const = 0;
+  // Writes sample `index` (normalised, NCHW) to out and returns its label, or -1 when the sample
+  // cannot be decoded (a corrupt file inside a data set: the loader skips and counts it).
+  // augment_key != 0 asks for training augmentation drawn from that key.
+  virtual int32_t load(int64_t index, uint64_t augment_key, float* out) const = 0;
+};
+
+// A training split and an evaluation split of one data set.
+struct DataSplits {
+  std::unique_ptr<Dataset> train, eval;
+};
+
+// --data: "fashion-mnist" (the Debian package's files), "synthetic[:SIZE]" (random images for
+// throughput runs; SIZE px, 224 by default), "imagefolder:DIR", or a directory holding the four
+// IDX files. Throws UsageError for anything that cannot be opened or read as such.
+DataSplits open_data(const std::string& spec);
+
+inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
+}  // namespace sb::models

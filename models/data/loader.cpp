@@ -1,0 +1,130 @@
+#include "models/data/loader.hpp"
+
+#include <algorithm>
+
+#include "common/usage_error.hpp"
+#include "kernels/random.hpp"
+
+namespace sb::models {
+
+Sampler::Sampler(int64_t dataset_size, int64_t global_batch, int rank, int nranks, uint64_t seed, bool training)
+    : size_(dataset_size), global_batch_(global_batch), rank_(rank), nranks_(nranks), seed_(seed), training_(training) {
+  if (global_batch <= 0) throw UsageError("the batch size must be positive");
+  if (training && global_batch % nranks != 0)
+    throw UsageError("the global batch " + std::to_string(global_batch) + " does not divide over " +
+                     std::to_string(nranks) + " ranks");
+  if (training && global_batch > dataset_size)
+    throw UsageError("the global batch " + std::to_string(global_batch) + " is larger than the data set (" +
+                     std::to_string(dataset_size) + " samples)");
+}
+
+int64_t Sampler::batches_per_epoch() const {
+  return training_ ? size_ / global_batch_ : (size_ + global_batch_ - 1) / global_batch_;
+}
+
+const std::vector<int64_t>& Sampler::permutation(int64_t epoch) const {
+  std::vector<int64_t>& order = cache_->order;
+  if (cache_->epoch == epoch) return order;
+  order.resize(static_cast<size_t>(size_));
+  for (int64_t i = 0; i < size_; ++i) order[i] = i;
+  // Fisher-Yates from a counter-based stream keyed by (seed, epoch): the same on every rank.
+  const uint64_t key = random_key(seed_, static_cast<uint64_t>(epoch), 0x5eed);
+  for (int64_t i = size_ - 1; i > 0; --i) {
+    const int64_t j = static_cast<int64_t>(random_bits(key, static_cast<uint64_t>(i)) % static_cast<uint64_t>(i + 1));
+    std::swap(order[i], order[j]);
+  }
+  cache_->epoch = epoch;
+  return order;
+}
+
+std::vector<int64_t> Sampler::indices(int64_t epoch, int64_t batch) const {
+  const int64_t start = batch * global_batch_, length = std::min(global_batch_, size_ - start);
+  const int64_t first = start + length * rank_ / nranks_, last = start + length * (rank_ + 1) / nranks_;
+  std::vector<int64_t> out;
+  if (!training_) {
+    for (int64_t i = first; i < last; ++i) out.push_back(i);
+    return out;
+  }
+  std::lock_guard lock(cache_->mutex);
+  const std::vector<int64_t>& order = permutation(epoch);
+  out.assign(order.begin() + first, order.begin() + last);
+  return out;
+}
+
+Loader::Loader(const Dataset& dataset, Sampler sampler, int workers, int prefetch)
+    : dataset_(dataset), sampler_(std::move(sampler)), workers_(std::max(workers, 1)), prefetch_(std::max(prefetch, 1)) {}
+
+Loader::~Loader() { stop(); }
+
+void Loader::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+  ready_.clear();
+}
+
+void Loader::start_epoch(int64_t epoch, int64_t first_batch) {
+  stop();
+  epoch_ = epoch;
+  next_claim_ = next_out_ = first_batch;
+  end_ = sampler_.batches_per_epoch();
+  stopping_ = false;
+  for (int i = 0; i < workers_; ++i) threads_.emplace_back([this] { work(); });
+}
+
+void Loader::work() {
+  for (;;) {
+    int64_t batch;
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return stopping_ || next_claim_ >= end_ || next_claim_ < next_out_ + prefetch_; });
+      if (stopping_ || next_claim_ >= end_) return;
+      batch = next_claim_++;
+    }
+    Batch built = build(batch);
+    {
+      std::lock_guard lock(mutex_);
+      ready_.emplace(batch, std::move(built));
+    }
+    changed_.notify_all();
+  }
+}
+
+Batch Loader::build(int64_t batch) const {
+  const std::vector<int64_t> indices = sampler_.indices(epoch_, batch);
+  const int64_t pixels = dataset_.image_shape().pixels();
+  Batch out;
+  out.index = batch;
+  out.images.resize(static_cast<size_t>(indices.size() * pixels));
+  for (int64_t index : indices) {
+    const uint64_t augment = sampler_.training()
+                                 ? random_key(sampler_.seed(), static_cast<uint64_t>(epoch_), static_cast<uint64_t>(index)) | 1
+                                 : 0;
+    const int32_t label = dataset_.load(index, augment, out.images.data() + out.count() * pixels);
+    if (label < 0) {
+      ++out.skipped;
+      continue;
+    }
+    out.labels.push_back(label);
+  }
+  out.images.resize(static_cast<size_t>(out.count() * pixels));
+  return out;
+}
+
+std::optional<Batch> Loader::next() {
+  std::unique_lock lock(mutex_);
+  if (next_out_ >= end_) return std::nullopt;
+  changed_.wait(lock, [&] { return ready_.count(next_out_) > 0; });
+  auto node = ready_.extract(next_out_);
+  ++next_out_;
+  skipped_total_ += node.mapped().skipped;
+  lock.unlock();
+  changed_.notify_all();
+  return std::move(node.mapped());
+}
+
+}  // namespace sb::models

@@ -1,0 +1,85 @@
+#pragma once
+// Batches for training and evaluation. The Sampler decides which samples a rank sees: a
+// deterministic per-epoch permutation from the seed, cut into global batches, each global batch
+// cut into equal contiguous shards by rank, so N ranks together see exactly the samples one rank
+// would. The Loader builds a rank's batches on worker threads into a bounded queue, in order.
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "models/data/dataset.hpp"
+
+namespace sb::models {
+
+class Sampler {
+ public:
+  // Training: shuffle and drop the last incomplete global batch; the global batch must divide by
+  // nranks (UsageError otherwise). Evaluation: in order, every sample, the last batch short.
+  Sampler(int64_t dataset_size, int64_t global_batch, int rank, int nranks, uint64_t seed, bool training);
+  int64_t batches_per_epoch() const;
+  int64_t global_batch() const { return global_batch_; }
+  // This rank's sample indices in batch `batch` of `epoch`.
+  std::vector<int64_t> indices(int64_t epoch, int64_t batch) const;
+  bool training() const { return training_; }
+  uint64_t seed() const { return seed_; }
+
+ private:
+  // The last epoch's permutation, shared by copies of this sampler (same seed and size).
+  struct PermutationCache {
+    std::mutex mutex;
+    int64_t epoch = -1;
+    std::vector<int64_t> order;
+  };
+  const std::vector<int64_t>& permutation(int64_t epoch) const;  // with cache_->mutex held
+  int64_t size_, global_batch_;
+  int rank_, nranks_;
+  uint64_t seed_;
+  bool training_;
+  std::shared_ptr<PermutationCache> cache_ = std::make_shared<PermutationCache>();
+};
+
+struct Batch {
+  int64_t index = 0;
+  std::vector<float> images;  // count x C x H x W
+  std::vector<int32_t> labels;
+  int64_t skipped = 0;  // corrupt samples left out of this batch
+  int64_t count() const { return static_cast<int64_t>(labels.size()); }
+};
+
+class Loader {
+ public:
+  Loader(const Dataset& dataset, Sampler sampler, int workers, int prefetch);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // Starts producing the batches of an epoch from first_batch on (a resumed run starts mid-epoch).
+  void start_epoch(int64_t epoch, int64_t first_batch = 0);
+  // The next batch in order, or nothing at the end of the epoch.
+  std::optional<Batch> next();
+  const Sampler& sampler() const { return sampler_; }
+  int64_t skipped_total() const { return skipped_total_; }
+
+ private:
+  void stop();
+  void work();
+  Batch build(int64_t batch) const;
+
+  const Dataset& dataset_;
+  Sampler sampler_;
+  int workers_, prefetch_;
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int64_t epoch_ = 0, next_claim_ = 0, next_out_ = 0, end_ = 0;
+  bool stopping_ = false;
+  std::map<int64_t, Batch> ready_;
+  int64_t skipped_total_ = 0;
+};
+
+}  // namespace sb::models

@@ -1,0 +1,127 @@
+// The IDX reader on the real Fashion-MNIST files and on broken copies of them, the synthetic
+// source, and the sampler's sharding: N ranks together see exactly the samples one rank sees.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "common/usage_error.hpp"
+#include "models/data/idx.hpp"
+#include "models/data/loader.hpp"
+#include "models/data/synthetic.hpp"
+
+namespace sb::models {
+namespace {
+
+std::string temp_dir() {
+  const auto dir = std::filesystem::temp_directory_path() / ("sb-data-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+TEST(Idx, ReadsTheFashionMnistPackage) {
+  DataSplits splits = open_data("fashion-mnist");
+  EXPECT_EQ(splits.train->size(), 60000);
+  EXPECT_EQ(splits.eval->size(), 10000);
+  EXPECT_EQ(splits.train->num_classes(), 10);
+  EXPECT_EQ(splits.train->image_shape().height, 28);
+  // Fashion-MNIST's first training label is 9 (ankle boot); the first test label is 9 too.
+  std::vector<float> image(28 * 28);
+  EXPECT_EQ(splits.train->load(0, 0, image.data()), 9);
+  EXPECT_EQ(splits.eval->load(0, 0, image.data()), 9);
+  // Normalised: the pixels of the whole training set have mean ~0.
+  double sum = 0;
+  for (int i = 0; i < 1000; ++i) {
+    splits.train->load(i, 0, image.data());
+    for (float v : image) sum += v;
+  }
+  EXPECT_NEAR(sum / (1000.0 * 784), 0.0, 0.05);
+}
+
+TEST(Idx, MissingTruncatedAndMalformedFilesAreUsageErrors) {
+  const std::string dir = temp_dir();
+  EXPECT_THROW(read_idx(dir + "/nothing.gz"), UsageError);
+  IdxArray labels = read_idx(std::string(kFashionMnistDir) + "/t10k-labels-idx1-ubyte.gz");
+  ASSERT_EQ(labels.dims, std::vector<int64_t>{10000});
+  // Truncated: the header promises 10000 labels, the file holds 100.
+  IdxArray cut = labels;
+  cut.bytes.resize(100);
+  write_idx(dir + "/cut.gz", cut);
+  EXPECT_THROW(read_idx(dir + "/cut.gz"), UsageError);
+  // Not IDX at all.
+  std::ofstream(dir + "/text") << "hello, not an IDX file";
+  EXPECT_THROW(read_idx(dir + "/text"), UsageError);
+  // A directory with the labels but no images.
+  write_idx(dir + "/t10k-labels-idx1-ubyte.gz", labels);
+  EXPECT_THROW(open_data(dir), UsageError);
+  EXPECT_THROW(open_data(dir + "/missing"), UsageError);
+  EXPECT_THROW(open_data("synthetic:3"), UsageError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Sampler, RanksTogetherSeeExactlyTheSamplesOfOneRank) {
+  const int64_t size = 1000, batch = 96;
+  Sampler one(size, batch, 0, 1, 42, true);
+  EXPECT_EQ(one.batches_per_epoch(), 10);  // the last 40 samples are dropped
+  for (int nranks : {2, 3, 4}) {
+    std::vector<Sampler> ranks;
+    for (int r = 0; r < nranks; ++r) ranks.emplace_back(size, batch, r, nranks, 42, true);
+    for (int64_t b = 0; b < one.batches_per_epoch(); ++b) {
+      std::vector<int64_t> joined;
+      for (const Sampler& s : ranks) {
+        const std::vector<int64_t> part = s.indices(3, b);
+        EXPECT_EQ(static_cast<int64_t>(part.size()), batch / nranks);
+        joined.insert(joined.end(), part.begin(), part.end());
+      }
+      EXPECT_EQ(joined, one.indices(3, b));
+    }
+  }
+  // Another epoch is another permutation; every epoch covers distinct samples.
+  EXPECT_NE(one.indices(0, 0), one.indices(1, 0));
+  std::set<int64_t> seen;
+  for (int64_t b = 0; b < one.batches_per_epoch(); ++b)
+    for (int64_t i : one.indices(0, b)) seen.insert(i);
+  EXPECT_EQ(seen.size(), 960u);
+  EXPECT_THROW(Sampler(size, 10, 0, 3, 1, true), UsageError);
+  EXPECT_THROW(Sampler(size, 2000, 0, 1, 1, true), UsageError);
+}
+
+TEST(Sampler, EvaluationCoversEverySampleOnceOverRanks) {
+  std::vector<int64_t> all;
+  for (int r = 0; r < 3; ++r) {
+    Sampler s(1001, 100, r, 3, 0, false);
+    EXPECT_EQ(s.batches_per_epoch(), 11);
+    for (int64_t b = 0; b < s.batches_per_epoch(); ++b) {
+      auto part = s.indices(0, b);
+      all.insert(all.end(), part.begin(), part.end());
+    }
+  }
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(all.size(), 1001u);
+  for (int64_t i = 0; i < 1001; ++i) EXPECT_EQ(all[i], i);
+}
+
+TEST(Loader, DeliversEveryBatchInOrderFromWorkerThreads) {
+  SyntheticDataset data(500, 7, {1, 4, 4}, 9);
+  Loader loader(data, Sampler(500, 32, 0, 1, 5, true), 3, 2);
+  for (int64_t epoch : {0, 1}) {
+    loader.start_epoch(epoch);
+    int64_t expected = 0;
+    while (auto batch = loader.next()) {
+      EXPECT_EQ(batch->index, expected);
+      const std::vector<int64_t> indices = loader.sampler().indices(epoch, expected);
+      ASSERT_EQ(batch->count(), 32);
+      for (int64_t i = 0; i < 32; ++i) EXPECT_EQ(batch->labels[i], indices[i] % 7);
+      ++expected;
+    }
+    EXPECT_EQ(expected, 15);
+  }
+  // A resumed epoch starts at the batch it is told.
+  loader.start_epoch(1, 12);
+  EXPECT_EQ(loader.next()->index, 12);
+}
+
+}  // namespace
+}  // namespace sb::models
