@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <dnnl.hpp>
 #include <unordered_map>
+#include <vector>
 
 #include "common/check.hpp"
 #include "models/optimizer_math.hpp"
@@ -133,6 +135,28 @@ OnednnBackend::~OnednnBackend() = default;
 std::string OnednnBackend::library_version() {
   const dnnl_version_t* v = dnnl_version();
   return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
+
+double OnednnBackend::matmul_gflops(int64_t n, int reps) {
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const memory::desc square({n, n}, kF32, Tag::ab);
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(square, square, square), engine);
+  dnnl::matmul matmul(pd);
+  memory a(square, engine), b(square, engine), c(square, engine);
+  for (memory* m : {&a, &b}) {
+    float* p = static_cast<float*>(m->get_data_handle());
+    for (int64_t i = 0; i < n * n; ++i) p[i] = static_cast<float>(i % 7) * 0.25f - 0.75f;
+  }
+  std::vector<double> seconds;
+  for (int r = 0; r <= reps; ++r) {  // the first run warms up and is not counted
+    const auto start = std::chrono::steady_clock::now();
+    matmul.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+    stream.wait();
+    if (r > 0) seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return 2.0 * static_cast<double>(n) * n * n / seconds[seconds.size() / 2] / 1e9;
 }
 
 Tensor OnednnBackend::allocate(Shape shape) {

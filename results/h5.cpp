@@ -175,6 +175,14 @@ double Node::attr_double(const std::string& name) const {
   return value;
 }
 
+void Node::write(const std::string& name, const std::vector<float>& data, std::vector<hsize_t> dims) const {
+  write_dataset(id(), name, H5T_NATIVE_FLOAT, data, std::move(dims));
+}
+
+std::vector<float> Node::read_floats(const std::string& name, std::vector<hsize_t>* dims) const {
+  return read_dataset<float>(id(), name, H5T_NATIVE_FLOAT, dims);
+}
+
 void Node::write(const std::string& name, const std::vector<double>& data,
                  std::vector<hsize_t> dims) const {
   write_dataset(id(), name, H5T_NATIVE_DOUBLE, data, std::move(dims));

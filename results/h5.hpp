@@ -64,7 +64,9 @@ class Node {
              std::vector<hsize_t> dims = {}) const;
   void write(const std::string& name, const std::vector<uint64_t>& data,
              std::vector<hsize_t> dims = {}) const;
+  void write(const std::string& name, const std::vector<float>& data, std::vector<hsize_t> dims = {}) const;
   // Reads a numeric dataset of any stored type, converted by HDF5.
+  std::vector<float> read_floats(const std::string& name, std::vector<hsize_t>* dims = nullptr) const;
   std::vector<double> read_doubles(const std::string& name, std::vector<hsize_t>* dims = nullptr) const;
   std::vector<int64_t> read_ints(const std::string& name, std::vector<hsize_t>* dims = nullptr) const;
 

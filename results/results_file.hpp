@@ -10,7 +10,7 @@
 
 namespace sb {
 
-inline constexpr int64_t kSchemaVersion = 3;
+inline constexpr int64_t kSchemaVersion = 4;
 
 class ResultsFile {
  public:

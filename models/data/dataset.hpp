@@ -33,9 +33,10 @@ struct DataSplits {
 };
 
 // --data: "fashion-mnist" (the Debian package's files), "synthetic[:SIZE]" (random images for
-// throughput runs; SIZE px, 224 by default), "imagefolder:DIR", or a directory holding the four
-// IDX files. Throws UsageError for anything that cannot be opened or read as such.
-DataSplits open_data(const std::string& spec);
+// throughput runs; SIZE px, 224 by default), "imagefolder:DIR" (JPEGs cropped to image_size px),
+// or a directory holding the four IDX files. Throws UsageError for anything that cannot be opened
+// or read as such.
+DataSplits open_data(const std::string& spec, int64_t image_size = 224);
 
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 

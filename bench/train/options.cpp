@@ -1,0 +1,68 @@
+#include "bench/train/options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include "common/command_line.hpp"
+#include "common/usage_error.hpp"
+#include "models/resnet.hpp"
+#include "results/run_metadata.hpp"
+
+namespace sb {
+
+std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool print) {
+  TrainOptions o;
+  models::TrainConfig& c = o.config;
+  std::string optimizer = "sgd", decay = "cosine";
+  std::vector<std::string> label_texts;
+  std::string models;
+  for (const std::string& name : models::resnet_names()) models += (models.empty() ? "" : ", ") + name;
+  CLI::App app("sb-train: trains a ResNet to a target accuracy and reports the time it took (MLPerf's timing),\n"
+               "the per-epoch curve and the training throughput.",
+               "sb-train");
+  app.add_option("--model", c.model, "one of " + models + " [resnet20]");
+  app.add_option("--data", c.data,
+                 "fashion-mnist, synthetic[:SIZE], imagefolder:DIR, or a directory of IDX files [fashion-mnist]");
+  app.add_option("--image-size", c.image_size, "imagefolder data: crop size in px [224]");
+  app.add_option("--backend", c.backend, "onednn, or reference (slow; for tests) [onednn]");
+  app.add_option("--batch", c.batch, "global batch size [128]");
+  app.add_option("--eval-batch", c.eval_batch, "evaluation batch size [500]");
+  app.add_option("--epochs", c.epochs, "epochs at most [10]");
+  app.add_option("--steps", c.max_steps, "stop after this many steps in all (throughput runs) [no limit]");
+  app.add_option("--target-accuracy", c.target_accuracy, "stop at the first evaluation with top-1 >= this fraction");
+  app.add_option("--eval-every", c.eval_every, "evaluate every this many epochs [1]");
+  app.add_option("--optimizer", optimizer, "sgd, nesterov or lars [sgd]");
+  app.add_option("--lr", c.base_lr, "learning rate per 256 images; the peak is lr x batch / 256 [0.2]");
+  app.add_option("--momentum", c.optimizer.momentum, "[0.9]");
+  app.add_option("--weight-decay", c.optimizer.weight_decay, "[5e-5]");
+  app.add_flag("--decay-bn-bias", c.optimizer.decay_bn_and_bias, "weight decay on BN parameters and biases too");
+  app.add_option("--lars-eta", c.optimizer.lars_eta, "LARS trust coefficient [0.001]");
+  app.add_option("--warmup-epochs", c.warmup_epochs, "linear warm-up length [0]");
+  app.add_option("--lr-decay", decay, "cosine, poly (power 2) or step [cosine]");
+  app.add_option("--label-smoothing", c.label_smoothing, "[0]");
+  app.add_flag("--zero-init-residual", c.zero_init_residual, "start each residual block's last BN gamma at 0");
+  app.add_option("--seed", c.seed, "initialisation, shuffling and augmentation seed [1]");
+  app.add_option("--threads", c.threads, "compute threads [OMP_NUM_THREADS or all cores]");
+  app.add_option("--workers", c.workers, "data loader threads [2]");
+  app.add_option("--checkpoint", c.checkpoint_dir, "directory for checkpoint.h5 (written atomically)");
+  app.add_option("--checkpoint-every", c.checkpoint_every, "epochs between checkpoints [1]");
+  app.add_option("--checkpoint-steps", c.checkpoint_steps, "also checkpoint every this many steps [0: off]");
+  app.add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint DIR");
+  app.add_option("--print-every", c.print_every, "steps between progress lines [50]");
+  app.add_option("--out", o.out, "results file [out/train-<UTC time>-<pid>.h5]");
+  app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
+  c.base_lr = 0.2;
+  if (!parse_command_line(app, argc, argv, print)) return std::nullopt;
+  c.optimizer.kind = models::parse_optimizer(optimizer);
+  c.decay = models::parse_decay(decay);
+  if (c.threads < 0) throw UsageError("--threads must not be negative");
+  if (c.workers < 1) throw UsageError("--workers must be at least 1");
+  if (c.checkpoint_every < 1 || c.checkpoint_steps < 0) throw UsageError("--checkpoint-every must be at least 1");
+  if (c.optimizer.momentum < 0 || c.optimizer.momentum >= 1) throw UsageError("--momentum is in [0, 1)");
+  if (c.optimizer.weight_decay < 0) throw UsageError("--weight-decay must not be negative");
+  if (c.backend != "onednn" && c.backend != "reference") throw UsageError("unknown --backend '" + c.backend + "'");
+  models::make_resnet_config(c.model, 1, 2, 28, 0);  // an unknown model is a usage error now
+  for (const std::string& label : label_texts) add_label(o.labels, label);
+  return o;
+}
+
+}  // namespace sb

@@ -1,0 +1,20 @@
+#pragma once
+// sb-train's command line.
+#include <map>
+#include <optional>
+#include <string>
+
+#include "models/trainer.hpp"
+
+namespace sb {
+
+struct TrainOptions {
+  models::TrainConfig config;
+  std::string out;  // empty: out/train-<UTC time>-<pid>.h5
+  std::map<std::string, std::string> labels;
+};
+
+// Throws UsageError for bad input; nullopt after --help.
+std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool print);
+
+}  // namespace sb

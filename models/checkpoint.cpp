@@ -1,0 +1,109 @@
+#include "models/checkpoint.hpp"
+
+#include "common/check.hpp"
+#include "common/usage_error.hpp"
+#include "results/results_file.hpp"
+
+namespace sb::models {
+namespace {
+
+std::vector<hsize_t> dims_of(const Shape& s) {
+  return {static_cast<hsize_t>(s.n), static_cast<hsize_t>(s.c), static_cast<hsize_t>(s.h), static_cast<hsize_t>(s.w)};
+}
+
+void save_tensor(Backend& backend, const h5::Node& group, const std::string& name, const Tensor& t) {
+  std::vector<float> host(static_cast<size_t>(t.count()));
+  backend.read(t, host);
+  group.write(name, host, dims_of(t.shape()));
+}
+
+void load_tensor(Backend& backend, const h5::Node& group, const std::string& path, const std::string& name, Tensor& t) {
+  if (!group.has(name)) throw UsageError("checkpoint '" + path + "' has no tensor '" + name + "'");
+  std::vector<hsize_t> dims;
+  std::vector<float> host = group.read_floats(name, &dims);
+  if (dims != dims_of(t.shape()))
+    throw UsageError("checkpoint '" + path + "': tensor '" + name + "' has another shape than the model's " +
+                     t.shape().str());
+  backend.write(t, host);
+}
+
+template <class Field>
+std::vector<double> column(const std::vector<EpochRecord>& curve, Field field) {
+  std::vector<double> out;
+  for (const EpochRecord& r : curve) out.push_back(static_cast<double>(r.*field));
+  return out;
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimizer, const TrainingState& state) {
+  Backend& backend = model.backend();
+  ResultsFile file(path);
+  const h5::Node root = file.root().create_group("checkpoint");
+  root.set_attr("model", model.config().name);
+  root.set_attr("seed", static_cast<int64_t>(model.config().seed));
+  root.set_attr("optimizer", optimizer_name(optimizer.config().kind));
+  root.set_attr("epoch", state.epoch);
+  root.set_attr("next_batch", state.next_batch);
+  root.set_attr("step", state.step);
+  root.set_attr("epoch_loss_sum", state.epoch_loss_sum);
+  root.set_attr("epoch_samples", state.epoch_samples);
+  root.set_attr("elapsed_s", state.elapsed_s);
+  const h5::Node parameters = root.create_group("parameters");
+  for (const Parameter* p : model.parameters()) save_tensor(backend, parameters, p->name, p->value);
+  const h5::Node buffers = root.create_group("buffers");
+  for (const Buffer* b : model.buffers()) save_tensor(backend, buffers, b->name, b->value);
+  const h5::Node momentum = root.create_group("optimizer");
+  for (const Buffer& b : optimizer.state()) save_tensor(backend, momentum, b.name, b.value);
+  const h5::Node curve = root.create_group("curve");
+  curve.write("epoch", column(state.curve, &EpochRecord::epoch));
+  curve.write("wall_s", column(state.curve, &EpochRecord::wall_s));
+  curve.write("train_loss", column(state.curve, &EpochRecord::train_loss));
+  curve.write("images_per_s", column(state.curve, &EpochRecord::images_per_s));
+  curve.write("evaluated", column(state.curve, &EpochRecord::evaluated));
+  curve.write("top1", column(state.curve, &EpochRecord::top1));
+  curve.write("top5", column(state.curve, &EpochRecord::top5));
+  backend.synchronize();
+  file.commit();
+}
+
+TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer& optimizer) {
+  Backend& backend = model.backend();
+  ResultsReader file(path);
+  if (!file.root().has("checkpoint")) throw UsageError("'" + path + "' is not a scalebench checkpoint");
+  const h5::Node root = file.root().open_group("checkpoint");
+  try {
+    if (root.attr_string("model") != model.config().name)
+      throw UsageError("checkpoint '" + path + "' is of model " + root.attr_string("model") + ", not " +
+                       model.config().name);
+    if (root.attr_int("seed") != static_cast<int64_t>(model.config().seed))
+      throw UsageError("checkpoint '" + path + "' was made with --seed " + std::to_string(root.attr_int("seed")));
+    if (root.attr_string("optimizer") != optimizer_name(optimizer.config().kind))
+      throw UsageError("checkpoint '" + path + "' was made with --optimizer " + root.attr_string("optimizer"));
+    const h5::Node parameters = root.open_group("parameters");
+    for (Parameter* p : model.parameters()) load_tensor(backend, parameters, path, p->name, p->value);
+    const h5::Node buffers = root.open_group("buffers");
+    for (Buffer* b : model.buffers()) load_tensor(backend, buffers, path, b->name, b->value);
+    const h5::Node momentum = root.open_group("optimizer");
+    for (Buffer& b : optimizer.state()) load_tensor(backend, momentum, path, b.name, b.value);
+    TrainingState state;
+    state.epoch = root.attr_int("epoch");
+    state.next_batch = root.attr_int("next_batch");
+    state.step = root.attr_int("step");
+    state.epoch_loss_sum = root.attr_double("epoch_loss_sum");
+    state.epoch_samples = root.attr_int("epoch_samples");
+    state.elapsed_s = root.attr_double("elapsed_s");
+    const h5::Node curve = root.open_group("curve");
+    const std::vector<double> epoch = curve.read_doubles("epoch"), wall = curve.read_doubles("wall_s"),
+                              loss = curve.read_doubles("train_loss"), rate = curve.read_doubles("images_per_s"),
+                              evaluated = curve.read_doubles("evaluated"), top1 = curve.read_doubles("top1"),
+                              top5 = curve.read_doubles("top5");
+    for (size_t i = 0; i < epoch.size(); ++i)
+      state.curve.push_back({static_cast<int64_t>(epoch[i]), wall[i], loss[i], rate[i], evaluated[i] != 0, top1[i], top5[i]});
+    return state;
+  } catch (const LibraryError& e) {
+    throw UsageError("checkpoint '" + path + "' is incomplete: " + e.what());
+  }
+}
+
+}  // namespace sb::models

@@ -1,0 +1,28 @@
+#pragma once
+// Where a training run stands: what a checkpoint saves beside the weights, and the per-epoch curve
+// that the results file reports.
+#include <cstdint>
+#include <vector>
+
+namespace sb::models {
+
+struct EpochRecord {
+  int64_t epoch = 0;        // 1-based, as MLPerf logs count them
+  double wall_s = 0;        // since run_start, at the end of the epoch (after its evaluation)
+  double train_loss = 0;    // mean over the epoch's samples
+  double images_per_s = 0;  // training throughput over the epoch, evaluation excluded
+  bool evaluated = false;
+  double top1 = 0, top5 = 0;  // fractions, when evaluated
+};
+
+struct TrainingState {
+  int64_t epoch = 0;       // 0-based epoch in progress
+  int64_t next_batch = 0;  // first batch of that epoch still to train
+  int64_t step = 0;        // optimizer steps taken so far
+  double epoch_loss_sum = 0;  // sum of per-sample losses so far in this epoch
+  int64_t epoch_samples = 0;
+  double elapsed_s = 0;    // run time before this (resumed) process started
+  std::vector<EpochRecord> curve;
+};
+
+}  // namespace sb::models

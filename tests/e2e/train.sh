@@ -1,0 +1,74 @@
+# sb-train end to end on one rank: Fashion-MNIST to 85% test top-1 (the CI-sized training test),
+# a checkpoint written at step k and resumed giving bit-identical weights at step k+m to the run
+# that never stopped, the JPEG ImageFolder path on JPEGs written by sb-idx2folder, the results
+# file against SCHEMA.md, and bad input.
+source "$(dirname "$0")/helpers.bash"
+export OMP_NUM_THREADS=2
+# Open MPI binds a lone rank to one core; the trainer's two threads need both.
+TRAIN="$MPIRUN --bind-to none -np 1 $BIN/sb-train --threads 2"
+
+# --- training to a target ---------------------------------------------------------------------
+out=$WORK/train.h5
+$TRAIN --epochs 2 --target-accuracy 0.85 --print-every 100 --out "$out" >"$WORK/train.txt" 2>"$WORK/train.err"
+check "Fashion-MNIST training exits 0" test $? -eq 0
+check "reaches 85% test top-1 within 2 epochs" grep -qE '^\[target\] top-1 0\.(8[5-9]|9)' "$WORK/train.txt"
+check "progress lines carry loss, images/s and ETA" grep -qE '^\[train\] epoch 1 step 100/468 loss [0-9.]+ lr .* img/s ETA ' "$WORK/train.txt"
+check "evaluations report top-1 and top-5" grep -qE '^\[eval\] epoch 1: top-1 0\.[0-9]+ top-5 0\.[0-9]+ on 10000 images' "$WORK/train.txt"
+check "throughput against the matmul rate" grep -qE '^\[throughput\] .* of it$' "$WORK/train.txt"
+h5dump -H "$out" >"$WORK/header.txt" 2>&1
+check "h5dump reads the results" test $? -eq 0
+check "reached_target is 1" grep -q '(0): 1' <(h5dump -a /train/reached_target "$out")
+undocumented=""
+for name in $(grep -oE '(ATTRIBUTE|DATASET|GROUP) "[^"]+"' "$WORK/header.txt" | sed 's/.*"\(.*\)"/\1/' | sort -u); do
+  case $name in /|OMPI_MCA_*|NCCL_*|UCX_*) continue ;; esac
+  grep -q "\`$name\`" results/SCHEMA.md || undocumented="$undocumented $name"
+done
+check "every name in the file is in SCHEMA.md${undocumented:+ (missing:$undocumented)}" test -z "$undocumented"
+
+# --- checkpoint and resume: bit-identical weights ---------------------------------------------
+mkdir -p "$WORK/straight" "$WORK/resumed"
+common="--epochs 1 --print-every 0 --seed 5"
+$TRAIN $common --steps 30 --checkpoint "$WORK/straight" --out "$WORK/a.h5" >/dev/null 2>"$WORK/ck.err" &&
+  $TRAIN $common --steps 12 --checkpoint "$WORK/resumed" --out "$WORK/b.h5" >/dev/null 2>>"$WORK/ck.err" &&
+  $TRAIN $common --steps 30 --checkpoint "$WORK/resumed" --resume --out "$WORK/c.h5" >"$WORK/resume.txt" 2>>"$WORK/ck.err"
+check "three checkpointed runs exit 0" test $? -eq 0
+check "the resumed run starts at step 12" grep -q '^\[resume\] .*step 12$' "$WORK/resume.txt"
+for group in parameters buffers optimizer; do
+  h5diff "$WORK/straight/checkpoint.h5" "$WORK/resumed/checkpoint.h5" "/checkpoint/$group" "/checkpoint/$group" >"$WORK/diff.txt" 2>&1
+  check "resumed at 12, stopped at 30: $group bit-identical to 30 straight steps" test $? -eq 0
+done
+check "the step count is 30" grep -q '(0): 30' <(h5dump -a /checkpoint/step "$WORK/resumed/checkpoint.h5")
+
+# --- the JPEG path ----------------------------------------------------------------------------
+"$BIN/sb-idx2folder" --out "$WORK/folder" --train-limit 512 --val-limit 256 >"$WORK/folder.txt" 2>&1
+check "sb-idx2folder writes an ImageFolder" test "$(find "$WORK/folder/train" -name '*.jpg' | wc -l)" -eq 512
+$TRAIN --data "imagefolder:$WORK/folder" --image-size 28 --batch 64 --epochs 1 --print-every 4 \
+  --out "$WORK/jpeg.h5" >"$WORK/jpeg.txt" 2>&1
+check "trains and evaluates on the JPEGs" grep -qE '^\[eval\] epoch 1: top-1 .* on 256 images' "$WORK/jpeg.txt"
+
+# --- bad input --------------------------------------------------------------------------------
+bad_input() {
+  local name=$1; shift
+  $TRAIN "$@" --out "$WORK/bad.h5" >"$WORK/bad.out" 2>"$WORK/bad.err"
+  local rc=$?
+  if [[ $rc -eq 2 && $(grep -c '^sb-train: error: ' "$WORK/bad.err") -eq 1 && ! -e "$WORK/bad.h5" ]]; then
+    pass "bad input: $name"
+  else
+    fail "bad input: $name" "rc=$rc: $(head -c 300 "$WORK/bad.err")"
+  fi
+}
+mkdir -p "$WORK/truncated" "$WORK/noclasses/train"
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+  cp /usr/share/datasets/fashion-mnist/$f.gz "$WORK/truncated/"
+done
+head -c 100000 /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz >"$WORK/truncated/train-images-idx3-ubyte.gz"
+bad_input "unknown model" --model resnet51
+bad_input "missing data directory" --data "$WORK/nowhere"
+bad_input "truncated IDX file" --data "$WORK/truncated"
+bad_input "ImageFolder with no classes" --data "imagefolder:$WORK/noclasses"
+bad_input "batch of zero" --batch 0
+bad_input "batch larger than the data set" --data "imagefolder:$WORK/folder" --image-size 28 --batch 1024
+bad_input "resume without a checkpoint" --checkpoint "$WORK/noclasses" --resume
+bad_input "target accuracy above 1" --target-accuracy 90
+bad_input "unknown optimizer" --optimizer adam
+bad_input "checkpoint of another model" --model resnet32 --checkpoint "$WORK/resumed" --resume

@@ -1,0 +1,100 @@
+// The JPEG ImageFolder path on real JPEGs, written from Fashion-MNIST by write_image_folder (the
+// code behind sb-idx2folder): decoding against the original pixels, deterministic augmentation,
+// corrupt and truncated files skipped and counted, and malformed folders as usage errors.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "common/usage_error.hpp"
+#include "models/data/idx.hpp"
+#include "models/data/imagefolder.hpp"
+#include "models/data/jpeg.hpp"
+#include "models/data/loader.hpp"
+
+namespace sb::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ImageFolder : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = (fs::temp_directory_path() / ("sb-imagefolder-" + std::to_string(::getpid()))).string();
+    splits_ = open_idx_directory(kFashionMnistDir);
+    write_image_folder(idx(*splits_.train), root_ + "/train", 200, 95);
+    write_image_folder(idx(*splits_.eval), root_ + "/val", 50, 95);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  static const IdxDataset& idx(const Dataset& d) { return static_cast<const IdxDataset&>(d); }
+  std::string root_;
+  DataSplits splits_;
+};
+
+TEST_F(ImageFolder, JpegsDecodeToTheOriginalPixels) {
+  const IdxDataset& train = idx(*splits_.train);
+  double error = 0;
+  int64_t count = 0;
+  for (int64_t i : {0, 7, 199}) {
+    std::string label = std::to_string(train.label(i));
+    RgbImage image;
+    ASSERT_TRUE(decode_jpeg(read_file(root_ + "/train/" + label + "/" + std::to_string(i) + ".jpg"), image));
+    ASSERT_EQ(image.width, 28);
+    ASSERT_EQ(image.height, 28);
+    for (int p = 0; p < 28 * 28; ++p)
+      for (int c = 0; c < 3; ++c, ++count) error += std::abs(image.pixels[p * 3 + c] - train.image_bytes(i)[p]);
+  }
+  EXPECT_LT(error / count, 2.0);  // mean absolute error in 8-bit levels at quality 95
+}
+
+TEST_F(ImageFolder, ClassesSamplesAndDeterministicAugmentation) {
+  DataSplits folder = open_image_folder(root_, 24);
+  EXPECT_EQ(folder.train->num_classes(), 10);
+  EXPECT_EQ(folder.train->size(), 200);
+  EXPECT_EQ(folder.eval->size(), 50);
+  EXPECT_EQ(folder.train->image_shape().channels, 3);
+  std::vector<float> a(3 * 24 * 24), b(a.size()), c(a.size());
+  const int32_t label = folder.train->load(5, 1234567, a.data());
+  EXPECT_GE(label, 0);
+  EXPECT_EQ(folder.train->load(5, 1234567, b.data()), label);
+  EXPECT_EQ(a, b);  // the same key, the same crop and flip
+  folder.train->load(5, 7654321, c.data());
+  EXPECT_NE(a, c);
+  for (float v : a) ASSERT_TRUE(std::isfinite(v) && std::abs(v) < 3.0f);
+  // Evaluation is a center crop, the same every time.
+  folder.eval->load(3, 0, a.data());
+  folder.eval->load(3, 0, b.data());
+  EXPECT_EQ(a, b);
+}
+
+TEST_F(ImageFolder, CorruptAndTruncatedImagesAreSkippedAndCounted) {
+  std::ofstream(root_ + "/train/3/garbage.jpg") << "this is not a JPEG";
+  const std::vector<uint8_t> real = read_file(root_ + "/val/9/0.jpg");
+  ASSERT_FALSE(real.empty());
+  std::ofstream cut(root_ + "/train/3/truncated.jpg", std::ios::binary);
+  cut.write(reinterpret_cast<const char*>(real.data()), static_cast<std::streamsize>(real.size() / 2));
+  cut.close();
+  DataSplits folder = open_image_folder(root_, 28);
+  ASSERT_EQ(folder.train->size(), 202);
+  Loader loader(*folder.train, Sampler(202, 101, 0, 1, 3, true), 2, 2);
+  loader.start_epoch(0);
+  int64_t images = 0;
+  while (auto batch = loader.next()) images += batch->count();
+  EXPECT_EQ(loader.skipped_total(), 2);
+  EXPECT_EQ(images, 200);
+}
+
+TEST_F(ImageFolder, MalformedFoldersAreUsageErrors) {
+  EXPECT_THROW(open_image_folder(root_ + "/nowhere", 28), UsageError);
+  fs::create_directories(root_ + "/empty/train");
+  EXPECT_THROW(open_image_folder(root_ + "/empty", 28), UsageError);  // no classes
+  fs::create_directories(root_ + "/val/99");
+  EXPECT_THROW(open_image_folder(root_, 28), UsageError);  // a val/ class unknown to train/
+  EXPECT_THROW(open_data("imagefolder:" + root_ + "/empty", 28), UsageError);
+}
+
+}  // namespace
+}  // namespace sb::models
