@@ -62,10 +62,18 @@ struct ConvCase {
 
 TEST(BackendLayers, ConvolutionForwardAndBackwardMatchReference) {
   Pair p;
-  const ConvCase cases[] = {
+  // The ResNet shapes (3x3/1, 3x3/2, 1x1/1, 1x1/2 projections, the 7x7/2 stem), then random ones.
+  std::vector<ConvCase> cases = {
       {{2, 3, 9, 9}, 8, 3, 1, 1},   {{3, 16, 8, 8}, 16, 3, 2, 1}, {{2, 8, 7, 7}, 32, 1, 1, 0},
       {{2, 32, 6, 6}, 16, 1, 2, 0}, {{1, 3, 23, 23}, 8, 7, 2, 3}, {{4, 5, 5, 5}, 6, 3, 1, 0},
   };
+  std::mt19937 shapes(2026);
+  auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(shapes); };
+  while (cases.size() < 14) {
+    const int kernel = 2 * pick(0, 3) + 1, stride = pick(1, 2), pad = pick(0, kernel / 2);
+    ConvCase c{{pick(1, 3), pick(1, 19), pick(kernel, 13), pick(kernel, 13)}, pick(1, 21), kernel, stride, pad};
+    cases.push_back(c);
+  }
   for (const ConvCase& c : cases) {
     SCOPED_TRACE(c.x.str() + " k" + std::to_string(c.out_channels) + " r" + std::to_string(c.kernel) + " s" +
                  std::to_string(c.stride));
@@ -90,7 +98,12 @@ TEST(BackendLayers, ConvolutionForwardAndBackwardMatchReference) {
 TEST(BackendLayers, BatchnormTrainingInferenceAndBackwardMatchReference) {
   Pair p;
   const float epsilon = 1e-5f;
-  for (const Shape s : {Shape{4, 3, 5, 5}, Shape{2, 16, 4, 4}, Shape{8, 10, 1, 1}}) {
+  std::mt19937 shapes(77);
+  auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(shapes); };
+  std::vector<Shape> cases = {Shape{4, 3, 5, 5}, Shape{2, 16, 4, 4}, Shape{8, 10, 1, 1}};
+  for (int i = 0; i < 3; ++i) cases.push_back(Shape{pick(1, 6), pick(1, 40), pick(1, 9), pick(1, 9)});
+  for (const Shape s : cases) {
+    if (s.n * s.h * s.w < 2) continue;  // a batch variance needs two values
     for (bool relu : {false, true}) {
       SCOPED_TRACE(s.str() + (relu ? " relu" : ""));
       const Shape v = vector_shape(s.c);

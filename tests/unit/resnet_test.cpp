@@ -23,7 +23,8 @@ std::vector<float> read_all(Backend& backend, const Tensor& t) {
 TEST(ResNet, ParameterCountsAreTorchvisions) {
   OnednnBackend backend;
   const std::pair<const char*, int64_t> expected[] = {
-      {"resnet18", 11689512}, {"resnet34", 21797672}, {"resnet50", 25557032}, {"resnet101", 44549160}};
+      {"resnet18", 11689512}, {"resnet34", 21797672}, {"resnet50", 25557032}, {"resnet101", 44549160},
+      {"resnet152", 60192808}};
   for (const auto& [name, count] : expected) {
     ResNet model(backend, make_resnet_config(name, 3, 1000, 224, 1));
     EXPECT_EQ(model.parameter_count(), count) << name;
