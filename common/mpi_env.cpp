@@ -7,11 +7,12 @@
 
 namespace sb {
 
-MpiSession::MpiSession(int* argc, char*** argv) {
-  // FUNNELED: only the main thread calls MPI. The watchdog thread never does; it ends the
-  // process with _exit, which the launcher turns into the end of the whole job.
+MpiSession::MpiSession(int* argc, char*** argv, int required) {
+  // The watchdog thread never calls MPI; it ends the process with _exit, which the launcher
+  // turns into the end of the whole job.
   int provided = 0;
-  SB_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+  SB_MPI_CHECK(MPI_Init_thread(argc, argv, required, &provided));
+  SB_CHECK(provided >= required, "the MPI library does not offer the thread support this program needs");
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int rank = 0;
   SB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));

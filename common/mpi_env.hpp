@@ -10,7 +10,9 @@ namespace sb {
 
 class MpiSession {
  public:
-  MpiSession(int* argc, char*** argv);
+  // required: the thread support the program needs (FUNNELED: only the main thread calls MPI;
+  // SERIALIZED: several threads do, one at a time). Ends the job if the library has less.
+  MpiSession(int* argc, char*** argv, int required = MPI_THREAD_FUNNELED);
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;

@@ -115,6 +115,10 @@ class Backend {
   // One optimizer step: w, g and the momentum buffer v have the same shape.
   virtual void momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) = 0;
 
+  // The tensor's elements as fp32 in host memory, for host-side communication (gradient
+  // allreduce); nullptr where the backend keeps them elsewhere or in another type.
+  virtual float* host_fp32(const Tensor&) { return nullptr; }
+
   // Waits for every operation issued so far (a no-op for synchronous backends).
   virtual void synchronize() {}
 };

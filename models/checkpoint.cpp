@@ -49,6 +49,7 @@ void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimize
   root.set_attr("epoch_loss_sum", state.epoch_loss_sum);
   root.set_attr("epoch_samples", state.epoch_samples);
   root.set_attr("elapsed_s", state.elapsed_s);
+  root.set_attr("ranks", state.ranks);
   const h5::Node parameters = root.create_group("parameters");
   for (const Parameter* p : model.parameters()) save_tensor(backend, parameters, p->name, p->value);
   const h5::Node buffers = root.create_group("buffers");
@@ -93,6 +94,7 @@ TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer&
     state.epoch_loss_sum = root.attr_double("epoch_loss_sum");
     state.epoch_samples = root.attr_int("epoch_samples");
     state.elapsed_s = root.attr_double("elapsed_s");
+    state.ranks = root.attr_int("ranks");
     const h5::Node curve = root.open_group("curve");
     const std::vector<double> epoch = curve.read_doubles("epoch"), wall = curve.read_doubles("wall_s"),
                               loss = curve.read_doubles("train_loss"), rate = curve.read_doubles("images_per_s"),

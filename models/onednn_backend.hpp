@@ -59,6 +59,8 @@ class OnednnBackend final : public Backend {
                                float label_smoothing, Tensor& dlogits) override;
   void momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) override;
 
+  float* host_fp32(const Tensor& tensor) override { return tensor.as<float>(); }
+
   // The FLOP rate of oneDNN's fp32 matmul on n x n x n, median of reps: the ceiling that a
   // training run's model FLOP rate is compared with.
   static double matmul_gflops(int64_t n = 2048, int reps = 5);

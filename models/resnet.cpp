@@ -78,6 +78,7 @@ ResNet::ResNet(Backend& backend, const ResNetConfig& config) : backend_(backend)
       BlockSpec spec{"layer" + std::to_string(stage + 1) + "." + std::to_string(b), channels, arch.widths[stage],
                      stage > 0 && b == 0 ? 2 : 1, config.zero_init_residual};
       blocks_.push_back(arch.bottleneck ? make_bottleneck(backend, init, spec) : make_basic_block(backend, init, spec));
+      block_first_parameter_.push_back(parameters_.size());
       blocks_.back()->collect(parameters_, buffers_);
       channels = arch.bottleneck ? spec.width * kBottleneckExpansion : spec.width;
     }
@@ -96,11 +97,22 @@ const Tensor& ResNet::forward(const Tensor& images, bool training) {
   return fc_->forward(backend_, avgpool_.forward(backend_, *h));
 }
 
+void ResNet::report_ready(size_t first, size_t end) const {
+  if (!gradient_ready_) return;
+  for (size_t p = end; p-- > first;) gradient_ready_(p);
+}
+
 void ResNet::backward(const Tensor& dlogits) {
   const Tensor* grad = &avgpool_.backward(backend_, fc_->backward(backend_, dlogits));
-  for (auto block = blocks_.rbegin(); block != blocks_.rend(); ++block) grad = &(*block)->backward(backend_, *grad);
+  const size_t fc_first = parameters_.size() - 2;
+  report_ready(fc_first, parameters_.size());
+  for (size_t b = blocks_.size(); b-- > 0;) {
+    grad = &blocks_[b]->backward(backend_, *grad);
+    report_ready(block_first_parameter_[b], b + 1 < blocks_.size() ? block_first_parameter_[b + 1] : fc_first);
+  }
   if (maxpool_) grad = &maxpool_->backward(backend_, *grad);
   conv1_->backward(backend_, bn1_->backward(backend_, *grad), /*need_input_grad=*/false);
+  report_ready(0, block_first_parameter_.front());
 }
 
 int64_t ResNet::parameter_count() const {

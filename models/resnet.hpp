@@ -4,6 +4,7 @@
 // the ImageNet one (7x7/2 convolution + 3x3/2 max-pool) for 224 px inputs, and a small-input one
 // (3x3/1 convolution, no pool) for 28-64 px inputs. The model is written against Backend only.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,11 @@ class ResNet {
   const Tensor& forward(const Tensor& images, bool training);
   // Fills every parameter's grad from the gradient of the loss with respect to the logits.
   void backward(const Tensor& dlogits);
+  // Called during backward with the index (in parameters() order) of each parameter whose
+  // gradient is final, module by module (fc, then each residual block from the last, then the
+  // stem), so that gradient communication can start while backward goes on.
+  using GradientReady = std::function<void(size_t parameter)>;
+  void set_gradient_hook(GradientReady hook) { gradient_ready_ = std::move(hook); }
 
   // In torchvision's order (conv1.weight, bn1.weight, bn1.bias, layer1.0.conv1.weight, ...).
   const std::vector<Parameter*>& parameters() const { return parameters_; }
@@ -66,6 +72,9 @@ class ResNet {
   std::unique_ptr<Linear> fc_;
   std::vector<Parameter*> parameters_;
   std::vector<Buffer*> buffers_;
+  std::vector<size_t> block_first_parameter_;  // parameters() index of each block's first
+  GradientReady gradient_ready_;
+  void report_ready(size_t first, size_t end) const;
 };
 
 }  // namespace sb::models

@@ -4,11 +4,14 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 
+#include "common/check.hpp"
 #include "common/stats.hpp"
 #include "common/usage_error.hpp"
 #include "models/checkpoint.hpp"
 #include "models/data/loader.hpp"
+#include "models/mllog.hpp"
 #include "models/resnet.hpp"
 
 namespace sb::models {
@@ -26,7 +29,7 @@ std::string clock_text(double seconds) {
   return text;
 }
 
-void validate(const TrainConfig& c) {
+void validate(const TrainConfig& c, int nranks) {
   if (c.batch <= 0) throw UsageError("--batch must be positive");
   if (c.eval_batch <= 0) throw UsageError("--eval-batch must be positive");
   if (c.epochs <= 0) throw UsageError("--epochs must be positive");
@@ -40,6 +43,10 @@ void validate(const TrainConfig& c) {
   if (c.resume && c.checkpoint_dir.empty()) throw UsageError("--resume needs --checkpoint DIR");
   if (!c.checkpoint_dir.empty() && !std::filesystem::is_directory(c.checkpoint_dir))
     throw UsageError("--checkpoint directory '" + c.checkpoint_dir + "' does not exist");
+  if (c.accumulate < 1) throw UsageError("--accumulate must be at least 1");
+  if (c.batch % (nranks * c.accumulate) != 0)
+    throw UsageError("the global batch " + std::to_string(c.batch) + " does not divide into " + std::to_string(nranks) +
+                     " ranks x " + std::to_string(c.accumulate) + " micro-batches (--accumulate)");
 }
 
 struct Evaluation {
@@ -47,193 +54,376 @@ struct Evaluation {
   int64_t images = 0;
 };
 
-Evaluation evaluate(ResNet& model, Loader& loader, const ImageShape& shape, Tensor& input) {
-  Backend& backend = model.backend();
+// One training run on this rank: the model, its optimizer, the loaders and the exchange.
+class Run {
+ public:
+  Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm);
+  TrainResult execute();
+
+ private:
+  template <class... Args>
+  void log(const char* format, Args... args) {
+    if (!progress_) return;
+    std::fprintf(progress_, format, args...);
+    std::fflush(progress_);
+  }
+  double elapsed() const { return elapsed_before_ + seconds_since(run_start_); }
+  double sum_over_ranks(double value) const;
+  double train_step(const Batch& batch, int64_t step, StepTimes& times);
+  void forward_backward(const Batch& batch, int64_t first, int64_t count, double& loss_sum);
+  Evaluation evaluate();
+  void average_running_statistics();
+  void save();
+
+  const TrainConfig& config_;
+  std::FILE* progress_;
+  MPI_Comm comm_;
+  int rank_ = 0, nranks_ = 1;
+  MlLog mllog_;
+  std::unique_ptr<Backend> backend_;
+  Clock::time_point run_start_;
+  DataSplits data_;
+  ImageShape image_;
+  std::unique_ptr<ResNet> model_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<Loader> train_loader_, eval_loader_;
+  std::unique_ptr<GradientExchange> exchange_;
+  bool report_gradients_ = false;
+  std::vector<Tensor> accumulated_;  // --accumulate > 1: the step's gradient sum
+  LrSchedule schedule_;
+  TrainingState state_;
+  TrainResult result_;
+  double elapsed_before_ = 0;
+  Tensor input_, dlogits_, eval_input_;
+};
+
+Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm)
+    : config_(config), progress_(progress), comm_(comm), mllog_(progress ? config.mllog : std::string()) {
+  SB_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
+  SB_MPI_CHECK(MPI_Comm_size(comm, &nranks_));
+  validate(config, nranks_);
+  mllog_.start("init_start");
+  backend_ = make_backend(config.backend, config.threads);
+  make_resnet_config(config.model, 1, 2, 28, config.seed);  // an unknown model fails before the data is read
+  if (nranks_ > 1 && !backend_->host_fp32(backend_->allocate({1, 1, 1, 1})))
+    throw UsageError("the " + backend_->name() + " backend keeps no fp32 host tensors to reduce over ranks");
+  mllog_.point("submission_benchmark", MlLog::string("resnet"));
+  mllog_.point("seed", MlLog::number(static_cast<double>(config.seed)));
+  mllog_.point("global_batch_size", MlLog::number(static_cast<double>(config.batch)));
+  mllog_.point("gradient_accumulation_steps", MlLog::number(static_cast<double>(config.accumulate)));
+  const bool lars = config.optimizer.kind == OptimizerKind::lars;
+  mllog_.point("opt_name", MlLog::string(optimizer_name(config.optimizer.kind)));
+  const std::string prefix = lars ? "lars_opt_" : "sgd_opt_";
+  mllog_.point(prefix + "base_learning_rate", MlLog::number(LrSchedule::scaled_peak(config.base_lr, config.batch)));
+  mllog_.point(prefix + "momentum", MlLog::number(config.optimizer.momentum));
+  mllog_.point(prefix + "weight_decay", MlLog::number(config.optimizer.weight_decay));
+  mllog_.point(prefix + "learning_rate_warmup_epochs", MlLog::number(config.warmup_epochs));
+  if (lars) mllog_.point("lars_epsilon", MlLog::number(0.0));
+  mllog_.point("model_bn_span", MlLog::number(static_cast<double>(config.batch / nranks_ / config.accumulate)));
+  mllog_.end("init_stop");
+
+  // run_start: before any data is read. Model construction (under a second) is inside the timing.
+  run_start_ = Clock::now();
+  mllog_.start("run_start");
+  data_ = open_data(config.data, config.image_size);
+  image_ = data_.train->image_shape();
+  ResNetConfig model_config =
+      make_resnet_config(config.model, image_.channels, data_.train->num_classes(), image_.height, config.seed);
+  model_config.zero_init_residual = config.zero_init_residual;
+  model_ = std::make_unique<ResNet>(*backend_, model_config);
+  optimizer_ = std::make_unique<Optimizer>(*backend_, model_->parameters(), config.optimizer);
+  train_loader_ = std::make_unique<Loader>(
+      *data_.train, Sampler(data_.train->size(), config.batch, rank_, nranks_, config.seed, true), config.workers,
+      config.prefetch);
+  eval_loader_ = std::make_unique<Loader>(
+      *data_.eval, Sampler(data_.eval->size(), config.eval_batch, rank_, nranks_, config.seed, false), config.workers,
+      config.prefetch);
+  mllog_.point("train_samples", MlLog::number(static_cast<double>(data_.train->size())));
+  mllog_.point("eval_samples", MlLog::number(static_cast<double>(data_.eval->size())));
+
+  if (nranks_ > 1) {
+    std::vector<GradientTensor> tensors;
+    std::vector<float*> gradients;
+    for (Parameter* p : model_->parameters()) {
+      tensors.push_back({p->name, static_cast<size_t>(p->grad.count())});
+      gradients.push_back(backend_->host_fp32(p->grad));
+    }
+    exchange_ = std::make_unique<GradientExchange>(
+        comm, config.exchange, plan_buckets(tensors, config.bucket_strategy, config.bucket_mb), gradients);
+    model_->set_gradient_hook([this](size_t p) {
+      if (report_gradients_) exchange_->tensor_ready(p);
+    });
+  }
+  if (config.accumulate > 1)
+    for (Parameter* p : model_->parameters()) accumulated_.push_back(backend_->allocate(p->grad.shape()));
+
+  const int64_t steps_per_epoch = train_loader_->sampler().batches_per_epoch();
+  schedule_.peak = LrSchedule::scaled_peak(config.base_lr, config.batch);
+  schedule_.warmup_steps = static_cast<int64_t>(std::llround(config.warmup_epochs * steps_per_epoch));
+  // --steps cuts a run short without changing its schedule, so a run stopped early (or resumed)
+  // takes exactly the steps of the full one.
+  schedule_.total_steps = config.epochs * steps_per_epoch;
+  schedule_.decay = config.decay;
+  schedule_.end_lr = config.decay == DecayKind::poly ? std::min(1e-4, schedule_.peak) : 0;  // MLPerf's LARS end rate
+
+  result_.parameter_count = model_->parameter_count();
+  result_.train_flops_per_image =
+      3.0 * static_cast<double>(model_->forward_flops_per_sample({1, image_.channels, image_.height, image_.width}));
+  result_.image_size = image_.height;
+  result_.dataset = data_.train->name() == "synthetic" ? "synthetic" : config.data;
+  state_.ranks = nranks_;
+  if (config.resume) {
+    const std::string path = checkpoint_path(config.checkpoint_dir);
+    if (!std::filesystem::exists(path)) throw UsageError("--resume: no checkpoint at '" + path + "'");
+    state_ = load_checkpoint(path, *model_, *optimizer_);
+    log("[resume] %s: epoch %lld, batch %lld, step %lld\n", path.c_str(), static_cast<long long>(state_.epoch + 1),
+        static_cast<long long>(state_.next_batch), static_cast<long long>(state_.step));
+    if (state_.ranks != nranks_) {
+      log("[resume] rescaled from %lld ranks to %d, global batch %lld kept: %lld per rank x %lld micro-batches\n",
+          static_cast<long long>(state_.ranks), nranks_, static_cast<long long>(config.batch),
+          static_cast<long long>(config.batch / nranks_), static_cast<long long>(config.accumulate));
+      mllog_.point("elastic_rescale", "{\"from_ranks\": " + std::to_string(state_.ranks) + ", \"to_ranks\": " +
+                                          std::to_string(nranks_) + "}");
+    }
+    state_.ranks = nranks_;
+  }
+  result_.curve = state_.curve;
+  elapsed_before_ = state_.elapsed_s;
+  log("[config] %s on %s (%lld x %lld x %lld), %lld parameters, %.2f GFLOP per training image; %s backend; "
+      "%d rank%s; global batch %lld, peak lr %.4g, %lld steps per epoch\n",
+      config.model.c_str(), result_.dataset.c_str(), static_cast<long long>(image_.channels),
+      static_cast<long long>(image_.height), static_cast<long long>(image_.width),
+      static_cast<long long>(result_.parameter_count), result_.train_flops_per_image / 1e9, backend_->name().c_str(),
+      nranks_, nranks_ == 1 ? "" : "s", static_cast<long long>(config.batch), schedule_.peak,
+      static_cast<long long>(steps_per_epoch));
+  if (exchange_)
+    log("[config] gradients: %s allreduce on %s, %s buckets of %g MiB (%zu buckets), overlap %s\n",
+        config.exchange.algorithm.c_str(), std::string(name_of(config.exchange.impl.transport)).c_str(),
+        bucket_strategy_name(config.bucket_strategy).c_str(), config.bucket_mb, exchange_->plan().buckets.size(),
+        config.exchange.overlap ? "on" : "off");
+}
+
+double Run::sum_over_ranks(double value) const {
+  double sum = value;
+  if (nranks_ > 1) SB_MPI_CHECK(MPI_Allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, comm_));
+  return sum;
+}
+
+// Forward and backward of samples [first, first + count) of the batch; adds their summed loss.
+void Run::forward_backward(const Batch& batch, int64_t first, int64_t count, double& loss_sum) {
+  const int64_t pixels = image_.pixels();
+  ensure_shape(*backend_, input_, {count, image_.channels, image_.height, image_.width});
+  backend_->write(input_, std::span<const float>(batch.images.data() + first * pixels, count * pixels));
+  const Tensor& logits = model_->forward(input_, true);
+  ensure_shape(*backend_, dlogits_, logits.shape());
+  const double loss = backend_->softmax_cross_entropy(
+      logits, std::span<const int32_t>(batch.labels.data() + first, count), config_.label_smoothing, dlogits_);
+  if (!std::isfinite(loss))
+    throw UsageError("the training loss diverged (" + std::to_string(loss) + ") at step " + std::to_string(state_.step) +
+                     "; lower --lr");
+  model_->backward(dlogits_);
+  loss_sum += loss * static_cast<double>(count);
+}
+
+// One optimizer step over this rank's shard of a global batch; returns the shard's summed loss.
+double Run::train_step(const Batch& batch, int64_t step, StepTimes& times) {
+  const Clock::time_point start = Clock::now();
+  const int64_t micro = config_.accumulate;
+  double loss_sum = 0;
+  if (micro == 1) {
+    if (exchange_) exchange_->begin_step();
+    report_gradients_ = exchange_ != nullptr;
+    forward_backward(batch, 0, batch.count(), loss_sum);
+    report_gradients_ = false;
+  } else {
+    // Micro-batch j of the shard holds its samples [count j / K, count (j + 1) / K): with K = ranks
+    // on one rank, exactly what rank j would hold in a K-rank run.
+    const std::vector<Parameter*>& parameters = model_->parameters();
+    for (int64_t j = 0; j < micro; ++j) {
+      const int64_t first = batch.count() * j / micro, last = batch.count() * (j + 1) / micro;
+      forward_backward(batch, first, last - first, loss_sum);
+      for (size_t p = 0; p < parameters.size(); ++p) {
+        if (j == 0) backend_->copy(parameters[p]->grad, accumulated_[p]);
+        else backend_->add(accumulated_[p], parameters[p]->grad, accumulated_[p]);
+      }
+    }
+    if (exchange_) exchange_->begin_step();
+    for (size_t p = parameters.size(); p-- > 0;) {
+      backend_->copy(accumulated_[p], parameters[p]->grad);
+      backend_->scale(parameters[p]->grad, 1.0f / static_cast<float>(micro));
+      if (exchange_) exchange_->tensor_ready(p);
+    }
+  }
+  const Clock::time_point backward_end = Clock::now();
+  if (exchange_) {
+    const ExchangeTimes exchanged = exchange_->finish();
+    times.wait_s = exchanged.wait_s;
+    times.comm_s = exchanged.communication_s;
+  }
+  const Clock::time_point optimizer_start = Clock::now();
+  optimizer_->step(static_cast<float>(schedule_.at(step)));
+  backend_->synchronize();
+  times.compute_s = std::chrono::duration<double>(backward_end - start).count() + seconds_since(optimizer_start);
+  return loss_sum;
+}
+
+Evaluation Run::evaluate() {
   int64_t correct1 = 0, correct5 = 0, seen = 0;
-  loader.start_epoch(0);
+  eval_loader_->start_epoch(0);
   std::vector<float> logits;
-  while (auto batch = loader.next()) {
+  while (auto batch = eval_loader_->next()) {
     if (batch->count() == 0) continue;
-    ensure_shape(backend, input, {batch->count(), shape.channels, shape.height, shape.width});
-    backend.write(input, batch->images);
-    const Tensor& out = model.forward(input, false);
+    ensure_shape(*backend_, eval_input_, {batch->count(), image_.channels, image_.height, image_.width});
+    backend_->write(eval_input_, batch->images);
+    const Tensor& out = model_->forward(eval_input_, false);
     const int64_t classes = out.shape().c;
     logits.resize(static_cast<size_t>(out.count()));
-    backend.read(out, logits);
+    backend_->read(out, logits);
     for (int64_t n = 0; n < batch->count(); ++n) {
       const float* z = logits.data() + n * classes;
-      const float truth = z[batch->labels[n]];
-      // Rank of the true class: how many classes score higher (ties count against it).
+      const int32_t label = batch->labels[n];
+      // The rank of the true class: how many classes score higher (ties count against it).
       int64_t above = 0;
-      for (int64_t k = 0; k < classes; ++k) above += (z[k] > truth || (z[k] == truth && k < batch->labels[n]));
+      for (int64_t k = 0; k < classes; ++k) above += (z[k] > z[label] || (z[k] == z[label] && k < label));
       correct1 += above == 0;
       correct5 += above < 5;
     }
     seen += batch->count();
   }
   Evaluation e;
-  e.images = seen;
-  if (seen > 0) e.top1 = static_cast<double>(correct1) / seen, e.top5 = static_cast<double>(correct5) / seen;
+  const double total = sum_over_ranks(static_cast<double>(seen));
+  e.images = static_cast<int64_t>(total);
+  if (total > 0) {
+    e.top1 = sum_over_ranks(static_cast<double>(correct1)) / total;
+    e.top5 = sum_over_ranks(static_cast<double>(correct5)) / total;
+  }
   return e;
+}
+
+// Batch-norm running statistics drift apart on local-BN ranks; their mean is what every rank
+// evaluates and checkpoints with (PyTorch DDP instead broadcasts rank 0's).
+void Run::average_running_statistics() {
+  if (nranks_ == 1) return;
+  std::vector<float> host;
+  for (Buffer* b : model_->buffers()) {
+    host.resize(static_cast<size_t>(b->value.count()));
+    backend_->read(b->value, host);
+    SB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, host.data(), static_cast<int>(host.size()), MPI_FLOAT, MPI_SUM, comm_));
+    for (float& v : host) v /= static_cast<float>(nranks_);
+    backend_->write(b->value, host);
+  }
+}
+
+void Run::save() {
+  average_running_statistics();
+  if (rank_ != 0) return;
+  TrainingState saved = state_;
+  saved.curve = result_.curve;
+  saved.elapsed_s = elapsed();
+  save_checkpoint(checkpoint_path(config_.checkpoint_dir), *model_, *optimizer_, saved);
+}
+
+TrainResult Run::execute() {
+  const int64_t steps_per_epoch = train_loader_->sampler().batches_per_epoch();
+  const int64_t last_step =
+      config_.max_steps > 0 ? std::min(config_.max_steps, schedule_.total_steps) : schedule_.total_steps;
+  bool stop = state_.step >= last_step;
+  for (int64_t epoch = state_.epoch; epoch < config_.epochs && !stop; ++epoch) {
+    double train_seconds = 0;
+    int64_t epoch_images = 0;
+    mllog_.start("epoch_start", MlLog::epoch_metadata(epoch + 1));
+    train_loader_->start_epoch(epoch, epoch == state_.epoch ? state_.next_batch : 0);
+    if (epoch != state_.epoch) state_.epoch_loss_sum = 0, state_.epoch_samples = 0;
+    state_.epoch = epoch;
+    while (!stop) {
+      const Clock::time_point step_start = Clock::now();
+      StepTimes times;
+      std::optional<Batch> batch = train_loader_->next();
+      if (!batch) break;
+      times.data_s = seconds_since(step_start);
+      const double lr = schedule_.at(state_.step);
+      const double loss_sum = train_step(*batch, state_.step, times);
+      const double step_s = seconds_since(step_start);
+      result_.step_seconds.push_back(step_s);
+      result_.step_times.push_back(times);
+      train_seconds += step_s;
+      epoch_images += config_.batch;
+      state_.epoch_loss_sum += loss_sum;
+      state_.epoch_samples += batch->count();
+      ++state_.step;
+      state_.next_batch = batch->index + 1;
+      stop = state_.step >= last_step;
+      if (config_.print_every > 0 && (state_.step % config_.print_every == 0 || stop)) {
+        const double loss = sum_over_ranks(loss_sum) / std::max(sum_over_ranks(static_cast<double>(batch->count())), 1.0);
+        const double rate = epoch_images / std::max(train_seconds, 1e-9);
+        const double eta = static_cast<double>(last_step - state_.step) * config_.batch / std::max(rate, 1e-9);
+        log("[train] epoch %lld step %lld/%lld loss %.4f lr %.4g %.1f img/s ETA %s\n",
+            static_cast<long long>(epoch + 1), static_cast<long long>(batch->index + 1),
+            static_cast<long long>(steps_per_epoch), loss, lr, rate, clock_text(eta).c_str());
+      }
+      if (!config_.checkpoint_dir.empty() && config_.checkpoint_steps > 0 && state_.step % config_.checkpoint_steps == 0)
+        save();
+    }
+    if (state_.next_batch < steps_per_epoch) break;  // --steps ended the run inside this epoch
+    mllog_.end("epoch_stop", MlLog::epoch_metadata(epoch + 1));
+    EpochRecord record;
+    record.epoch = epoch + 1;
+    const double samples = sum_over_ranks(static_cast<double>(state_.epoch_samples));
+    record.train_loss = samples > 0 ? sum_over_ranks(state_.epoch_loss_sum) / samples : 0;
+    record.images_per_s = epoch_images / std::max(train_seconds, 1e-9);
+    const bool last_epoch = epoch + 1 == config_.epochs || stop;
+    if ((epoch + 1) % config_.eval_every == 0 || last_epoch) {
+      const Clock::time_point eval_start = Clock::now();
+      mllog_.start("eval_start", MlLog::epoch_metadata(epoch + 1));
+      average_running_statistics();
+      const Evaluation e = evaluate();
+      mllog_.end("eval_stop", MlLog::epoch_metadata(epoch + 1));
+      mllog_.point("eval_accuracy", MlLog::number(e.top1), MlLog::epoch_metadata(epoch + 1));
+      record.evaluated = true;
+      record.top1 = e.top1;
+      record.top5 = e.top5;
+      result_.best_top1 = std::max(result_.best_top1, e.top1);
+      log("[eval] epoch %lld: top-1 %.4f top-5 %.4f on %lld images (%.1f s); train loss %.4f, %.1f img/s\n",
+          static_cast<long long>(epoch + 1), e.top1, e.top5, static_cast<long long>(e.images),
+          seconds_since(eval_start), record.train_loss, record.images_per_s);
+    }
+    record.wall_s = elapsed();
+    result_.curve.push_back(record);
+    state_.epoch = epoch + 1;
+    state_.next_batch = 0;
+    state_.epoch_loss_sum = 0;
+    state_.epoch_samples = 0;
+    if (config_.target_accuracy > 0 && record.evaluated && record.top1 >= config_.target_accuracy) {
+      result_.reached_target = true;
+      result_.time_to_target_s = record.wall_s;
+      log("[target] top-1 %.4f >= %.4f after epoch %lld, %.1f s after run_start\n", record.top1,
+          config_.target_accuracy, static_cast<long long>(epoch + 1), record.wall_s);
+      stop = true;
+    }
+    if (!config_.checkpoint_dir.empty() && (epoch + 1) % config_.checkpoint_every == 0 && !stop && !last_epoch) save();
+  }
+  if (!config_.checkpoint_dir.empty()) save();  // where the run stopped, epoch end or not
+  const bool aborted = config_.target_accuracy > 0 && !result_.reached_target;
+  mllog_.end("run_stop", std::string("{\"status\": \"") + (aborted ? "aborted" : "success") + "\"}");
+  result_.run_s = elapsed();
+  result_.steps = state_.step;
+  result_.skipped_samples = static_cast<int64_t>(sum_over_ranks(
+      static_cast<double>(train_loader_->skipped_total() + eval_loader_->skipped_total())));
+  if (result_.step_seconds.size() > 1) {
+    std::vector<double> rates;
+    for (size_t i = 1; i < result_.step_seconds.size(); ++i) rates.push_back(config_.batch / result_.step_seconds[i]);
+    result_.images_per_s = percentile(rates, 50);
+  }
+  return result_;
 }
 
 }  // namespace
 
 std::string checkpoint_path(const std::string& directory) { return directory + "/checkpoint.h5"; }
 
-TrainResult train(const TrainConfig& config, std::FILE* progress) {
-  validate(config);
-  auto log = [&](const char* format, auto... args) {
-    if (!progress) return;
-    std::fprintf(progress, format, args...);
-    std::fflush(progress);
-  };
-  std::unique_ptr<Backend> backend = make_backend(config.backend, config.threads);
-  // Validate the model name before any data is read.
-  make_resnet_config(config.model, 1, 2, 28, config.seed);
-
-  const Clock::time_point run_start = Clock::now();
-  DataSplits data = open_data(config.data, config.image_size);
-  const ImageShape image = data.train->image_shape();
-  ResNetConfig model_config =
-      make_resnet_config(config.model, image.channels, data.train->num_classes(), image.height, config.seed);
-  model_config.zero_init_residual = config.zero_init_residual;
-  ResNet model(*backend, model_config);
-  Optimizer optimizer(*backend, model.parameters(), config.optimizer);
-
-  Loader train_loader(*data.train, Sampler(data.train->size(), config.batch, 0, 1, config.seed, true), config.workers,
-                      config.prefetch);
-  Loader eval_loader(*data.eval, Sampler(data.eval->size(), config.eval_batch, 0, 1, config.seed, false),
-                     config.workers, config.prefetch);
-  const int64_t steps_per_epoch = train_loader.sampler().batches_per_epoch();
-
-  TrainResult result;
-  result.parameter_count = model.parameter_count();
-  result.train_flops_per_image = 3.0 * static_cast<double>(model.forward_flops_per_sample({1, image.channels, image.height, image.width}));
-  result.image_size = image.height;
-  result.dataset = data.train->name() == "synthetic" ? "synthetic" : config.data;
-
-  LrSchedule schedule;
-  schedule.peak = LrSchedule::scaled_peak(config.base_lr, config.batch);
-  schedule.warmup_steps = static_cast<int64_t>(std::llround(config.warmup_epochs * steps_per_epoch));
-  // --steps cuts a run short without changing its schedule, so a run stopped early (or resumed)
-  // takes exactly the steps of the full one.
-  schedule.total_steps = config.epochs * steps_per_epoch;
-  schedule.decay = config.decay;
-  schedule.end_lr = config.decay == DecayKind::poly ? std::min(1e-4, schedule.peak) : 0;  // MLPerf's LARS end rate
-
-  TrainingState state;
-  if (config.resume) {
-    const std::string path = checkpoint_path(config.checkpoint_dir);
-    if (!std::filesystem::exists(path)) throw UsageError("--resume: no checkpoint at '" + path + "'");
-    state = load_checkpoint(path, model, optimizer);
-    log("[resume] %s: epoch %lld, batch %lld, step %lld\n", path.c_str(), static_cast<long long>(state.epoch + 1),
-        static_cast<long long>(state.next_batch), static_cast<long long>(state.step));
-  }
-  result.curve = state.curve;
-  const double elapsed_before = state.elapsed_s;  // run time of the processes before this one
-  auto elapsed = [&] { return elapsed_before + seconds_since(run_start); };
-  auto save = [&] {
-    TrainingState saved = state;
-    saved.curve = result.curve;
-    saved.elapsed_s = elapsed();
-    save_checkpoint(checkpoint_path(config.checkpoint_dir), model, optimizer, saved);
-  };
-
-  log("[config] %s on %s (%lld x %lld x %lld), %lld parameters, %.2f GFLOP per training image; %s backend; "
-      "batch %lld, peak lr %.4g, %lld steps per epoch\n",
-      config.model.c_str(), result.dataset.c_str(), static_cast<long long>(image.channels),
-      static_cast<long long>(image.height), static_cast<long long>(image.width),
-      static_cast<long long>(result.parameter_count), result.train_flops_per_image / 1e9, backend->name().c_str(),
-      static_cast<long long>(config.batch), schedule.peak, static_cast<long long>(steps_per_epoch));
-
-  Tensor input, dlogits, eval_input;
-  const int64_t last_step = config.max_steps > 0 ? std::min(config.max_steps, schedule.total_steps) : schedule.total_steps;
-  bool stop = state.step >= last_step;
-  for (int64_t epoch = state.epoch; epoch < config.epochs && !stop; ++epoch) {
-    double train_seconds = 0;
-    int64_t epoch_images = 0;
-    train_loader.start_epoch(epoch, epoch == state.epoch ? state.next_batch : 0);
-    if (epoch != state.epoch) state.epoch_loss_sum = 0, state.epoch_samples = 0;
-    state.epoch = epoch;
-    while (!stop) {
-      const Clock::time_point step_start = Clock::now();
-      std::optional<Batch> batch = train_loader.next();
-      if (!batch) break;
-      if (batch->count() == 0) continue;
-      ensure_shape(*backend, input, {batch->count(), image.channels, image.height, image.width});
-      backend->write(input, batch->images);
-      const Tensor& logits = model.forward(input, true);
-      ensure_shape(*backend, dlogits, logits.shape());
-      const double loss = backend->softmax_cross_entropy(logits, batch->labels, config.label_smoothing, dlogits);
-      if (!std::isfinite(loss)) throw UsageError("the training loss diverged (" + std::to_string(loss) + ") at step " +
-                                                 std::to_string(state.step) + "; lower --lr");
-      model.backward(dlogits);
-      const double lr = schedule.at(state.step);
-      optimizer.step(static_cast<float>(lr));
-      backend->synchronize();
-      const double step_s = seconds_since(step_start);
-      result.step_seconds.push_back(step_s);
-      train_seconds += step_s;
-      epoch_images += batch->count();
-      state.epoch_loss_sum += loss * static_cast<double>(batch->count());
-      state.epoch_samples += batch->count();
-      ++state.step;
-      state.next_batch = batch->index + 1;
-      stop = state.step >= last_step;
-      if (config.print_every > 0 && (state.step % config.print_every == 0 || stop)) {
-        const double rate = epoch_images / std::max(train_seconds, 1e-9);
-        const double eta = static_cast<double>(last_step - state.step) * config.batch / std::max(rate, 1e-9);
-        log("[train] epoch %lld step %lld/%lld loss %.4f lr %.4g %.1f img/s ETA %s\n",
-            static_cast<long long>(epoch + 1), static_cast<long long>(batch->index + 1),
-            static_cast<long long>(steps_per_epoch), loss, lr, rate, clock_text(eta).c_str());
-      }
-      if (!config.checkpoint_dir.empty() && config.checkpoint_steps > 0 && state.step % config.checkpoint_steps == 0)
-        save();
-    }
-    const bool epoch_done = state.next_batch >= steps_per_epoch;
-    if (!epoch_done) break;  // --steps ended the run inside this epoch
-    EpochRecord record;
-    record.epoch = epoch + 1;
-    record.train_loss = state.epoch_samples > 0 ? state.epoch_loss_sum / static_cast<double>(state.epoch_samples) : 0;
-    record.images_per_s = epoch_images / std::max(train_seconds, 1e-9);
-    const bool last_epoch = epoch + 1 == config.epochs || stop;
-    if ((epoch + 1) % config.eval_every == 0 || last_epoch) {
-      const Clock::time_point eval_start = Clock::now();
-      const Evaluation e = evaluate(model, eval_loader, image, eval_input);
-      record.evaluated = true;
-      record.top1 = e.top1;
-      record.top5 = e.top5;
-      result.best_top1 = std::max(result.best_top1, e.top1);
-      log("[eval] epoch %lld: top-1 %.4f top-5 %.4f on %lld images (%.1f s); train loss %.4f, %.1f img/s\n",
-          static_cast<long long>(epoch + 1), e.top1, e.top5, static_cast<long long>(e.images),
-          seconds_since(eval_start), record.train_loss, record.images_per_s);
-    }
-    record.wall_s = elapsed();
-    result.curve.push_back(record);
-    state.epoch = epoch + 1;
-    state.next_batch = 0;
-    state.epoch_loss_sum = 0;
-    state.epoch_samples = 0;
-    if (config.target_accuracy > 0 && record.evaluated && record.top1 >= config.target_accuracy) {
-      result.reached_target = true;
-      result.time_to_target_s = record.wall_s;
-      log("[target] top-1 %.4f >= %.4f after epoch %lld, %.1f s after run_start\n", record.top1,
-          config.target_accuracy, static_cast<long long>(epoch + 1), record.wall_s);
-      stop = true;
-    }
-    if (!config.checkpoint_dir.empty() && (epoch + 1) % config.checkpoint_every == 0 && !stop && !last_epoch) save();
-  }
-  if (!config.checkpoint_dir.empty()) save();  // where the run stopped, epoch end or not
-  result.run_s = elapsed();
-  result.steps = state.step;
-  result.skipped_samples = train_loader.skipped_total() + eval_loader.skipped_total();
-  if (result.step_seconds.size() > 1) {
-    std::vector<double> rates;
-    for (size_t i = 1; i < result.step_seconds.size(); ++i) rates.push_back(config.batch / result.step_seconds[i]);
-    result.images_per_s = percentile(rates, 50);
-  }
-  return result;
+TrainResult train(const TrainConfig& config, std::FILE* progress, MPI_Comm comm) {
+  Run run(config, progress, comm);
+  return run.execute();
 }
 
 }  // namespace sb::models

@@ -1,12 +1,17 @@
 #pragma once
-// Single-process training to a target accuracy: the loop the data-parallel trainer extends. Times
-// as MLPerf times it: from run_start (taken before the data is opened) to the end of the first
-// evaluation at or above the target, evaluations included.
+// Data-parallel training to a target accuracy over the ranks of a communicator: every global batch
+// sharded over the ranks by sample index, gradients averaged bucket by bucket while backward runs
+// (collectives/buckets/), batch norm local to each rank. One rank is the plain single-process
+// case. Times as MLPerf times it: from run_start (taken before the data is opened) to the end of
+// the first evaluation at or above the target, evaluations included.
+#include <mpi.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "collectives/buckets/gradient_exchange.hpp"
 #include "models/lr_schedule.hpp"
 #include "models/optimizer.hpp"
 #include "models/training_state.hpp"
@@ -38,6 +43,20 @@ struct TrainConfig {
   int64_t checkpoint_steps = 0;  // also every this many steps (0: only at epoch ends)
   bool resume = false;
   int64_t print_every = 50;  // steps
+  std::string mllog;         // MLPerf-style log file (rank 0); empty: none
+  // Data parallelism.
+  ExchangeConfig exchange;   // allreduce implementation, transport, overlap
+  BucketStrategy bucket_strategy = BucketStrategy::ddp;
+  double bucket_mb = 25;
+  int64_t accumulate = 1;    // micro-batches per step on each rank (gradient accumulation)
+};
+
+// Per step, as this rank saw it.
+struct StepTimes {
+  double data_s = 0;     // waiting for the loader
+  double compute_s = 0;  // forward, backward, optimizer
+  double wait_s = 0;     // blocked on gradient communication after backward
+  double comm_s = 0;     // inside the allreduces (overlapped or not)
 };
 
 struct TrainResult {
@@ -47,6 +66,7 @@ struct TrainResult {
   double run_s = 0;              // run_start to the end of training
   int64_t steps = 0;
   std::vector<double> step_seconds;  // every step this process ran, data wait included
+  std::vector<StepTimes> step_times;  // this rank's breakdown of each step
   double images_per_s = 0;           // median step rate, the first step (primitive creation) excluded
   int64_t skipped_samples = 0;
   int64_t parameter_count = 0;
@@ -56,8 +76,9 @@ struct TrainResult {
   std::string dataset;
 };
 
-// Throws UsageError for bad configuration or data. Progress lines go to `progress`.
-TrainResult train(const TrainConfig& config, std::FILE* progress);
+// Collective over comm. Throws UsageError for bad configuration or data (the same on every rank).
+// Progress lines go to `progress` (pass it on rank 0 only).
+TrainResult train(const TrainConfig& config, std::FILE* progress, MPI_Comm comm);
 
 std::string checkpoint_path(const std::string& directory);
 

@@ -22,6 +22,7 @@ struct TrainingState {
   double epoch_loss_sum = 0;  // sum of per-sample losses so far in this epoch
   int64_t epoch_samples = 0;
   double elapsed_s = 0;    // run time before this (resumed) process started
+  int64_t ranks = 1;       // how many ranks wrote it (a resume may use another count)
   std::vector<EpochRecord> curve;
 };
 

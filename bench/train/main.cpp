@@ -1,7 +1,8 @@
-// sb-train: trains a ResNet on one process to a target accuracy (or for a number of epochs or
-// steps) and reports MLPerf's time-to-accuracy, the per-epoch curve (loss, top-1, top-5,
-// images/s), the training throughput against oneDNN's matmul FLOP rate measured in the same
-// run, and the full configuration, to stdout and an HDF5 file (/train, results/SCHEMA.md).
+// sb-train: trains a ResNet, data-parallel over the ranks it is started with, to a target accuracy
+// (or for a number of epochs or steps) and reports MLPerf's time-to-accuracy, the per-epoch curve
+// (loss, top-1, top-5, images/s), the training throughput against oneDNN's matmul FLOP rate
+// measured in the same run, every rank's per-step compute, wait and communication time, and the
+// full configuration, to stdout and an HDF5 file (/train, results/SCHEMA.md).
 
 #include <omp.h>
 #include <sched.h>
@@ -69,10 +70,39 @@ void write_config(const h5::Node& group, const models::TrainConfig& c) {
   group.set_attr("threads", static_cast<int64_t>(c.threads));
   group.set_attr("workers", static_cast<int64_t>(c.workers));
   group.set_attr("resumed", static_cast<int64_t>(c.resume));
+  group.set_attr("algo", c.exchange.algorithm);
+  group.set_attr("transport", std::string(name_of(c.exchange.impl.transport)));
+  group.set_attr("bucket_strategy", bucket_strategy_name(c.bucket_strategy));
+  group.set_attr("bucket_mb", c.bucket_mb);
+  group.set_attr("overlap", static_cast<int64_t>(c.exchange.overlap));
+  group.set_attr("accumulate", c.accumulate);
+}
+
+// Every rank's per-step times, gathered on rank 0 as [ranks x steps] (row-major).
+struct RankTimes {
+  std::vector<double> data, compute, wait, comm;
+  size_t steps = 0;
+};
+
+RankTimes gather_step_times(const models::TrainResult& r, int nranks) {
+  std::vector<double> mine;
+  for (const models::StepTimes& t : r.step_times) mine.insert(mine.end(), {t.data_s, t.compute_s, t.wait_s, t.comm_s});
+  RankTimes out;
+  out.steps = r.step_times.size();
+  std::vector<double> all(mine.size() * static_cast<size_t>(nranks));
+  SB_MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
+                          static_cast<int>(mine.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD));
+  for (size_t i = 0; i < all.size(); i += 4) {
+    out.data.push_back(all[i]);
+    out.compute.push_back(all[i + 1]);
+    out.wait.push_back(all[i + 2]);
+    out.comm.push_back(all[i + 3]);
+  }
+  return out;
 }
 
 void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOptions& o,
-                   const models::TrainResult& r, double matmul_gflops) {
+                   const models::TrainResult& r, double matmul_gflops, const RankTimes& times) {
   write_run_metadata(file.root(), metadata);
   const h5::Node train = file.root().create_group("train");
   write_config(train.create_group("config"), o.config);
@@ -109,31 +139,53 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
   curve.write("top1", top1);
   curve.write("top5", top5);
   train.write("step_seconds", r.step_seconds);
+  const std::vector<hsize_t> dims = {static_cast<hsize_t>(metadata.layout.nranks), times.steps};
+  train.write("rank_data_s", times.data, dims);
+  train.write("rank_compute_s", times.compute, dims);
+  train.write("rank_wait_s", times.wait, dims);
+  train.write("rank_comm_s", times.comm, dims);
 }
 
 int run(int argc, char** argv, const WorldLayout& layout) {
+  const bool root = layout.rank == 0;
   std::optional<TrainOptions> parsed;
   std::unique_ptr<ResultsFile> file;
+  std::string error;
   try {
-    parsed = parse_train_options(argc, argv, true);
-    if (!parsed) return 0;
-    if (layout.nranks > 1)
-      throw UsageError("sb-train runs on one rank for now (data-parallel training is the next issue); got " +
-                       std::to_string(layout.nranks));
-    if (parsed->out.empty()) parsed->out = default_results_path("train");
-    file = std::make_unique<ResultsFile>(parsed->out);
+    parsed = parse_train_options(argc, argv, root);
+    if (parsed && root) {
+      if (parsed->out.empty()) parsed->out = default_results_path("train");
+      file = std::make_unique<ResultsFile>(parsed->out);
+    }
+  } catch (const UsageError& e) {
+    error = e.what();
+  }
+  int mine = error.empty() ? 0 : 1, any = 0;
+  SB_MPI_CHECK(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  if (any) {
+    if (root) std::fprintf(stderr, "%s: error: %s\n", kProgram, error.empty() ? "see rank 0" : error.c_str());
+    return kExitUsage;
+  }
+  if (!parsed) return 0;
+  try {
     RunMetadata metadata = describe_run(kProgram, argc, argv);
     metadata.layout = layout;
     metadata.labels = parsed->labels;
     metadata.libraries.emplace_back("oneDNN", models::OnednnBackend::library_version());
-
-    warn_about_binding(parsed->config.threads, layout.local_size);
-    const models::TrainResult result = models::train(parsed->config, stdout);
+    if (root) warn_about_binding(parsed->config.threads, layout.local_size);
+    // Bad data or settings fail alike on every rank (every rank reads the same files), so each
+    // throws and reports the same line; rank 0 prints it.
+    // The matmul ceiling is measured first, while nothing else runs (the loader's threads would
+    // share the cores), every rank at once as they will train.
     const double matmul = models::OnednnBackend::matmul_gflops();
+    const models::TrainResult result = models::train(parsed->config, root ? stdout : nullptr, MPI_COMM_WORLD);
+    const RankTimes times = gather_step_times(result, layout.nranks);
+    if (!root) return 0;
     const double model_rate = result.images_per_s * result.train_flops_per_image / 1e9;
-    std::printf("[throughput] %.2f img/s (median step, first excluded) = %.1f GFLOP/s of model FLOPs; "
-                "oneDNN fp32 matmul 2048^3: %.1f GFLOP/s; %.0f%% of it\n",
-                result.images_per_s, model_rate, matmul, 100 * model_rate / matmul);
+    std::printf("[throughput] %.2f img/s (median step, first excluded) = %.1f GFLOP/s of model FLOPs on %d rank%s; "
+                "oneDNN fp32 matmul 2048^3: %.1f GFLOP/s per rank; %.0f%% of it\n",
+                result.images_per_s, model_rate, layout.nranks, layout.nranks == 1 ? "" : "s", matmul,
+                100 * model_rate / (matmul * layout.nranks));
     if (parsed->config.target_accuracy > 0) {
       if (result.reached_target)
         std::printf("[result] time to %.4f top-1: %.1f s (%.4f rank-hours)\n", parsed->config.target_accuracy,
@@ -142,12 +194,12 @@ int run(int argc, char** argv, const WorldLayout& layout) {
         std::printf("[result] target %.4f top-1 not reached (best %.4f) in %.1f s\n", parsed->config.target_accuracy,
                     result.best_top1, result.run_s);
     }
-    write_results(*file, metadata, *parsed, result, matmul);
+    write_results(*file, metadata, *parsed, result, matmul, times);
     file->commit();
     std::printf("# Complete results: %s\n", file->final_path().c_str());
     return 0;
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
+    if (root) std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
     return kExitUsage;
   }
 }
@@ -156,7 +208,8 @@ int run(int argc, char** argv, const WorldLayout& layout) {
 }  // namespace sb
 
 int main(int argc, char** argv) {
-  sb::MpiSession session(&argc, &argv);
+  // SERIALIZED: the gradient exchange's thread calls MPI while the main thread computes.
+  sb::MpiSession session(&argc, &argv, MPI_THREAD_SERIALIZED);
   const sb::WorldLayout layout = sb::discover_world_layout();
   try {
     return sb::run(argc, argv, layout);

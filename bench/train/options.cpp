@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "collectives/allreduce_impl.hpp"
 #include "common/command_line.hpp"
 #include "common/usage_error.hpp"
 #include "models/resnet.hpp"
@@ -12,12 +13,14 @@ namespace sb {
 std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool print) {
   TrainOptions o;
   models::TrainConfig& c = o.config;
-  std::string optimizer = "sgd", decay = "cosine";
+  std::string optimizer = "sgd", decay = "cosine", strategy = "ddp", transport = "mpi";
+  double bucket_mb = -1;
+  int overlap = 1;
   std::vector<std::string> label_texts;
   std::string models;
   for (const std::string& name : models::resnet_names()) models += (models.empty() ? "" : ", ") + name;
-  CLI::App app("sb-train: trains a ResNet to a target accuracy and reports the time it took (MLPerf's timing),\n"
-               "the per-epoch curve and the training throughput.",
+  CLI::App app("sb-train: trains a ResNet, data-parallel over the ranks of mpirun, to a target accuracy and\n"
+               "reports the time it took (MLPerf's timing), the per-epoch curve and the training throughput.",
                "sb-train");
   app.add_option("--model", c.model, "one of " + models + " [resnet20]");
   app.add_option("--data", c.data,
@@ -48,12 +51,32 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   app.add_option("--checkpoint-steps", c.checkpoint_steps, "also checkpoint every this many steps [0: off]");
   app.add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint DIR");
   app.add_option("--print-every", c.print_every, "steps between progress lines [50]");
+  app.add_option("--algo", c.exchange.algorithm,
+                 "gradient allreduce: mpi (MPI_Allreduce) or a schedule (ring, rd, rabenseifner, tree, dbtree, hier, "
+                 "torus2d) [mpi]");
+  app.add_option("--transport", transport, "a schedule's transport: mpi or shm [mpi]");
+  app.add_option("--bucket-strategy", strategy, "per-tensor, fixed (Horovod), ddp (PyTorch) or partition [ddp]");
+  app.add_option("--bucket-mb", bucket_mb, "bucket size in MiB [fixed 128, ddp 25, partition 4]");
+  app.add_option("--overlap", overlap, "1: reduce buckets while backward runs; 0: after it [1]");
+  app.add_option("--accumulate", c.accumulate, "micro-batches per step on each rank (gradient accumulation) [1]");
+  app.add_option("--mllog", c.mllog, "MLPerf-style log file (:::MLLOG lines)");
   app.add_option("--out", o.out, "results file [out/train-<UTC time>-<pid>.h5]");
   app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
   c.base_lr = 0.2;
   if (!parse_command_line(app, argc, argv, print)) return std::nullopt;
   c.optimizer.kind = models::parse_optimizer(optimizer);
   c.decay = models::parse_decay(decay);
+  c.bucket_strategy = parse_bucket_strategy(strategy);
+  c.bucket_mb = bucket_mb >= 0 ? bucket_mb : default_bucket_mb(c.bucket_strategy);
+  if (c.bucket_strategy != BucketStrategy::per_tensor && c.bucket_mb <= 0)
+    throw UsageError("--bucket-mb must be positive");
+  if (overlap != 0 && overlap != 1) throw UsageError("--overlap must be 0 or 1");
+  c.exchange.overlap = overlap == 1;
+  if (transport == "mpi") c.exchange.impl.transport = Transport::mpi;
+  else if (transport == "shm") c.exchange.impl.transport = Transport::shm;
+  else throw UsageError("--transport must be mpi or shm for host training, not '" + transport + "'");
+  const AllreduceImplInfo* algo = find_allreduce_impl(c.exchange.algorithm);
+  if (!algo || c.exchange.algorithm == "nccl") throw UsageError("unknown or device-only --algo '" + c.exchange.algorithm + "'");
   if (c.threads < 0) throw UsageError("--threads must not be negative");
   if (c.workers < 1) throw UsageError("--workers must be at least 1");
   if (c.checkpoint_every < 1 || c.checkpoint_steps < 0) throw UsageError("--checkpoint-every must be at least 1");

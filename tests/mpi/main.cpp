@@ -19,7 +19,9 @@ class AnyRankFails : public ::testing::EmptyTestEventListener {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  // SERIALIZED: the data-parallel tests' gradient exchange calls MPI from its own thread.
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   sb::set_process_rank(rank);

@@ -1,0 +1,110 @@
+#include "collectives/buckets/bucket_plan.hpp"
+
+#include <algorithm>
+
+#include "common/usage_error.hpp"
+
+namespace sb {
+
+BucketStrategy parse_bucket_strategy(const std::string& name) {
+  if (name == "per-tensor") return BucketStrategy::per_tensor;
+  if (name == "fixed") return BucketStrategy::fixed;
+  if (name == "ddp") return BucketStrategy::ddp;
+  if (name == "partition") return BucketStrategy::partition;
+  throw UsageError("unknown bucket strategy '" + name + "' (per-tensor, fixed, ddp, partition)");
+}
+
+std::string bucket_strategy_name(BucketStrategy strategy) {
+  switch (strategy) {
+    case BucketStrategy::per_tensor: return "per-tensor";
+    case BucketStrategy::fixed: return "fixed";
+    case BucketStrategy::ddp: return "ddp";
+    case BucketStrategy::partition: return "partition";
+  }
+  return "?";
+}
+
+double default_bucket_mb(BucketStrategy strategy) {
+  switch (strategy) {
+    case BucketStrategy::fixed: return 128;
+    case BucketStrategy::ddp: return 25;
+    case BucketStrategy::partition: return 4;  // ~1M fp32 parameters per partition
+    case BucketStrategy::per_tensor: return 0;
+  }
+  return 25;
+}
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+class Builder {
+ public:
+  explicit Builder(BucketPlan& plan) : plan_(plan) {}
+  void add(size_t tensor, size_t offset, size_t count) {
+    if (plan_.buckets.empty() || open_ == false) {
+      plan_.buckets.emplace_back();
+      plan_.buckets.back().priority = tensor;
+      open_ = true;
+    }
+    Bucket& b = plan_.buckets.back();
+    b.pieces.push_back({tensor, offset, count, b.count});
+    b.count += count;
+    b.priority = std::min(b.priority, tensor);
+  }
+  void close() { open_ = false; }
+  size_t open_count() const { return open_ && !plan_.buckets.empty() ? plan_.buckets.back().count : 0; }
+
+ private:
+  BucketPlan& plan_;
+  bool open_ = false;
+};
+
+}  // namespace
+
+BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrategy strategy, double bucket_mb,
+                        size_t partition_elements) {
+  if (bucket_mb < 0) throw UsageError("--bucket-mb must not be negative");
+  if (partition_elements == 0) throw UsageError("partitions need at least one element");
+  BucketPlan plan;
+  plan.strategy = strategy;
+  Builder builder(plan);
+  const size_t cap = static_cast<size_t>(bucket_mb * kMiB / sizeof(float));
+  const size_t first_cap = static_cast<size_t>(1.0 * kMiB / sizeof(float));
+  for (size_t k = tensors.size(); k-- > 0;) {  // backward order
+    const size_t count = tensors[k].count;
+    plan.total_count += count;
+    switch (strategy) {
+      case BucketStrategy::per_tensor:
+        builder.add(k, 0, count);
+        builder.close();
+        break;
+      case BucketStrategy::fixed:
+      case BucketStrategy::ddp: {
+        // DDP's first bucket is small so that the first allreduce starts early in backward.
+        const size_t limit = strategy == BucketStrategy::ddp && plan.buckets.size() <= 1 ? std::min(cap, first_cap) : cap;
+        if (builder.open_count() > 0 && builder.open_count() + count > limit) builder.close();
+        builder.add(k, 0, count);
+        if (builder.open_count() >= limit) builder.close();
+        break;
+      }
+      case BucketStrategy::partition: {
+        const size_t parts = std::max<size_t>((count + partition_elements - 1) / partition_elements, 1);
+        for (size_t p = 0; p < parts; ++p) {
+          const size_t begin = count * p / parts, end = count * (p + 1) / parts;
+          builder.add(k, begin, end - begin);
+          builder.close();
+        }
+        break;
+      }
+    }
+  }
+  plan.buckets_of_tensor.assign(tensors.size(), {});
+  for (size_t b = 0; b < plan.buckets.size(); ++b)
+    for (const BucketPiece& piece : plan.buckets[b].pieces)
+      if (plan.buckets_of_tensor[piece.tensor].empty() || plan.buckets_of_tensor[piece.tensor].back() != b)
+        plan.buckets_of_tensor[piece.tensor].push_back(b);
+  return plan;
+}
+
+}  // namespace sb

@@ -1,0 +1,58 @@
+#pragma once
+// Gradient buckets: how a model's gradient tensors are fused into the allreduces of one step.
+// Backward produces gradients in reverse model order; a bucket can be reduced the moment its last
+// piece is ready. Strategies:
+//   per-tensor  one allreduce per tensor (no fusion);
+//   fixed       Horovod's tensor fusion: tensors in backward order packed while the bucket stays
+//               under the threshold (--bucket-mb, 128 MiB by default in Horovod);
+//   ddp         PyTorch DDP: reverse order, a small first bucket (1 MiB) so that communication
+//               starts early, then buckets capped at --bucket-mb (25 MiB by default in DDP);
+//   partition   ByteScheduler: every tensor cut into partitions of about partition_elements
+//               parameters, each its own bucket, sent in priority order (front layers first)
+//               among those ready.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace sb {
+
+enum class BucketStrategy { per_tensor, fixed, ddp, partition };
+
+// "per-tensor", "fixed", "ddp", "partition"; throws UsageError otherwise.
+BucketStrategy parse_bucket_strategy(const std::string& name);
+std::string bucket_strategy_name(BucketStrategy strategy);
+// The default --bucket-mb of each strategy (Horovod 128, DDP 25; partition: the credit).
+double default_bucket_mb(BucketStrategy strategy);
+
+struct GradientTensor {
+  std::string name;
+  size_t count = 0;  // fp32 elements
+};
+
+// A contiguous range of one tensor, at an offset of its bucket's fused buffer.
+struct BucketPiece {
+  size_t tensor = 0;  // index in the model's (forward) order
+  size_t offset = 0;  // first element within the tensor
+  size_t count = 0;
+  size_t bucket_offset = 0;
+};
+
+struct Bucket {
+  std::vector<BucketPiece> pieces;
+  size_t count = 0;      // fp32 elements in all
+  size_t priority = 0;   // the smallest tensor index in it: lower is nearer the input, sent first
+};
+
+struct BucketPlan {
+  BucketStrategy strategy = BucketStrategy::ddp;
+  std::vector<Bucket> buckets;  // in the order backward completes them
+  // Which buckets hold a piece of each tensor.
+  std::vector<std::vector<size_t>> buckets_of_tensor;
+  size_t total_count = 0;
+};
+
+// tensors in forward (model) order; backward order is the reverse. bucket_mb in MiB of fp32.
+BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrategy strategy, double bucket_mb,
+                        size_t partition_elements = size_t{1} << 20);
+
+}  // namespace sb

@@ -1,0 +1,79 @@
+#pragma once
+// Averages a model's gradients over the ranks, bucket by bucket (bucket_plan.hpp), on a
+// communication thread that starts each bucket's allreduce the moment backward has produced its
+// last gradient, while backward goes on. Each bucket is packed into a fused buffer, reduced in
+// place by any allreduce implementation (MPI_Allreduce, or a schedule on the mpi or shm
+// transport), and unpacked scaled by 1/ranks. Without overlap the same buckets are reduced in the
+// same way after backward, so both paths give bit-identical gradients.
+//
+// Threading: the communication thread alone uses the exchange's communicator (a duplicate of the
+// one given); the caller must not make MPI calls between begin_step() and finish(). MPI must be
+// initialised with MPI_THREAD_SERIALIZED or more.
+#include <mpi.h>
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectives/allreduce_impl.hpp"
+#include "collectives/buckets/bucket_plan.hpp"
+
+namespace sb {
+
+struct ExchangeConfig {
+  std::string algorithm = "mpi";  // an allreduce implementation name (sb-allreduce --impl)
+  ImplConfig impl;                // its transport, segment, node size
+  bool overlap = true;
+};
+
+// What one step's exchange cost, as seen from this rank.
+struct ExchangeTimes {
+  double communication_s = 0;  // inside allreduces (packing included)
+  double wait_s = 0;           // the caller blocked in finish(): communication not hidden by backward
+};
+
+class GradientExchange {
+ public:
+  // gradients[k] points at tensor k's fp32 gradient (plan's tensor order), count elements each.
+  GradientExchange(MPI_Comm comm, const ExchangeConfig& config, BucketPlan plan, std::vector<float*> gradients);
+  ~GradientExchange();
+  GradientExchange(const GradientExchange&) = delete;
+  GradientExchange& operator=(const GradientExchange&) = delete;
+
+  // Marks the start of a step's backward pass.
+  void begin_step();
+  // Tensor k's gradient is final for this step (called by backward, in any order).
+  void tensor_ready(size_t tensor);
+  // Waits until every bucket is reduced and unpacked (reducing them all now without overlap).
+  ExchangeTimes finish();
+
+  const BucketPlan& plan() const { return plan_; }
+  int ranks() const { return ranks_; }
+
+ private:
+  void run_thread();
+  void reduce(size_t bucket);
+
+  BucketPlan plan_;
+  std::vector<float*> gradients_;
+  bool overlap_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int ranks_ = 1;
+  std::unique_ptr<AllreduceImpl> impl_;
+  std::vector<std::vector<float>> fused_;  // one buffer per bucket
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<size_t> pieces_left_;  // per bucket, this step
+  std::vector<size_t> ready_;        // buckets ready and not yet taken
+  size_t done_ = 0;                  // buckets reduced this step
+  bool stopping_ = false;
+  double communication_s_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace sb

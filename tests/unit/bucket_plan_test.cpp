@@ -1,0 +1,76 @@
+// Bucket packing: every element of every tensor in exactly one bucket, for every strategy and
+// size; buckets in backward order; each strategy's own rule (caps, DDP's small first bucket,
+// partitions of about 1M parameters).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "collectives/buckets/bucket_plan.hpp"
+#include "common/usage_error.hpp"
+
+namespace sb {
+namespace {
+
+// ResNet-50-like sizes: many small BN vectors, a few multi-million convolutions and the fc.
+std::vector<GradientTensor> tensors() {
+  std::vector<GradientTensor> t;
+  const size_t sizes[] = {9408, 64, 64, 4096, 64, 64, 36864, 256, 256, 589824, 512, 512, 2359296, 2048, 2048,
+                          1048576, 2048, 2048, 2048000, 1000};
+  for (size_t i = 0; i < std::size(sizes); ++i) t.push_back({std::string("t").append(std::to_string(i)), sizes[i]});
+  return t;
+}
+
+TEST(BucketPlan, EveryElementOfEveryTensorIsInExactlyOneBucket) {
+  const std::vector<GradientTensor> t = tensors();
+  for (BucketStrategy strategy :
+       {BucketStrategy::per_tensor, BucketStrategy::fixed, BucketStrategy::ddp, BucketStrategy::partition}) {
+    for (double mb : {0.001, 0.25, 1.0, 4.0, 25.0, 256.0}) {
+      const BucketPlan plan = plan_buckets(t, strategy, mb, 1 << 20);
+      std::vector<std::vector<int>> covered(t.size());
+      for (size_t k = 0; k < t.size(); ++k) covered[k].assign(t[k].count, 0);
+      size_t total = 0;
+      for (const Bucket& b : plan.buckets) {
+        size_t offset = 0;
+        for (const BucketPiece& p : b.pieces) {
+          EXPECT_EQ(p.bucket_offset, offset);
+          offset += p.count;
+          for (size_t i = p.offset; i < p.offset + p.count; ++i) ++covered[p.tensor][i];
+        }
+        EXPECT_EQ(offset, b.count);
+        total += b.count;
+      }
+      EXPECT_EQ(total, plan.total_count);
+      for (size_t k = 0; k < t.size(); ++k)
+        for (int c : covered[k]) ASSERT_EQ(c, 1) << bucket_strategy_name(strategy) << " " << mb << " MiB, tensor " << k;
+      // Backward order: the first bucket holds the last tensor.
+      EXPECT_EQ(plan.buckets.front().pieces.front().tensor, t.size() - 1);
+    }
+  }
+}
+
+TEST(BucketPlan, StrategiesFollowTheirRules) {
+  const std::vector<GradientTensor> t = tensors();
+  EXPECT_EQ(plan_buckets(t, BucketStrategy::per_tensor, 25).buckets.size(), t.size());
+  // fixed at 256 MiB: everything in one allreduce.
+  EXPECT_EQ(plan_buckets(t, BucketStrategy::fixed, 256).buckets.size(), 1u);
+  // ddp: the first bucket is capped at 1 MiB (the fc bias, then the 8 MB fc weight alone).
+  const BucketPlan ddp = plan_buckets(t, BucketStrategy::ddp, 25);
+  EXPECT_EQ(ddp.buckets[0].count, 1000u);
+  for (size_t b = 1; b < ddp.buckets.size(); ++b)
+    EXPECT_TRUE(ddp.buckets[b].count * 4 <= (25u << 20) || ddp.buckets[b].pieces.size() == 1);
+  // partition: the 2.36M-parameter tensor is cut into 3 pieces of at most 1M.
+  const BucketPlan parts = plan_buckets(t, BucketStrategy::partition, 4, 1 << 20);
+  size_t pieces_of_12 = 0;
+  for (const Bucket& b : parts.buckets) {
+    EXPECT_LE(b.count, size_t{1} << 20);
+    for (const BucketPiece& p : b.pieces) pieces_of_12 += p.tensor == 12;
+    EXPECT_EQ(b.priority, b.pieces.front().tensor);
+  }
+  EXPECT_EQ(pieces_of_12, 3u);
+  EXPECT_EQ(parts.buckets_of_tensor[12].size(), 3u);
+  EXPECT_THROW(parse_bucket_strategy("horovod"), UsageError);
+  EXPECT_THROW(plan_buckets(t, BucketStrategy::ddp, -1), UsageError);
+}
+
+}  // namespace
+}  // namespace sb
