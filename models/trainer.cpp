@@ -57,7 +57,7 @@ struct Evaluation {
 // One training run on this rank: the model, its optimizer, the loaders and the exchange.
 class Run {
  public:
-  Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm);
+  Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat);
   TrainResult execute();
 
  private:
@@ -75,8 +75,13 @@ class Run {
   void average_running_statistics();
   void save();
 
+  void beat(const char* what, int64_t n) const {
+    if (heartbeat_) heartbeat_(std::string(what) + " " + std::to_string(n));
+  }
+
   const TrainConfig& config_;
   std::FILE* progress_;
+  Heartbeat heartbeat_;
   MPI_Comm comm_;
   int rank_ = 0, nranks_ = 1;
   MlLog mllog_;
@@ -97,8 +102,12 @@ class Run {
   Tensor input_, dlogits_, eval_input_;
 };
 
-Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm)
-    : config_(config), progress_(progress), comm_(comm), mllog_(progress ? config.mllog : std::string()) {
+Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat)
+    : config_(config),
+      progress_(progress),
+      heartbeat_(std::move(heartbeat)),
+      comm_(comm),
+      mllog_(progress ? config.mllog : std::string()) {
   SB_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
   SB_MPI_CHECK(MPI_Comm_size(comm, &nranks_));
   validate(config, nranks_);
@@ -351,6 +360,7 @@ TrainResult Run::execute() {
       state_.epoch_loss_sum += loss_sum;
       state_.epoch_samples += batch->count();
       ++state_.step;
+      beat("step", state_.step);
       state_.next_batch = batch->index + 1;
       stop = state_.step >= last_step;
       if (config_.print_every > 0 && (state_.step % config_.print_every == 0 || stop)) {
@@ -375,6 +385,7 @@ TrainResult Run::execute() {
     if ((epoch + 1) % config_.eval_every == 0 || last_epoch) {
       const Clock::time_point eval_start = Clock::now();
       mllog_.start("eval_start", MlLog::epoch_metadata(epoch + 1));
+      beat("evaluation after epoch", epoch + 1);
       average_running_statistics();
       const Evaluation e = evaluate();
       mllog_.end("eval_stop", MlLog::epoch_metadata(epoch + 1));
@@ -421,8 +432,8 @@ TrainResult Run::execute() {
 
 std::string checkpoint_path(const std::string& directory) { return directory + "/checkpoint.h5"; }
 
-TrainResult train(const TrainConfig& config, std::FILE* progress, MPI_Comm comm) {
-  Run run(config, progress, comm);
+TrainResult train(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat) {
+  Run run(config, progress, comm, std::move(heartbeat));
   return run.execute();
 }
 

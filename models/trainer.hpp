@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -76,9 +77,13 @@ struct TrainResult {
   std::string dataset;
 };
 
+// Called with what the run is doing ("step 12", "evaluation 3"), after every step: a heartbeat
+// for a watchdog.
+using Heartbeat = std::function<void(const std::string& phase)>;
+
 // Collective over comm. Throws UsageError for bad configuration or data (the same on every rank).
 // Progress lines go to `progress` (pass it on rank 0 only).
-TrainResult train(const TrainConfig& config, std::FILE* progress, MPI_Comm comm);
+TrainResult train(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat = {});
 
 std::string checkpoint_path(const std::string& directory);
 

@@ -15,6 +15,7 @@
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
+#include "common/watchdog.hpp"
 #include "models/onednn_backend.hpp"
 #include "models/trainer.hpp"
 #include "results/results_file.hpp"
@@ -24,6 +25,8 @@ namespace sb {
 namespace {
 
 constexpr const char* kProgram = "sb-train";
+// Ranks other than 0 wait this much longer before giving up, so that rank 0 reports first.
+constexpr double kTimeoutGraceSeconds = 5;
 
 // mpirun binds a rank to one core by default (Open MPI at 2 ranks or fewer). Compute threads
 // beyond the cores a process may run on spin against each other, several times slower; and
@@ -175,10 +178,18 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     if (root) warn_about_binding(parsed->config.threads, layout.local_size);
     // Bad data or settings fail alike on every rank (every rank reads the same files), so each
     // throws and reports the same line; rank 0 prints it.
+    // A rank that hangs (or a peer lost without the launcher noticing) ends the job after
+    // --timeout seconds without a finished step; the last checkpoint is whole (written atomically).
+    Watchdog watchdog(parsed->timeout_seconds, root ? 0 : kTimeoutGraceSeconds,
+                      [&](const std::string& reason) {
+                        std::fprintf(stderr, "%s: %s; resume from the last checkpoint with --resume\n", kProgram,
+                                     reason.c_str());
+                      });
     // The matmul ceiling is measured first, while nothing else runs (the loader's threads would
     // share the cores), every rank at once as they will train.
     const double matmul = models::OnednnBackend::matmul_gflops();
-    const models::TrainResult result = models::train(parsed->config, root ? stdout : nullptr, MPI_COMM_WORLD);
+    const models::TrainResult result = models::train(parsed->config, root ? stdout : nullptr, MPI_COMM_WORLD,
+                                                     [&](const std::string& phase) { watchdog.phase(phase); });
     const RankTimes times = gather_step_times(result, layout.nranks);
     if (!root) return 0;
     const double model_rate = result.images_per_s * result.train_flops_per_image / 1e9;
@@ -209,6 +220,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
 
 int main(int argc, char** argv) {
   // SERIALIZED: the gradient exchange's thread calls MPI while the main thread computes.
+  sb::block_termination_signals();
   sb::MpiSession session(&argc, &argv, MPI_THREAD_SERIALIZED);
   const sb::WorldLayout layout = sb::discover_world_layout();
   try {

@@ -60,6 +60,8 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   app.add_option("--overlap", overlap, "1: reduce buckets while backward runs; 0: after it [1]");
   app.add_option("--accumulate", c.accumulate, "micro-batches per step on each rank (gradient accumulation) [1]");
   app.add_option("--mllog", c.mllog, "MLPerf-style log file (:::MLLOG lines)");
+  app.add_option("-T,--timeout", o.timeout_seconds,
+                 "seconds without a finished step before the job ends (a hung or lost rank) [600; 0 = never]");
   app.add_option("--out", o.out, "results file [out/train-<UTC time>-<pid>.h5]");
   app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
   c.base_lr = 0.2;
@@ -78,6 +80,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   const AllreduceImplInfo* algo = find_allreduce_impl(c.exchange.algorithm);
   if (!algo || c.exchange.algorithm == "nccl") throw UsageError("unknown or device-only --algo '" + c.exchange.algorithm + "'");
   if (c.threads < 0) throw UsageError("--threads must not be negative");
+  if (o.timeout_seconds < 0) throw UsageError("--timeout must not be negative");
   if (c.workers < 1) throw UsageError("--workers must be at least 1");
   if (c.checkpoint_every < 1 || c.checkpoint_steps < 0) throw UsageError("--checkpoint-every must be at least 1");
   if (c.optimizer.momentum < 0 || c.optimizer.momentum >= 1) throw UsageError("--momentum is in [0, 1)");

@@ -12,6 +12,7 @@ struct TrainOptions {
   models::TrainConfig config;
   std::string out;  // empty: out/train-<UTC time>-<pid>.h5
   std::map<std::string, std::string> labels;
+  double timeout_seconds = 600;  // without a finished step or evaluation before the job ends
 };
 
 // Throws UsageError for bad input; nullopt after --help.

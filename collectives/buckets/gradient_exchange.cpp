@@ -24,6 +24,8 @@ GradientExchange::GradientExchange(MPI_Comm comm, const ExchangeConfig& config, 
     throw UsageError("allreduce '" + config.algorithm + "' works on device buffers; training here is on the host");
   for (const Bucket& b : plan_.buckets) fused_.emplace_back(b.count);
   pieces_left_.resize(plan_.buckets.size());
+  bucket_start_.assign(plan_.buckets.size(), 0);
+  bucket_end_.assign(plan_.buckets.size(), 0);
   if (overlap_) thread_ = std::thread([this] { run_thread(); });
 }
 
@@ -77,9 +79,11 @@ void GradientExchange::reduce(size_t bucket) {
     const float* in = fused + piece.bucket_offset;
     for (size_t i = 0; i < piece.count; ++i) out[i] = in[i] * scale;
   }
-  const double seconds = MPI_Wtime() - start;
+  const double end = MPI_Wtime();
   std::lock_guard lock(mutex_);
-  communication_s_ += seconds;
+  communication_s_ += end - start;
+  bucket_start_[bucket] = start;
+  bucket_end_[bucket] = end;
   ++done_;
 }
 

@@ -52,6 +52,9 @@ class GradientExchange {
   ExchangeTimes finish();
 
   const BucketPlan& plan() const { return plan_; }
+  // When each bucket's reduction started and ended in the last step (MPI_Wtime seconds), by bucket.
+  const std::vector<double>& bucket_start() const { return bucket_start_; }
+  const std::vector<double>& bucket_end() const { return bucket_end_; }
   int ranks() const { return ranks_; }
 
  private:
@@ -73,6 +76,7 @@ class GradientExchange {
   size_t done_ = 0;                  // buckets reduced this step
   bool stopping_ = false;
   double communication_s_ = 0;
+  std::vector<double> bucket_start_, bucket_end_;
   std::thread thread_;
 };
 

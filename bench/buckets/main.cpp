@@ -1,0 +1,221 @@
+// sb-buckets: the gradient-fusion benchmark without training. A model's gradient list and the
+// times its backward pass produces them (measured on rank 0 on this backend, or read from a
+// profile) are replayed on every rank against real allreduces, for each bucket strategy and
+// size: iteration time, exposed (non-overlapped) communication, overlap fraction and each
+// bucket's start and end, against two baselines after backward (no overlap: every tensor its own
+// allreduce; fused: one allreduce of all gradients). A table, the best size per strategy, and an
+// HDF5 file (/buckets, results/SCHEMA.md).
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "bench/buckets/options.hpp"
+#include "collectives/buckets/replay.hpp"
+#include "common/check.hpp"
+#include "common/mpi_env.hpp"
+#include "common/stats.hpp"
+#include "common/usage_error.hpp"
+#include "models/backward_timing.hpp"
+#include "models/onednn_backend.hpp"
+#include "results/results_file.hpp"
+#include "results/run_metadata.hpp"
+
+namespace sb {
+namespace {
+
+constexpr const char* kProgram = "sb-buckets";
+constexpr double kMiB = 1024.0 * 1024.0;
+
+struct Row {
+  double bucket_mb = 0;
+  size_t buckets = 0;
+  double iteration_s = 0, exposed_s = 0, communication_s = 0, overlap = 0;
+  std::vector<double> bucket_start_s, bucket_end_s;  // of the last timed step, rank 0
+};
+
+// Median over steps of the slowest rank's iteration; the other figures from that same step.
+Row measure(const BucketsOptions& o, const BackwardProfile& profile, BucketStrategy strategy, double mb,
+            bool overlap, std::vector<std::vector<float>>& gradients) {
+  std::vector<float*> pointers;
+  for (auto& g : gradients) pointers.push_back(g.data());
+  ExchangeConfig config = o.exchange;
+  config.overlap = overlap;
+  const size_t partition = std::max<size_t>(static_cast<size_t>(mb * kMiB / sizeof(float)), 1);
+  GradientExchange exchange(MPI_COMM_WORLD, config, plan_buckets(profile.tensors, strategy, mb, partition), pointers);
+  for (int i = 0; i < o.warmup_iters; ++i) replay_step(exchange, profile, MPI_COMM_WORLD);
+  std::vector<std::pair<double, ReplayResult>> steps;
+  for (int i = 0; i < o.iters; ++i) {
+    ReplayResult r = replay_step(exchange, profile, MPI_COMM_WORLD);
+    double slowest = 0;
+    SB_MPI_CHECK(MPI_Allreduce(&r.iteration_s, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    steps.emplace_back(slowest, std::move(r));
+  }
+  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const auto& [slowest, median] = steps[steps.size() / 2];
+  Row row;
+  row.bucket_mb = mb;
+  row.buckets = exchange.plan().buckets.size();
+  row.iteration_s = slowest;
+  row.exposed_s = std::max(slowest - profile.backward_s, 0.0);
+  row.communication_s = median.communication_s;
+  row.overlap = row.communication_s > 0 ? std::clamp(1.0 - row.exposed_s / row.communication_s, 0.0, 1.0) : 1.0;
+  row.bucket_start_s = median.bucket_start_s;
+  row.bucket_end_s = median.bucket_end_s;
+  return row;
+}
+
+BackwardProfile obtain_profile(const BucketsOptions& o, const WorldLayout& layout) {
+  BackwardProfile profile;
+  if (!o.profile.empty()) {
+    profile = read_backward_profile(o.profile);
+  } else {
+    // Rank 0 measures alone, so that the other ranks' compute does not slow it; all use its figures.
+    models::OnednnBackend backend(o.threads);
+    models::ResNet model(backend, models::make_resnet_config(o.model, 3, 1000, o.image_size, 1));
+    if (layout.rank == 0) profile = models::measure_backward(model, o.batch, o.image_size, o.profile_steps);
+    else
+      for (const models::Parameter* p : model.parameters())
+        profile.tensors.push_back({p->name, static_cast<size_t>(p->value.count())});
+    profile.ready_s.resize(profile.tensors.size());
+    SB_MPI_CHECK(MPI_Bcast(&profile.backward_s, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    SB_MPI_CHECK(MPI_Bcast(profile.ready_s.data(), static_cast<int>(profile.ready_s.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD));
+  }
+  profile.backward_s *= o.compute_scale;
+  for (double& t : profile.ready_s) t *= o.compute_scale;
+  if (layout.rank == 0 && !o.write_profile.empty()) write_backward_profile(o.write_profile, profile);
+  return profile;
+}
+
+void write_row_group(const h5::Node& group, const std::vector<Row>& rows) {
+  std::vector<double> mb, iteration, exposed, comm, overlap, starts, ends;
+  std::vector<int64_t> buckets;
+  for (const Row& r : rows) {
+    mb.push_back(r.bucket_mb);
+    buckets.push_back(static_cast<int64_t>(r.buckets));
+    iteration.push_back(r.iteration_s);
+    exposed.push_back(r.exposed_s);
+    comm.push_back(r.communication_s);
+    overlap.push_back(r.overlap);
+    starts.insert(starts.end(), r.bucket_start_s.begin(), r.bucket_start_s.end());
+    ends.insert(ends.end(), r.bucket_end_s.begin(), r.bucket_end_s.end());
+  }
+  group.write("bucket_mb", mb);
+  group.write("buckets", buckets);
+  group.write("iteration_s", iteration);
+  group.write("exposed_s", exposed);
+  group.write("communication_s", comm);
+  group.write("overlap_fraction", overlap);
+  group.write("bucket_start_s", starts);
+  group.write("bucket_end_s", ends);
+}
+
+int run(int argc, char** argv, const WorldLayout& layout) {
+  const bool root = layout.rank == 0;
+  std::optional<BucketsOptions> parsed;
+  std::unique_ptr<ResultsFile> file;
+  std::string error;
+  BackwardProfile profile;
+  try {
+    parsed = parse_buckets_options(argc, argv, root);
+    if (parsed && !parsed->profile.empty()) profile = read_backward_profile(parsed->profile);  // bad file: exit 2
+    if (parsed && root) {
+      if (parsed->out.empty()) parsed->out = default_results_path("buckets");
+      file = std::make_unique<ResultsFile>(parsed->out);
+    }
+  } catch (const UsageError& e) {
+    error = e.what();
+  }
+  int mine = error.empty() ? 0 : 1, any = 0;
+  SB_MPI_CHECK(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  if (any) {
+    if (root) std::fprintf(stderr, "%s: error: %s\n", kProgram, error.empty() ? "see rank 0" : error.c_str());
+    return kExitUsage;
+  }
+  if (!parsed) return 0;
+  const BucketsOptions& o = *parsed;
+  RunMetadata metadata = describe_run(kProgram, argc, argv);
+  metadata.layout = layout;
+  metadata.labels = o.labels;
+  profile = obtain_profile(o, layout);
+  size_t total = 0;
+  for (const GradientTensor& t : profile.tensors) total += t.count;
+  std::vector<std::vector<float>> gradients;
+  for (const GradientTensor& t : profile.tensors) gradients.emplace_back(t.count, 1.0f + static_cast<float>(layout.rank));
+
+  if (root) {
+    std::printf("# %s: %s, %zu tensors, %.1f MiB of fp32 gradients; backward %.1f ms%s; %d ranks; %s allreduce on %s\n",
+                kProgram, o.profile.empty() ? o.model.c_str() : o.profile.c_str(), profile.tensors.size(),
+                total * 4 / kMiB, profile.backward_s * 1e3, o.compute_scale != 1 ? " (scaled)" : "", layout.nranks,
+                o.exchange.algorithm.c_str(), std::string(name_of(o.exchange.impl.transport)).c_str());
+    std::printf("# %-10s  %9s  %7s  %11s  %11s  %11s  %8s  %9s\n", "strategy", "bucket_MiB", "buckets", "iter(ms)",
+                "exposed(ms)", "comm(ms)", "overlap", "vs_fused");
+    std::fflush(stdout);
+  }
+  const double total_mb = total * sizeof(float) / kMiB;
+  const Row no_overlap = measure(o, profile, BucketStrategy::per_tensor, 0, false, gradients);
+  const Row fused = measure(o, profile, BucketStrategy::fixed, total_mb * 2, false, gradients);
+  auto print = [&](const char* name, const Row& r) {
+    if (root)
+      std::printf("  %-10s  %9.2f  %7zu  %11.2f  %11.2f  %11.2f  %7.0f%%  %8.2fx\n", name, r.bucket_mb, r.buckets,
+                  r.iteration_s * 1e3, r.exposed_s * 1e3, r.communication_s * 1e3, 100 * r.overlap,
+                  fused.iteration_s / r.iteration_s);
+    if (root) std::fflush(stdout);
+  };
+  print("no-overlap", no_overlap);
+  print("fused", fused);
+
+  std::vector<std::pair<BucketStrategy, std::vector<Row>>> results;
+  for (BucketStrategy strategy : o.strategies) {
+    std::vector<Row> rows;
+    const std::vector<double> sizes = strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes();
+    for (double mb : sizes) {
+      rows.push_back(measure(o, profile, strategy, mb, true, gradients));
+      print(bucket_strategy_name(strategy).c_str(), rows.back());
+    }
+    results.emplace_back(strategy, std::move(rows));
+  }
+  if (!root) return 0;
+  std::printf("# best bucket size per strategy (iteration time; vs per-tensor overlapped, vs no overlap):\n");
+  const Row* per_tensor = nullptr;
+  for (const auto& [strategy, rows] : results)
+    if (strategy == BucketStrategy::per_tensor) per_tensor = &rows.front();
+  for (const auto& [strategy, rows] : results) {
+    const Row& best = *std::min_element(rows.begin(), rows.end(),
+                                        [](const Row& a, const Row& b) { return a.iteration_s < b.iteration_s; });
+    std::printf("#   %-10s %8.2f MiB: %.2f ms", bucket_strategy_name(strategy).c_str(), best.bucket_mb,
+                best.iteration_s * 1e3);
+    if (per_tensor) std::printf(", %.2fx per-tensor", per_tensor->iteration_s / best.iteration_s);
+    std::printf(", %.2fx no overlap\n", no_overlap.iteration_s / best.iteration_s);
+  }
+  write_run_metadata(file->root(), metadata);
+  const h5::Node buckets = file->root().create_group("buckets");
+  buckets.set_attr("model", o.profile.empty() ? o.model : std::string("profile:") + o.profile);
+  buckets.set_attr("backward_s", profile.backward_s);
+  buckets.set_attr("compute_scale", o.compute_scale);
+  buckets.set_attr("gradient_bytes", static_cast<int64_t>(total * sizeof(float)));
+  buckets.set_attr("algo", o.exchange.algorithm);
+  buckets.set_attr("transport", std::string(name_of(o.exchange.impl.transport)));
+  buckets.set_attr("iters", static_cast<int64_t>(o.iters));
+  write_row_group(buckets.create_group("no-overlap"), {no_overlap});
+  write_row_group(buckets.create_group("fused"), {fused});
+  for (const auto& [strategy, rows] : results) write_row_group(buckets.create_group(bucket_strategy_name(strategy)), rows);
+  std::vector<double> ready = profile.ready_s;
+  buckets.write("tensor_ready_s", ready);
+  file->commit();
+  std::printf("# Complete results: %s\n", file->final_path().c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace sb
+
+int main(int argc, char** argv) {
+  sb::MpiSession session(&argc, &argv, MPI_THREAD_SERIALIZED);
+  const sb::WorldLayout layout = sb::discover_world_layout();
+  try {
+    return sb::run(argc, argv, layout);
+  } catch (const std::exception& e) {
+    sb::die(__FILE__, __LINE__, std::string("sb-buckets: ") + e.what());
+  }
+}

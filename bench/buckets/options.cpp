@@ -1,0 +1,71 @@
+#include "bench/buckets/options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include "common/command_line.hpp"
+#include "common/usage_error.hpp"
+#include "models/resnet.hpp"
+#include "results/run_metadata.hpp"
+
+namespace sb {
+
+std::vector<double> BucketsOptions::bucket_sizes() const {
+  std::vector<double> sizes;
+  for (double mb = min_mb; mb <= max_mb * (1 + 1e-9); mb *= factor) sizes.push_back(mb);
+  return sizes;
+}
+
+std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool print) {
+  BucketsOptions o;
+  std::string strategies = "all", transport = "mpi";
+  std::vector<std::string> label_texts;
+  CLI::App app("sb-buckets: gradient fusion without training. A model's gradients and the times backward produces\n"
+               "them (measured here, or a profile file) are replayed against real allreduces, for each bucket\n"
+               "strategy and size: iteration time, exposed communication and overlap, against no overlap and\n"
+               "one fused allreduce after backward. Run it under mpirun.",
+               "sb-buckets");
+  app.add_option("--model", o.model, "the gradient list and measured profile of this model [resnet50]");
+  app.add_option("--batch", o.batch, "per-rank batch of the measured profile [32]");
+  app.add_option("--image-size", o.image_size, "input size of the measured profile [224]");
+  app.add_option("--profile-steps", o.profile_steps, "backward passes measured (after one warm-up) [2]");
+  app.add_option("--profile", o.profile, "read the backward profile from this file instead of measuring");
+  app.add_option("--write-profile", o.write_profile, "write the profile used to this file");
+  app.add_option("--compute-scale", o.compute_scale, "multiply the profile's times by this (0.01: 100x faster) [1]");
+  app.add_option("--strategy", strategies, "per-tensor, fixed, ddp, partition: comma-separated, or all [all]");
+  app.add_option("-b,--min-mb", o.min_mb, "smallest bucket in MiB [0.25]");
+  app.add_option("-e,--max-mb", o.max_mb, "largest bucket in MiB [256]");
+  app.add_option("-f,--factor", o.factor, "bucket size step factor [2]");
+  app.add_option("--algo", o.exchange.algorithm, "allreduce: mpi or a schedule (ring, rd, ...) [mpi]");
+  app.add_option("--transport", transport, "a schedule's transport: mpi or shm [mpi]");
+  app.add_option("-n,--iters", o.iters, "timed steps per configuration (median of the slowest rank) [3]");
+  app.add_option("-w,--warmup_iters", o.warmup_iters, "untimed steps first [1]");
+  app.add_option("--threads", o.threads, "compute threads of the measured profile [OMP_NUM_THREADS or all cores]");
+  app.add_option("--out", o.out, "results file [out/buckets-<UTC time>-<pid>.h5]");
+  app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
+  if (!parse_command_line(app, argc, argv, print)) return std::nullopt;
+  models::make_resnet_config(o.model, 3, 1000, o.image_size, 0);  // unknown model: UsageError
+  if (o.batch < 1 || o.image_size < 8 || o.profile_steps < 1) throw UsageError("--batch, --image-size, --profile-steps must be positive");
+  if (o.compute_scale <= 0) throw UsageError("--compute-scale must be positive");
+  if (o.min_mb <= 0 || o.max_mb < o.min_mb || o.factor <= 1) throw UsageError("bucket sizes need 0 < min <= max and factor > 1");
+  if (o.iters < 1 || o.warmup_iters < 0) throw UsageError("--iters must be at least 1 and --warmup_iters at least 0");
+  if (transport == "mpi") o.exchange.impl.transport = Transport::mpi;
+  else if (transport == "shm") o.exchange.impl.transport = Transport::shm;
+  else throw UsageError("--transport must be mpi or shm, not '" + transport + "'");
+  const AllreduceImplInfo* algo = find_allreduce_impl(o.exchange.algorithm);
+  if (!algo || o.exchange.algorithm == "nccl") throw UsageError("unknown or device-only --algo '" + o.exchange.algorithm + "'");
+  size_t start = 0;
+  while (start <= strategies.size()) {
+    const size_t comma = std::min(strategies.find(',', start), strategies.size());
+    const std::string name = strategies.substr(start, comma - start);
+    if (name == "all")
+      o.strategies.insert(o.strategies.end(), {BucketStrategy::per_tensor, BucketStrategy::fixed, BucketStrategy::ddp,
+                                               BucketStrategy::partition});
+    else
+      o.strategies.push_back(parse_bucket_strategy(name));
+    start = comma + 1;
+  }
+  for (const std::string& label : label_texts) add_label(o.labels, label);
+  return o;
+}
+
+}  // namespace sb

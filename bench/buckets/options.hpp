@@ -1,0 +1,34 @@
+#pragma once
+// sb-buckets's command line.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectives/buckets/gradient_exchange.hpp"
+
+namespace sb {
+
+struct BucketsOptions {
+  std::string model = "resnet50";
+  int64_t batch = 32;        // per rank, for the measured profile
+  int64_t image_size = 224;
+  int profile_steps = 2;
+  std::string profile;        // read this profile instead of measuring
+  std::string write_profile;  // and/or write the one used
+  double compute_scale = 1;   // multiplies the profile's times (0.01: a backward 100x faster)
+  std::vector<BucketStrategy> strategies;
+  double min_mb = 0.25, max_mb = 256, factor = 2;
+  ExchangeConfig exchange;
+  int iters = 3, warmup_iters = 1;
+  int threads = 0;
+  std::string out;
+  std::map<std::string, std::string> labels;
+
+  std::vector<double> bucket_sizes() const;
+};
+
+// Throws UsageError for bad input; nullopt after --help.
+std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool print);
+
+}  // namespace sb

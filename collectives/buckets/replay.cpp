@@ -1,0 +1,48 @@
+#include "collectives/buckets/replay.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <thread>
+
+#include "common/check.hpp"
+
+namespace sb {
+namespace {
+
+void sleep_until(double start, double offset) {
+  const double wait = start + offset - MPI_Wtime();
+  if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+}
+
+}  // namespace
+
+ReplayResult replay_step(GradientExchange& exchange, const BackwardProfile& profile, MPI_Comm comm) {
+  // Readiness order: by time, ties in backward order (later tensors first).
+  std::vector<size_t> order(profile.tensors.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return profile.ready_s[a] != profile.ready_s[b] ? profile.ready_s[a] < profile.ready_s[b] : a > b;
+  });
+  SB_MPI_CHECK(MPI_Barrier(comm));
+  exchange.begin_step();
+  const double start = MPI_Wtime();
+  for (size_t k : order) {
+    sleep_until(start, profile.ready_s[k]);
+    exchange.tensor_ready(k);
+  }
+  sleep_until(start, profile.backward_s);
+  const ExchangeTimes times = exchange.finish();
+  ReplayResult r;
+  r.iteration_s = MPI_Wtime() - start;
+  r.exposed_s = std::max(r.iteration_s - profile.backward_s, 0.0);
+  r.communication_s = times.communication_s;
+  r.overlap = r.communication_s > 0 ? std::clamp(1.0 - r.exposed_s / r.communication_s, 0.0, 1.0) : 1.0;
+  for (size_t b = 0; b < exchange.plan().buckets.size(); ++b) {
+    r.bucket_start_s.push_back(exchange.bucket_start()[b] - start);
+    r.bucket_end_s.push_back(exchange.bucket_end()[b] - start);
+  }
+  return r;
+}
+
+}  // namespace sb

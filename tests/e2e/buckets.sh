@@ -1,0 +1,43 @@
+# sb-buckets end to end at 2 ranks: a profile measured and written, the same profile read back, a
+# table row per strategy and size with the two baselines, the HDF5 file against SCHEMA.md, and bad
+# input.
+source "$(dirname "$0")/helpers.bash"
+export OMP_NUM_THREADS=1
+out=$WORK/buckets.h5
+$MPIRUN -np 2 "$BIN/sb-buckets" --model resnet20 --image-size 28 --batch 32 --threads 1 --compute-scale 0.5 \
+  -b 0.25 -e 1 -n 2 --write-profile "$WORK/profile.txt" --out "$out" >"$WORK/run.txt" 2>"$WORK/run.err"
+check "run exits 0" test $? -eq 0
+check "baselines: no overlap and one fused allreduce" grep -qE '^  no-overlap .*' "$WORK/run.txt"
+check "rows: 1 per-tensor + 3 sizes x 3 strategies" test "$(grep -cE '^  (per-tensor|fixed|ddp|partition) ' "$WORK/run.txt")" -eq 10
+check "a best size per strategy" test "$(grep -c '^#   ' "$WORK/run.txt")" -eq 4
+check "the profile lists 65 tensors and the backward time" \
+  test "$(grep -vc '^#\|^backward ' "$WORK/profile.txt")" -eq 65 -a "$(grep -c '^backward ' "$WORK/profile.txt")" -eq 1
+check "overlap lies in [0, 1]" bash -c "grep -E '^  (ddp|fixed) ' '$WORK/run.txt' | awk '{ sub(\"%\", \"\", \$7); v = \$7 + 0; if (v < 0 || v > 100) bad = 1 } END { exit bad }'"
+$MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy ddp -b 1 -e 1 -n 1 --out "$WORK/again.h5" \
+  >"$WORK/again.txt" 2>&1
+check "a written profile reads back" grep -qE '^  ddp +1\.00 ' "$WORK/again.txt"
+h5dump -H "$out" >"$WORK/header.txt" 2>&1
+check "h5dump reads the file" test $? -eq 0
+undocumented=""
+for name in $(grep -oE '(ATTRIBUTE|DATASET|GROUP) "[^"]+"' "$WORK/header.txt" | sed 's/.*"\(.*\)"/\1/' | sort -u); do
+  case $name in /|OMPI_MCA_*|NCCL_*|UCX_*) continue ;; esac
+  grep -q "\`$name\`" results/SCHEMA.md || undocumented="$undocumented $name"
+done
+check "every name in the file is in SCHEMA.md${undocumented:+ (missing:$undocumented)}" test -z "$undocumented"
+
+bad_input() {
+  local name=$1; shift
+  $MPIRUN -np 2 "$BIN/sb-buckets" "$@" --out "$WORK/bad.h5" >"$WORK/bad.out" 2>"$WORK/bad.err"
+  local rc=$?
+  if [[ $rc -eq 2 && $(grep -c '^sb-buckets: error: ' "$WORK/bad.err") -eq 1 && ! -e "$WORK/bad.h5" ]]; then
+    pass "bad input: $name"
+  else
+    fail "bad input: $name" "rc=$rc: $(head -c 300 "$WORK/bad.err")"
+  fi
+}
+printf 'backward 0.1\nfc.weight 0.2 100\n' >"$WORK/late.txt"
+bad_input "unknown strategy" --strategy horovod
+bad_input "missing profile" --profile "$WORK/nowhere.txt"
+bad_input "a tensor ready after backward ends" --profile "$WORK/late.txt"
+bad_input "bucket sizes upside down" -b 8 -e 1
+bad_input "unknown model" --model vgg16
