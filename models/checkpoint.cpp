@@ -1,5 +1,7 @@
 #include "models/checkpoint.hpp"
 
+#include <cmath>
+
 #include "common/check.hpp"
 #include "common/usage_error.hpp"
 #include "results/results_file.hpp"
@@ -36,6 +38,31 @@ std::vector<double> column(const std::vector<EpochRecord>& curve, Field field) {
 
 }  // namespace
 
+void write_curve(const h5::Node& group, const std::vector<EpochRecord>& curve) {
+  std::vector<double> top1 = column(curve, &EpochRecord::top1), top5 = column(curve, &EpochRecord::top5);
+  for (size_t i = 0; i < curve.size(); ++i)
+    if (!curve[i].evaluated) top1[i] = top5[i] = std::nan("");
+  group.write("epoch", column(curve, &EpochRecord::epoch));
+  group.write("wall_s", column(curve, &EpochRecord::wall_s));
+  group.write("train_loss", column(curve, &EpochRecord::train_loss));
+  group.write("images_per_s", column(curve, &EpochRecord::images_per_s));
+  group.write("evaluated", column(curve, &EpochRecord::evaluated));
+  group.write("top1", top1);
+  group.write("top5", top5);
+}
+
+std::vector<EpochRecord> read_curve(const h5::Node& group) {
+  const std::vector<double> epoch = group.read_doubles("epoch"), wall = group.read_doubles("wall_s"),
+                            loss = group.read_doubles("train_loss"), rate = group.read_doubles("images_per_s"),
+                            evaluated = group.read_doubles("evaluated"), top1 = group.read_doubles("top1"),
+                            top5 = group.read_doubles("top5");
+  std::vector<EpochRecord> curve;
+  for (size_t i = 0; i < epoch.size(); ++i)
+    curve.push_back({static_cast<int64_t>(epoch[i]), wall[i], loss[i], rate[i], evaluated[i] != 0,
+                     evaluated[i] != 0 ? top1[i] : 0, evaluated[i] != 0 ? top5[i] : 0});
+  return curve;
+}
+
 void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimizer, const TrainingState& state) {
   Backend& backend = model.backend();
   ResultsFile file(path);
@@ -56,14 +83,7 @@ void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimize
   for (const Buffer* b : model.buffers()) save_tensor(backend, buffers, b->name, b->value);
   const h5::Node momentum = root.create_group("optimizer");
   for (const Buffer& b : optimizer.state()) save_tensor(backend, momentum, b.name, b.value);
-  const h5::Node curve = root.create_group("curve");
-  curve.write("epoch", column(state.curve, &EpochRecord::epoch));
-  curve.write("wall_s", column(state.curve, &EpochRecord::wall_s));
-  curve.write("train_loss", column(state.curve, &EpochRecord::train_loss));
-  curve.write("images_per_s", column(state.curve, &EpochRecord::images_per_s));
-  curve.write("evaluated", column(state.curve, &EpochRecord::evaluated));
-  curve.write("top1", column(state.curve, &EpochRecord::top1));
-  curve.write("top5", column(state.curve, &EpochRecord::top5));
+  write_curve(root.create_group("curve"), state.curve);
   backend.synchronize();
   file.commit();
 }
@@ -95,13 +115,7 @@ TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer&
     state.epoch_samples = root.attr_int("epoch_samples");
     state.elapsed_s = root.attr_double("elapsed_s");
     state.ranks = root.attr_int("ranks");
-    const h5::Node curve = root.open_group("curve");
-    const std::vector<double> epoch = curve.read_doubles("epoch"), wall = curve.read_doubles("wall_s"),
-                              loss = curve.read_doubles("train_loss"), rate = curve.read_doubles("images_per_s"),
-                              evaluated = curve.read_doubles("evaluated"), top1 = curve.read_doubles("top1"),
-                              top5 = curve.read_doubles("top5");
-    for (size_t i = 0; i < epoch.size(); ++i)
-      state.curve.push_back({static_cast<int64_t>(epoch[i]), wall[i], loss[i], rate[i], evaluated[i] != 0, top1[i], top5[i]});
+    state.curve = read_curve(root.open_group("curve"));
     return state;
   } catch (const LibraryError& e) {
     throw UsageError("checkpoint '" + path + "' is incomplete: " + e.what());

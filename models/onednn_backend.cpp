@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/check.hpp"
+#include "models/loss_math.hpp"
 #include "models/optimizer_math.hpp"
 
 namespace sb::models {
@@ -572,22 +573,7 @@ double OnednnBackend::softmax_cross_entropy(const Tensor& logits, std::span<cons
   require_same(logits, dlogits, "cross entropy");
   const int64_t batch = logits.shape().n, classes = logits.count() / batch;
   SB_CHECK(static_cast<int64_t>(labels.size()) == batch, "one label per sample");
-  const float* z_all = f(logits);
-  float* grad = f(dlogits);
-  double loss = 0;
-  for (int64_t n = 0; n < batch; ++n) {
-    const float* z = z_all + n * classes;
-    const double top = *std::max_element(z, z + classes);
-    double sum = 0;
-    for (int64_t k = 0; k < classes; ++k) sum += std::exp(z[k] - top);
-    const double log_sum = top + std::log(sum);
-    for (int64_t k = 0; k < classes; ++k) {
-      const double target = label_smoothing / classes + (k == labels[n] ? 1.0 - label_smoothing : 0.0);
-      loss -= target * (z[k] - log_sum);
-      grad[n * classes + k] = static_cast<float>((std::exp(z[k] - log_sum) - target) / batch);
-    }
-  }
-  return loss / batch;
+  return softmax_cross_entropy_rows(f(logits), labels.data(), batch, classes, label_smoothing, f(dlogits));
 }
 
 }  // namespace sb::models

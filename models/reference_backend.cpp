@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/check.hpp"
+#include "models/loss_math.hpp"
 #include "models/optimizer_math.hpp"
 
 namespace sb::models {
@@ -298,20 +299,7 @@ double ReferenceBackend::softmax_cross_entropy(const Tensor& logits, std::span<c
   require_same(logits, dlogits, "cross entropy");
   const int64_t batch = logits.shape().n, classes = logits.count() / batch;
   SB_CHECK(static_cast<int64_t>(labels.size()) == batch, "one label per sample");
-  double loss = 0;
-  for (int64_t n = 0; n < batch; ++n) {
-    const double* z = d(logits) + n * classes;
-    const double top = *std::max_element(z, z + classes);
-    double sum = 0;
-    for (int64_t k = 0; k < classes; ++k) sum += std::exp(z[k] - top);
-    const double log_sum = top + std::log(sum);
-    for (int64_t k = 0; k < classes; ++k) {
-      const double target = label_smoothing / classes + (k == labels[n] ? 1.0 - label_smoothing : 0.0);
-      loss -= target * (z[k] - log_sum);
-      d(dlogits)[n * classes + k] = (std::exp(z[k] - log_sum) - target) / batch;
-    }
-  }
-  return loss / batch;
+  return softmax_cross_entropy_rows(d(logits), labels.data(), batch, classes, label_smoothing, d(dlogits));
 }
 
 void ReferenceBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) {

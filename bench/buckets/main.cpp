@@ -18,6 +18,7 @@
 #include "common/usage_error.hpp"
 #include "models/backward_timing.hpp"
 #include "models/onednn_backend.hpp"
+#include "results/program_start.hpp"
 #include "results/results_file.hpp"
 #include "results/run_metadata.hpp"
 
@@ -112,32 +113,19 @@ void write_row_group(const h5::Node& group, const std::vector<Row>& rows) {
 
 int run(int argc, char** argv, const WorldLayout& layout) {
   const bool root = layout.rank == 0;
-  std::optional<BucketsOptions> parsed;
-  std::unique_ptr<ResultsFile> file;
-  std::string error;
-  BackwardProfile profile;
-  try {
-    parsed = parse_buckets_options(argc, argv, root);
-    if (parsed && !parsed->profile.empty()) profile = read_backward_profile(parsed->profile);  // bad file: exit 2
-    if (parsed && root) {
-      if (parsed->out.empty()) parsed->out = default_results_path("buckets");
-      file = std::make_unique<ResultsFile>(parsed->out);
-    }
-  } catch (const UsageError& e) {
-    error = e.what();
-  }
-  int mine = error.empty() ? 0 : 1, any = 0;
-  SB_MPI_CHECK(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-  if (any) {
-    if (root) std::fprintf(stderr, "%s: error: %s\n", kProgram, error.empty() ? "see rank 0" : error.c_str());
-    return kExitUsage;
-  }
-  if (!parsed) return 0;
-  const BucketsOptions& o = *parsed;
+  ProgramStart<BucketsOptions> start = start_program<BucketsOptions>(
+      kProgram, "buckets", root, [&](bool print) { return parse_buckets_options(argc, argv, print); },
+      [](const BucketsOptions& o) {
+        if (!o.profile.empty()) read_backward_profile(o.profile);  // a bad profile is bad input
+      });
+  if (start.failed) return kExitUsage;
+  if (!start.options) return 0;
+  std::unique_ptr<ResultsFile>& file = start.file;
+  const BucketsOptions& o = *start.options;
   RunMetadata metadata = describe_run(kProgram, argc, argv);
   metadata.layout = layout;
   metadata.labels = o.labels;
-  profile = obtain_profile(o, layout);
+  const BackwardProfile profile = obtain_profile(o, layout);
   size_t total = 0;
   for (const GradientTensor& t : profile.tensors) total += t.count;
   std::vector<std::vector<float>> gradients;

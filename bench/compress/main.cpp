@@ -19,6 +19,7 @@
 #include "common/sizes.hpp"
 #include "common/stats.hpp"
 #include "common/usage_error.hpp"
+#include "results/program_start.hpp"
 #include "results/results_file.hpp"
 #include "results/run_metadata.hpp"
 
@@ -152,26 +153,12 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const Compres
 
 int run(int argc, char** argv, const WorldLayout& layout) {
   const bool root = layout.rank == 0;
-  std::optional<CompressOptions> parsed;
-  std::unique_ptr<ResultsFile> file;
-  std::string error;
-  try {
-    parsed = parse_compress_options(argc, argv, root);
-    if (parsed && root) {
-      if (parsed->out.empty()) parsed->out = default_results_path("compress");
-      file = std::make_unique<ResultsFile>(parsed->out);
-    }
-  } catch (const UsageError& e) {
-    error = e.what();
-  }
-  int mine = error.empty() ? 0 : 1, any = 0;
-  SB_MPI_CHECK(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-  if (any) {
-    if (root) std::fprintf(stderr, "%s: error: %s\n", kProgram, error.empty() ? "see rank 0" : error.c_str());
-    return kExitUsage;
-  }
-  if (!parsed) return 0;
-  const CompressOptions& o = *parsed;
+  ProgramStart<CompressOptions> start = start_program<CompressOptions>(
+      kProgram, "compress", root, [&](bool print) { return parse_compress_options(argc, argv, print); });
+  if (start.failed) return kExitUsage;
+  if (!start.options) return 0;
+  std::unique_ptr<ResultsFile>& file = start.file;
+  const CompressOptions& o = *start.options;
   RunMetadata metadata = describe_run(kProgram, argc, argv);
   metadata.layout = layout;
   metadata.labels = o.labels;

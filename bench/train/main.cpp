@@ -16,8 +16,10 @@
 #include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
 #include "common/watchdog.hpp"
+#include "models/checkpoint.hpp"
 #include "models/onednn_backend.hpp"
 #include "models/trainer.hpp"
+#include "results/program_start.hpp"
 #include "results/results_file.hpp"
 #include "results/run_metadata.hpp"
 
@@ -123,24 +125,7 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
   train.set_attr("matmul_gflops_per_s", matmul_gflops);
   train.set_attr("skipped_samples", r.skipped_samples);
   train.set_attr("best_top1", r.best_top1);
-  const h5::Node curve = train.create_group("curve");
-  std::vector<double> epoch, wall, loss, rate, evaluated, top1, top5;
-  for (const models::EpochRecord& e : r.curve) {
-    epoch.push_back(static_cast<double>(e.epoch));
-    wall.push_back(e.wall_s);
-    loss.push_back(e.train_loss);
-    rate.push_back(e.images_per_s);
-    evaluated.push_back(e.evaluated);
-    top1.push_back(e.evaluated ? e.top1 : NAN);
-    top5.push_back(e.evaluated ? e.top5 : NAN);
-  }
-  curve.write("epoch", epoch);
-  curve.write("wall_s", wall);
-  curve.write("train_loss", loss);
-  curve.write("images_per_s", rate);
-  curve.write("evaluated", evaluated);
-  curve.write("top1", top1);
-  curve.write("top5", top5);
+  models::write_curve(train.create_group("curve"), r.curve);
   train.write("step_seconds", r.step_seconds);
   const std::vector<hsize_t> dims = {static_cast<hsize_t>(metadata.layout.nranks), times.steps};
   train.write("rank_data_s", times.data, dims);
@@ -151,25 +136,12 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
 
 int run(int argc, char** argv, const WorldLayout& layout) {
   const bool root = layout.rank == 0;
-  std::optional<TrainOptions> parsed;
-  std::unique_ptr<ResultsFile> file;
-  std::string error;
-  try {
-    parsed = parse_train_options(argc, argv, root);
-    if (parsed && root) {
-      if (parsed->out.empty()) parsed->out = default_results_path("train");
-      file = std::make_unique<ResultsFile>(parsed->out);
-    }
-  } catch (const UsageError& e) {
-    error = e.what();
-  }
-  int mine = error.empty() ? 0 : 1, any = 0;
-  SB_MPI_CHECK(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-  if (any) {
-    if (root) std::fprintf(stderr, "%s: error: %s\n", kProgram, error.empty() ? "see rank 0" : error.c_str());
-    return kExitUsage;
-  }
-  if (!parsed) return 0;
+  ProgramStart<TrainOptions> start = start_program<TrainOptions>(
+      kProgram, "train", root, [&](bool print) { return parse_train_options(argc, argv, print); });
+  if (start.failed) return kExitUsage;
+  if (!start.options) return 0;
+  const std::optional<TrainOptions>& parsed = start.options;
+  std::unique_ptr<ResultsFile>& file = start.file;
   try {
     RunMetadata metadata = describe_run(kProgram, argc, argv);
     metadata.layout = layout;

@@ -18,12 +18,7 @@ $MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy ddp -b 
 check "a written profile reads back" grep -qE '^  ddp +1\.00 ' "$WORK/again.txt"
 h5dump -H "$out" >"$WORK/header.txt" 2>&1
 check "h5dump reads the file" test $? -eq 0
-undocumented=""
-for name in $(grep -oE '(ATTRIBUTE|DATASET|GROUP) "[^"]+"' "$WORK/header.txt" | sed 's/.*"\(.*\)"/\1/' | sort -u); do
-  case $name in /|OMPI_MCA_*|NCCL_*|UCX_*) continue ;; esac
-  grep -q "\`$name\`" results/SCHEMA.md || undocumented="$undocumented $name"
-done
-check "every name in the file is in SCHEMA.md${undocumented:+ (missing:$undocumented)}" test -z "$undocumented"
+check_schema "$out"
 
 bad_input() {
   local name=$1; shift

@@ -18,12 +18,7 @@ for name in none fp16 bf16 topk randomk efsign qsgd terngrad; do
 done
 check "speedup has a value per size" \
   grep -q 'DATASPACE  SIMPLE { ( 2 ) / ( 2 ) }' <(h5dump -H -d /compress/topk/speedup "$out")
-undocumented=""
-for name in $(grep -oE '(ATTRIBUTE|DATASET|GROUP) "[^"]+"' "$WORK/header.txt" | sed 's/.*"\(.*\)"/\1/' | sort -u); do
-  case $name in /|none|fp16|bf16|topk|randomk|efsign|qsgd|terngrad|OMPI_MCA_*|NCCL_*|UCX_*) continue ;; esac
-  grep -q "\`$name\`" results/SCHEMA.md || undocumented="$undocumented $name"
-done
-check "every name in the file is in SCHEMA.md${undocumented:+ (missing:$undocumented)}" test -z "$undocumented"
+check_schema "$out" none fp16 bf16 topk randomk efsign qsgd terngrad
 
 bad_input() {
   local name=$1; shift

@@ -12,3 +12,19 @@ check() {
   local name=$1; shift
   if "$@"; then pass "$name"; else fail "$name" "$*"; fi
 }
+
+# check_schema FILE.h5 [NAME...]: every group, dataset and attribute name in the file is documented
+# in results/SCHEMA.md (the names given, and MPI/NCCL/UCX environment variables, excepted).
+check_schema() {
+  local file=$1; shift
+  local header undocumented="" name skip
+  header=$(h5dump -H "$file" 2>&1)
+  for name in $(grep -oE '(ATTRIBUTE|DATASET|GROUP) "[^"]+"' <<<"$header" | sed 's/.*"\(.*\)"/\1/' | sort -u); do
+    [[ $name == / || $name == OMPI_MCA_* || $name == NCCL_* || $name == UCX_* ]] && continue
+    skip=0
+    for s in "$@"; do [[ $name == "$s" ]] && skip=1; done
+    [[ $skip -eq 1 ]] && continue
+    grep -q "\`$name\`" results/SCHEMA.md || undocumented="$undocumented $name"
+  done
+  check "every name in the file is in SCHEMA.md${undocumented:+ (missing:$undocumented)}" test -z "$undocumented"
+}

@@ -18,12 +18,7 @@ check "throughput against the matmul rate" grep -qE '^\[throughput\] .* of it$' 
 h5dump -H "$out" >"$WORK/header.txt" 2>&1
 check "h5dump reads the results" test $? -eq 0
 check "reached_target is 1" grep -q '(0): 1' <(h5dump -a /train/reached_target "$out")
-undocumented=""
-for name in $(grep -oE '(ATTRIBUTE|DATASET|GROUP) "[^"]+"' "$WORK/header.txt" | sed 's/.*"\(.*\)"/\1/' | sort -u); do
-  case $name in /|OMPI_MCA_*|NCCL_*|UCX_*) continue ;; esac
-  grep -q "\`$name\`" results/SCHEMA.md || undocumented="$undocumented $name"
-done
-check "every name in the file is in SCHEMA.md${undocumented:+ (missing:$undocumented)}" test -z "$undocumented"
+check_schema "$out"
 
 # --- checkpoint and resume: bit-identical weights ---------------------------------------------
 mkdir -p "$WORK/straight" "$WORK/resumed"

@@ -1,0 +1,57 @@
+#pragma once
+// How an MPI program starts: every rank parses the command line (so every rank knows the
+// settings), rank 0 also creates the results file (so that a bad --out is reported before any
+// work), and all ranks agree whether anything failed. A failure is reported once, by rank 0, as
+// "<program>: error: <what>"; the caller then exits with kExitUsage.
+#include <mpi.h>
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/check.hpp"
+#include "common/usage_error.hpp"
+#include "results/results_file.hpp"
+#include "results/run_metadata.hpp"
+
+namespace sb {
+
+template <class Options>
+struct ProgramStart {
+  std::optional<Options> options;     // empty after --help
+  std::unique_ptr<ResultsFile> file;  // rank 0 only
+  bool failed = false;
+};
+
+// parse(print) returns std::optional<Options> (empty after --help) and throws UsageError; Options
+// has a string `out`, the results path, defaulted here to out/<kind>-<time>-<pid>.h5. `also`
+// runs after parsing on every rank, for checks that read files (throwing UsageError too).
+template <class Options, class Parse, class Also>
+ProgramStart<Options> start_program(const char* program, const std::string& kind, bool root, Parse&& parse,
+                                    Also&& also) {
+  ProgramStart<Options> start;
+  std::string error;
+  try {
+    start.options = parse(root);
+    if (start.options) also(*start.options);
+    if (start.options && root) {
+      if (start.options->out.empty()) start.options->out = default_results_path(kind);
+      start.file = std::make_unique<ResultsFile>(start.options->out);
+    }
+  } catch (const UsageError& e) {
+    error = e.what();
+  }
+  int mine = error.empty() ? 0 : 1, any = 0;
+  SB_MPI_CHECK(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  start.failed = any != 0;
+  if (start.failed && root) std::fprintf(stderr, "%s: error: %s\n", program, error.empty() ? "see rank 0" : error.c_str());
+  return start;
+}
+
+template <class Options, class Parse>
+ProgramStart<Options> start_program(const char* program, const std::string& kind, bool root, Parse&& parse) {
+  return start_program<Options>(program, kind, root, parse, [](const Options&) {});
+}
+
+}  // namespace sb
