@@ -81,6 +81,10 @@ void write_config(const h5::Node& group, const models::TrainConfig& c) {
   group.set_attr("bucket_mb", c.bucket_mb);
   group.set_attr("overlap", static_cast<int64_t>(c.exchange.overlap));
   group.set_attr("accumulate", c.accumulate);
+  group.set_attr("compressor", c.exchange.compressor);
+  group.set_attr("compressor_ratio", c.exchange.compressor_params.ratio);
+  group.set_attr("compressor_levels", static_cast<int64_t>(c.exchange.compressor_params.levels));
+  group.set_attr("error_feedback", static_cast<int64_t>(c.exchange.error_feedback));
 }
 
 // Every rank's per-step times, gathered on rank 0 as [ranks x steps] (row-major).

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "collectives/allreduce_impl.hpp"
+#include "collectives/compress/compressor.hpp"
 #include "common/command_line.hpp"
 #include "common/usage_error.hpp"
 #include "models/resnet.hpp"
@@ -15,7 +16,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   models::TrainConfig& c = o.config;
   std::string optimizer = "sgd", decay = "cosine", strategy = "ddp", transport = "mpi";
   double bucket_mb = -1;
-  int overlap = 1;
+  int overlap = 1, error_feedback = 1;
   std::vector<std::string> label_texts;
   std::string models;
   for (const std::string& name : models::resnet_names()) models += (models.empty() ? "" : ", ") + name;
@@ -58,6 +59,11 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   app.add_option("--bucket-strategy", strategy, "per-tensor, fixed (Horovod), ddp (PyTorch) or partition [ddp]");
   app.add_option("--bucket-mb", bucket_mb, "bucket size in MiB [fixed 128, ddp 25, partition 4]");
   app.add_option("--overlap", overlap, "1: reduce buckets while backward runs; 0: after it [1]");
+  app.add_option("--compressor", c.exchange.compressor,
+                 "compress each gradient bucket: none, fp16, bf16, topk, randomk, efsign, qsgd, terngrad [none]");
+  app.add_option("--ratio", c.exchange.compressor_params.ratio, "top-k and random-k: fraction of values sent [0.01]");
+  app.add_option("--levels", c.exchange.compressor_params.levels, "QSGD's quantisation levels [16]");
+  app.add_option("--error-feedback", error_feedback, "1: carry what compression drops into the next step [1]");
   app.add_option("--accumulate", c.accumulate, "micro-batches per step on each rank (gradient accumulation) [1]");
   app.add_option("--mllog", c.mllog, "MLPerf-style log file (:::MLLOG lines)");
   app.add_option("-T,--timeout", o.timeout_seconds,
@@ -74,6 +80,9 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
     throw UsageError("--bucket-mb must be positive");
   if (overlap != 0 && overlap != 1) throw UsageError("--overlap must be 0 or 1");
   c.exchange.overlap = overlap == 1;
+  if (error_feedback != 0 && error_feedback != 1) throw UsageError("--error-feedback must be 0 or 1");
+  c.exchange.error_feedback = error_feedback == 1;
+  make_compressor(c.exchange.compressor, c.exchange.compressor_params);  // checks the name and parameters
   if (transport == "mpi") c.exchange.impl.transport = Transport::mpi;
   else if (transport == "shm") c.exchange.impl.transport = Transport::shm;
   else throw UsageError("--transport must be mpi or shm for host training, not '" + transport + "'");

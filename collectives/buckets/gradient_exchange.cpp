@@ -23,6 +23,15 @@ GradientExchange::GradientExchange(MPI_Comm comm, const ExchangeConfig& config, 
   if (impl_->memory() != Memory::host)
     throw UsageError("allreduce '" + config.algorithm + "' works on device buffers; training here is on the host");
   for (const Bucket& b : plan_.buckets) fused_.emplace_back(b.count);
+  if (config.compressor != "none") {
+    int rank = 0;
+    SB_MPI_CHECK(MPI_Comm_rank(comm_, &rank));
+    CompressorParams params = config.compressor_params;
+    params.stream = static_cast<uint64_t>(rank);
+    for (size_t b = 0; b < plan_.buckets.size(); ++b)
+      compressed_.push_back(
+          std::make_unique<CompressedAllreduce>(make_compressor(config.compressor, params), config.error_feedback, comm_));
+  }
   pieces_left_.resize(plan_.buckets.size());
   bucket_start_.assign(plan_.buckets.size(), 0);
   bucket_end_.assign(plan_.buckets.size(), 0);
@@ -46,6 +55,7 @@ void GradientExchange::begin_step() {
   ready_.clear();
   done_ = 0;
   communication_s_ = 0;
+  ++step_;
 }
 
 void GradientExchange::tensor_ready(size_t tensor) {
@@ -72,8 +82,13 @@ void GradientExchange::reduce(size_t bucket) {
   float* fused = fused_[bucket].data();
   for (const BucketPiece& piece : b.pieces)
     std::memcpy(fused + piece.bucket_offset, gradients_[piece.tensor] + piece.offset, piece.count * sizeof(float));
-  impl_->run(fused, fused, b.count, DataType::float32, RedOp::sum);
-  const float scale = 1.0f / static_cast<float>(ranks_);
+  float scale = 1.0f / static_cast<float>(ranks_);
+  if (compressed_.empty()) {
+    impl_->run(fused, fused, b.count, DataType::float32, RedOp::sum);
+  } else {
+    compressed_[bucket]->run(fused, b.count, step_);  // leaves the average
+    scale = 1.0f;
+  }
   for (const BucketPiece& piece : b.pieces) {
     float* out = gradients_[piece.tensor] + piece.offset;
     const float* in = fused + piece.bucket_offset;

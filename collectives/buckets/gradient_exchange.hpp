@@ -21,6 +21,7 @@
 
 #include "collectives/allreduce_impl.hpp"
 #include "collectives/buckets/bucket_plan.hpp"
+#include "collectives/compress/compressed_allreduce.hpp"
 
 namespace sb {
 
@@ -28,6 +29,12 @@ struct ExchangeConfig {
   std::string algorithm = "mpi";  // an allreduce implementation name (sb-allreduce --impl)
   ImplConfig impl;                // its transport, segment, node size
   bool overlap = true;
+  // Gradient compression per bucket (collectives/compress/): "none" reduces the fp32 buckets with
+  // `algorithm`; any other compressor sends its payload over MPI's allreduce or allgather, with
+  // error feedback per bucket when asked.
+  std::string compressor = "none";
+  CompressorParams compressor_params;
+  bool error_feedback = true;
 };
 
 // What one step's exchange cost, as seen from this rank.
@@ -67,6 +74,8 @@ class GradientExchange {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int ranks_ = 1;
   std::unique_ptr<AllreduceImpl> impl_;
+  std::vector<std::unique_ptr<CompressedAllreduce>> compressed_;  // per bucket, when compressing
+  uint64_t step_ = 0;
   std::vector<std::vector<float>> fused_;  // one buffer per bucket
 
   std::mutex mutex_;

@@ -25,6 +25,15 @@ check "run_stop says success" test "$(tail -1 "$WORK/mllog.txt" | sed 's/^:::MLL
 check "eval_accuracy carries its epoch" test "$(grep eval_accuracy "$WORK/mllog.txt" | head -1 | sed 's/^:::MLLOG //' | jq .metadata.epoch_num)" = 1
 check "per-rank times are [ranks x steps]" grep -q 'DATASPACE  SIMPLE { ( 2, [0-9]* )' <(h5dump -H -d /train/rank_wait_s "$WORK/two.h5")
 
+# --- compressed gradients: top-k at 5% with error feedback still trains ---------------------
+$TRAIN 2 $SB --epochs 1 --steps 100 --print-every 50 --seed 4 --compressor topk --ratio 0.05 \
+  --out "$WORK/topk.h5" >"$WORK/topk.txt" 2>&1
+check "2 ranks with top-k buckets exit 0" test $? -eq 0
+check "the buckets are compressed" grep -q '^\[config\] gradients: compressed by topk with error feedback' "$WORK/topk.txt"
+topk_loss=$(grep -E 'step 100/468 loss' "$WORK/topk.txt" | sed 's/.* loss \([0-9.]*\) .*/\1/')
+check "top-k training brings the loss from ln 10 = 2.30 below 1.2 in 100 steps ($topk_loss)" \
+  awk -v l="$topk_loss" 'BEGIN { exit !(l > 0 && l < 1.2) }'
+
 # --- elastic resume ---------------------------------------------------------------------------
 # 4 ranks -> 2 ranks accumulating 2 micro-batches, recursive doubling: bit-identical to 4 ranks
 # straight through (the gradient sums associate the same way; halving is exact).

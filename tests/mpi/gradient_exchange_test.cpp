@@ -53,3 +53,44 @@ TEST(GradientExchange, EveryRankGetsTheAverageOfEveryTensor) {
 
 }  // namespace
 }  // namespace sb
+
+namespace sb {
+namespace {
+
+// Compressed buckets: fp16 carries small integers exactly, so the averages are exact too; and
+// top-k at ratio 1 sends everything (every value is in the top k).
+TEST(GradientExchange, CompressedBucketsAverageExactlyWhereTheCodeIsExact) {
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  std::vector<GradientTensor> tensors = {{"a", 300}, {"b", 16}, {"c", 1000}, {"d", 10}};
+  for (const char* compressor : {"fp16", "topk"}) {
+    ExchangeConfig config;
+    config.compressor = compressor;
+    config.compressor_params.ratio = 1.0;
+    std::vector<std::vector<float>> grads(tensors.size());
+    std::vector<float*> pointers;
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      grads[k].resize(tensors[k].count);
+      pointers.push_back(grads[k].data());
+    }
+    GradientExchange exchange(MPI_COMM_WORLD, config, plan_buckets(tensors, BucketStrategy::ddp, 0.001), pointers);
+    for (int step = 0; step < 2; ++step) {
+      for (size_t k = 0; k < tensors.size(); ++k)
+        for (size_t i = 0; i < grads[k].size(); ++i)
+          grads[k][i] = static_cast<float>(nranks * (rank + 1) * static_cast<int>(1 + (k + i + step) % 13));
+      exchange.begin_step();
+      for (size_t k = tensors.size(); k-- > 0;) exchange.tensor_ready(k);
+      exchange.finish();
+      const int rank_sum = nranks * (nranks + 1) / 2;
+      size_t wrong = 0;
+      for (size_t k = 0; k < tensors.size(); ++k)
+        for (size_t i = 0; i < grads[k].size(); ++i)
+          wrong += grads[k][i] != static_cast<float>(rank_sum * static_cast<int>(1 + (k + i + step) % 13));
+      EXPECT_EQ(wrong, 0u) << compressor << " step " << step;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sb
