@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include "common/check.hpp"
 #include "common/stats.hpp"
@@ -44,6 +45,8 @@ void validate(const TrainConfig& c, int nranks) {
   if (!c.checkpoint_dir.empty() && !std::filesystem::is_directory(c.checkpoint_dir))
     throw UsageError("--checkpoint directory '" + c.checkpoint_dir + "' does not exist");
   if (c.accumulate < 1) throw UsageError("--accumulate must be at least 1");
+  if (c.straggler_rank >= nranks) throw UsageError("--straggler names rank " + std::to_string(c.straggler_rank) +
+                                                   " of " + std::to_string(nranks));
   if (c.batch % (nranks * c.accumulate) != 0)
     throw UsageError("the global batch " + std::to_string(c.batch) + " does not divide into " + std::to_string(nranks) +
                      " ranks x " + std::to_string(c.accumulate) + " micro-batches (--accumulate)");
@@ -267,6 +270,8 @@ double Run::train_step(const Batch& batch, int64_t step, StepTimes& times) {
       if (exchange_) exchange_->tensor_ready(p);
     }
   }
+  if (rank_ == config_.straggler_rank && config_.straggler_factor > 1)
+    std::this_thread::sleep_for(std::chrono::duration<double>((config_.straggler_factor - 1) * seconds_since(start)));
   const Clock::time_point backward_end = Clock::now();
   if (exchange_) {
     const ExchangeTimes exchanged = exchange_->finish();

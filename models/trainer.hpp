@@ -50,6 +50,10 @@ struct TrainConfig {
   BucketStrategy bucket_strategy = BucketStrategy::ddp;
   double bucket_mb = 25;
   int64_t accumulate = 1;    // micro-batches per step on each rank (gradient accumulation)
+  // A straggler: this rank's forward and backward take `straggler_factor` times as long (it
+  // sleeps the difference), to see what one slow rank costs the others.
+  int straggler_rank = -1;
+  double straggler_factor = 1;
 };
 
 // Per step, as this rank saw it.

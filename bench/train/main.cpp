@@ -14,6 +14,7 @@
 #include "bench/train/options.hpp"
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
+#include "common/stats.hpp"
 #include "common/usage_error.hpp"
 #include "common/watchdog.hpp"
 #include "models/checkpoint.hpp"
@@ -85,6 +86,8 @@ void write_config(const h5::Node& group, const models::TrainConfig& c) {
   group.set_attr("compressor_ratio", c.exchange.compressor_params.ratio);
   group.set_attr("compressor_levels", static_cast<int64_t>(c.exchange.compressor_params.levels));
   group.set_attr("error_feedback", static_cast<int64_t>(c.exchange.error_feedback));
+  group.set_attr("straggler_rank", static_cast<int64_t>(c.straggler_rank));
+  group.set_attr("straggler_factor", c.straggler_factor);
 }
 
 // Every rank's per-step times, gathered on rank 0 as [ranks x steps] (row-major).
@@ -108,6 +111,19 @@ RankTimes gather_step_times(const models::TrainResult& r, int nranks) {
     out.comm.push_back(all[i + 3]);
   }
   return out;
+}
+
+// Per rank, the median over steps of compute, exposed wait and communication: where a slow rank
+// (or a slow link) shows.
+void print_rank_times(const RankTimes& t, int nranks) {
+  if (nranks < 2 || t.steps == 0) return;
+  auto median_row = [&](const std::vector<double>& all, int r) {
+    return percentile(std::vector<double>(all.begin() + r * t.steps, all.begin() + (r + 1) * t.steps), 50) * 1e3;
+  };
+  std::printf("[ranks] median ms per step (compute / wait / comm):");
+  for (int r = 0; r < nranks; ++r)
+    std::printf(" r%d %.1f/%.1f/%.1f", r, median_row(t.compute, r), median_row(t.wait, r), median_row(t.comm, r));
+  std::printf("\n");
 }
 
 void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOptions& o,
@@ -173,6 +189,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                 "oneDNN fp32 matmul 2048^3: %.1f GFLOP/s per rank; %.0f%% of it\n",
                 result.images_per_s, model_rate, layout.nranks, layout.nranks == 1 ? "" : "s", matmul,
                 100 * model_rate / (matmul * layout.nranks));
+    print_rank_times(times, layout.nranks);
     if (parsed->config.target_accuracy > 0) {
       if (result.reached_target)
         std::printf("[result] time to %.4f top-1: %.1f s (%.4f rank-hours)\n", parsed->config.target_accuracy,

@@ -17,6 +17,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   std::string optimizer = "sgd", decay = "cosine", strategy = "ddp", transport = "mpi";
   double bucket_mb = -1;
   int overlap = 1, error_feedback = 1;
+  std::string straggler;
   std::vector<std::string> label_texts;
   std::string models;
   for (const std::string& name : models::resnet_names()) models += (models.empty() ? "" : ", ") + name;
@@ -65,6 +66,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   app.add_option("--levels", c.exchange.compressor_params.levels, "QSGD's quantisation levels [16]");
   app.add_option("--error-feedback", error_feedback, "1: carry what compression drops into the next step [1]");
   app.add_option("--accumulate", c.accumulate, "micro-batches per step on each rank (gradient accumulation) [1]");
+  app.add_option("--straggler", straggler, "RANK:FACTOR: that rank computes FACTOR times slower (it sleeps)");
   app.add_option("--mllog", c.mllog, "MLPerf-style log file (:::MLLOG lines)");
   app.add_option("-T,--timeout", o.timeout_seconds,
                  "seconds without a finished step before the job ends (a hung or lost rank) [600; 0 = never]");
@@ -80,6 +82,20 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
     throw UsageError("--bucket-mb must be positive");
   if (overlap != 0 && overlap != 1) throw UsageError("--overlap must be 0 or 1");
   c.exchange.overlap = overlap == 1;
+  if (!straggler.empty()) {
+    const size_t colon = straggler.find(':');
+    try {
+      size_t used_rank = 0, used_factor = 0;
+      if (colon == std::string::npos) throw std::invalid_argument("no colon");
+      c.straggler_rank = std::stoi(straggler.substr(0, colon), &used_rank);
+      c.straggler_factor = std::stod(straggler.substr(colon + 1), &used_factor);
+      if (used_rank != colon || used_factor != straggler.size() - colon - 1) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      throw UsageError("--straggler wants RANK:FACTOR, e.g. 1:2.5, not '" + straggler + "'");
+    }
+    if (c.straggler_rank < 0 || !(c.straggler_factor >= 1))
+      throw UsageError("--straggler wants a rank >= 0 and a factor >= 1, not '" + straggler + "'");
+  }
   if (error_feedback != 0 && error_feedback != 1) throw UsageError("--error-feedback must be 0 or 1");
   c.exchange.error_feedback = error_feedback == 1;
   make_compressor(c.exchange.compressor, c.exchange.compressor_params);  // checks the name and parameters

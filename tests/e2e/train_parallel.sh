@@ -34,6 +34,13 @@ topk_loss=$(grep -E 'step 100/468 loss' "$WORK/topk.txt" | sed 's/.* loss \([0-9
 check "top-k training brings the loss from ln 10 = 2.30 below 1.2 in 100 steps ($topk_loss)" \
   awk -v l="$topk_loss" 'BEGIN { exit !(l > 0 && l < 1.2) }'
 
+# --- a straggler: rank 1 computes 3x slower; rank 0 waits for it ----------------------------
+$TRAIN 2 $SB --epochs 1 --steps 30 --print-every 0 --straggler 1:3 --out "$WORK/straggler.h5" >"$WORK/straggler.txt" 2>&1
+check "a straggler run exits 0" test $? -eq 0
+# Rank 0's own compute slows too: its communication thread polls on the same core while it waits.
+check "per-rank times show the straggler: rank 1 computes 2-4x rank 0, rank 0 waits, rank 1 does not" \
+  awk '/^\[ranks\]/ { split($12, a, "/"); split($14, b, "/"); exit !(b[1] > 2 * a[1] && b[1] < 4 * a[1] && a[2] > 10 * b[2]) }' "$WORK/straggler.txt"
+
 # --- elastic resume ---------------------------------------------------------------------------
 # 4 ranks -> 2 ranks accumulating 2 micro-batches, recursive doubling: bit-identical to 4 ranks
 # straight through (the gradient sums associate the same way; halving is exact).
