@@ -188,8 +188,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   write_row_group(buckets.create_group("no-overlap"), {no_overlap});
   write_row_group(buckets.create_group("fused"), {fused});
   for (const auto& [strategy, rows] : results) write_row_group(buckets.create_group(bucket_strategy_name(strategy)), rows);
-  std::vector<double> ready = profile.ready_s;
-  buckets.write("tensor_ready_s", ready);
+  buckets.write("tensor_ready_s", profile.ready_s);
   file->commit();
   std::printf("# Complete results: %s\n", file->final_path().c_str());
   return 0;
