@@ -76,6 +76,7 @@ class Run {
   void forward_backward(const Batch& batch, int64_t first, int64_t count, double& loss_sum);
   Evaluation evaluate();
   void average_running_statistics();
+  void apply_resize_schedule(int64_t epoch);
   void save();
 
   void beat(const char* what, int64_t n) const {
@@ -139,6 +140,8 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
   mllog_.start("run_start");
   data_ = open_data(config.data, config.image_size);
   image_ = data_.train->image_shape();
+  if (!config.resize_schedule.empty() && !data_.train->resizable())
+    throw UsageError("--resize-schedule needs images that can be cropped to any size (imagefolder or synthetic data)");
   ResNetConfig model_config =
       make_resnet_config(config.model, image_.channels, data_.train->num_classes(), image_.height, config.seed);
   model_config.zero_init_residual = config.zero_init_residual;
@@ -227,8 +230,9 @@ double Run::sum_over_ranks(double value) const {
 
 // Forward and backward of samples [first, first + count) of the batch; adds their summed loss.
 void Run::forward_backward(const Batch& batch, int64_t first, int64_t count, double& loss_sum) {
-  const int64_t pixels = image_.pixels();
-  ensure_shape(*backend_, input_, {count, image_.channels, image_.height, image_.width});
+  const ImageShape image = data_.train->image_shape();  // progressive resizing changes it
+  const int64_t pixels = image.pixels();
+  ensure_shape(*backend_, input_, {count, image.channels, image.height, image.width});
   backend_->write(input_, std::span<const float>(batch.images.data() + first * pixels, count * pixels));
   const Tensor& logits = model_->forward(input_, true);
   ensure_shape(*backend_, dlogits_, logits.shape());
@@ -318,6 +322,17 @@ Evaluation Run::evaluate() {
   return e;
 }
 
+void Run::apply_resize_schedule(int64_t epoch) {
+  int64_t size = 0;
+  for (const auto& [pixels, first] : config_.resize_schedule)
+    if (first <= epoch) size = pixels;
+  if (size == 0 || size == data_.train->image_shape().height) return;
+  train_loader_->stop();
+  data_.train->set_image_size(size);
+  log("[resize] epoch %lld: training images of %lld px\n", static_cast<long long>(epoch + 1), static_cast<long long>(size));
+  mllog_.point("train_image_size", MlLog::number(static_cast<double>(size)), MlLog::epoch_metadata(epoch + 1));
+}
+
 // Batch-norm running statistics drift apart on local-BN ranks; their mean is what every rank
 // evaluates and checkpoints with (PyTorch DDP instead broadcasts rank 0's).
 void Run::average_running_statistics() {
@@ -350,6 +365,7 @@ TrainResult Run::execute() {
     double train_seconds = 0;
     int64_t epoch_images = 0;
     mllog_.start("epoch_start", MlLog::epoch_metadata(epoch + 1));
+    apply_resize_schedule(epoch);
     train_loader_->start_epoch(epoch, epoch == state_.epoch ? state_.next_batch : 0);
     if (epoch != state_.epoch) state_.epoch_loss_sum = 0, state_.epoch_samples = 0;
     state_.epoch = epoch;
@@ -440,6 +456,31 @@ TrainResult Run::execute() {
 }  // namespace
 
 std::string checkpoint_path(const std::string& directory) { return directory + "/checkpoint.h5"; }
+
+std::vector<std::pair<int64_t, int64_t>> parse_resize_schedule(const std::string& text) {
+  std::vector<std::pair<int64_t, int64_t>> schedule;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    const size_t colon = item.find(':');
+    int64_t size = 0, epoch = -1;
+    try {
+      size_t used_size = 0, used_epoch = 0;
+      if (colon == std::string::npos) throw std::invalid_argument("no colon");
+      size = std::stoll(item.substr(0, colon), &used_size);
+      epoch = std::stoll(item.substr(colon + 1), &used_epoch);
+      if (used_size != colon || used_epoch != item.size() - colon - 1) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      throw UsageError("--resize-schedule wants SIZE:EPOCH[,SIZE:EPOCH...], e.g. 128:0,224:16, not '" + text + "'");
+    }
+    if (size < 8 || size > 1024 || epoch < 0 || (!schedule.empty() && epoch <= schedule.back().second))
+      throw UsageError("--resize-schedule wants sizes of 8 to 1024 px at increasing epochs from 0, not '" + text + "'");
+    schedule.emplace_back(size, epoch);
+    start = comma + 1;
+  }
+  return schedule;
+}
 
 TrainResult train(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat) {
   Run run(config, progress, comm, std::move(heartbeat));

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/buckets/gradient_exchange.hpp"
@@ -54,7 +55,14 @@ struct TrainConfig {
   // sleeps the difference), to see what one slow rank costs the others.
   int straggler_rank = -1;
   double straggler_factor = 1;
+  // Progressive resizing, as the fast ImageNet records train: (pixels, from epoch) pairs in epoch
+  // order, 0-based epochs; evaluation stays at image_size. Empty: image_size throughout.
+  std::vector<std::pair<int64_t, int64_t>> resize_schedule;
 };
+
+// "128:0,224:16" -> {(128, 0), (224, 16)}: SIZE:FIRST_EPOCH, epochs increasing from 0. UsageError
+// otherwise.
+std::vector<std::pair<int64_t, int64_t>> parse_resize_schedule(const std::string& text);
 
 // Per step, as this rank saw it.
 struct StepTimes {

@@ -88,6 +88,12 @@ void write_config(const h5::Node& group, const models::TrainConfig& c) {
   group.set_attr("error_feedback", static_cast<int64_t>(c.exchange.error_feedback));
   group.set_attr("straggler_rank", static_cast<int64_t>(c.straggler_rank));
   group.set_attr("straggler_factor", c.straggler_factor);
+  std::string resize;
+  for (const auto& [pixels, epoch] : c.resize_schedule) {
+    if (!resize.empty()) resize.push_back(',');
+    resize.append(std::to_string(pixels)).append(":").append(std::to_string(epoch));
+  }
+  group.set_attr("resize_schedule", resize);
 }
 
 // Every rank's per-step times, gathered on rank 0 as [ranks x steps] (row-major).

@@ -17,7 +17,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   std::string optimizer = "sgd", decay = "cosine", strategy = "ddp", transport = "mpi";
   double bucket_mb = -1;
   int overlap = 1, error_feedback = 1;
-  std::string straggler;
+  std::string straggler, resize;
   std::vector<std::string> label_texts;
   std::string models;
   for (const std::string& name : models::resnet_names()) models += (models.empty() ? "" : ", ") + name;
@@ -67,6 +67,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   app.add_option("--error-feedback", error_feedback, "1: carry what compression drops into the next step [1]");
   app.add_option("--accumulate", c.accumulate, "micro-batches per step on each rank (gradient accumulation) [1]");
   app.add_option("--straggler", straggler, "RANK:FACTOR: that rank computes FACTOR times slower (it sleeps)");
+  app.add_option("--resize-schedule", resize, "progressive resizing SIZE:EPOCH,... (0-based epochs), e.g. 128:0,224:16");
   app.add_option("--mllog", c.mllog, "MLPerf-style log file (:::MLLOG lines)");
   app.add_option("-T,--timeout", o.timeout_seconds,
                  "seconds without a finished step before the job ends (a hung or lost rank) [600; 0 = never]");
@@ -96,6 +97,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
     if (c.straggler_rank < 0 || !(c.straggler_factor >= 1))
       throw UsageError("--straggler wants a rank >= 0 and a factor >= 1, not '" + straggler + "'");
   }
+  if (!resize.empty()) c.resize_schedule = models::parse_resize_schedule(resize);
   if (error_feedback != 0 && error_feedback != 1) throw UsageError("--error-feedback must be 0 or 1");
   c.exchange.error_feedback = error_feedback == 1;
   make_compressor(c.exchange.compressor, c.exchange.compressor_params);  // checks the name and parameters

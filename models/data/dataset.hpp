@@ -25,6 +25,10 @@ class Dataset {
   // cannot be decoded (a corrupt file inside a data set: the loader skips and counts it).
   // augment_key != 0 asks for training augmentation drawn from that key.
   virtual int32_t load(int64_t index, uint64_t augment_key, float* out) const = 0;
+  // Sources that crop or draw at any size (JPEG folders, synthetic) can change it between epochs
+  // (progressive resizing); only while no loader is reading.
+  virtual bool resizable() const { return false; }
+  virtual void set_image_size(int64_t /*pixels*/) {}
 };
 
 // A training split and an evaluation split of one data set.

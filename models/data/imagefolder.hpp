@@ -23,6 +23,8 @@ class ImageFolderDataset final : public Dataset {
   int64_t num_classes() const override { return static_cast<int64_t>(classes_.size()); }
   ImageShape image_shape() const override { return {3, size_, size_}; }
   int32_t load(int64_t index, uint64_t augment_key, float* out) const override;
+  bool resizable() const override { return true; }
+  void set_image_size(int64_t pixels) override { size_ = pixels; }
   const std::vector<std::string>& classes() const { return classes_; }
 
  private:

@@ -64,9 +64,10 @@ class Loader {
   std::optional<Batch> next();
   const Sampler& sampler() const { return sampler_; }
   int64_t skipped_total() const { return skipped_total_; }
+  // Stops and joins the workers (start_epoch starts them again).
+  void stop();
 
  private:
-  void stop();
   void work();
   Batch build(int64_t batch) const;
 

@@ -40,6 +40,11 @@ check "sb-idx2folder writes an ImageFolder" test "$(find "$WORK/folder/train" -n
 $TRAIN --data "imagefolder:$WORK/folder" --image-size 28 --batch 64 --epochs 1 --print-every 4 \
   --out "$WORK/jpeg.h5" >"$WORK/jpeg.txt" 2>&1
 check "trains and evaluates on the JPEGs" grep -qE '^\[eval\] epoch 1: top-1 .* on 256 images' "$WORK/jpeg.txt"
+$TRAIN --data "imagefolder:$WORK/folder" --image-size 28 --resize-schedule 20:0,28:1 --batch 64 --epochs 2 \
+  --print-every 0 --out "$WORK/resize.h5" >"$WORK/resize.txt" 2>&1
+check "progressive resizing: 20 px in epoch 1" grep -q '^\[resize\] epoch 1: training images of 20 px' "$WORK/resize.txt"
+check "progressive resizing: 28 px from epoch 2, evaluated at 28" \
+  bash -c "grep -q '^\[resize\] epoch 2: training images of 28 px' '$WORK/resize.txt' && grep -q '^\[eval\] epoch 2' '$WORK/resize.txt'"
 
 # --- bad input --------------------------------------------------------------------------------
 bad_input() {
@@ -66,4 +71,6 @@ bad_input "batch larger than the data set" --data "imagefolder:$WORK/folder" --i
 bad_input "resume without a checkpoint" --checkpoint "$WORK/noclasses" --resume
 bad_input "target accuracy above 1" --target-accuracy 90
 bad_input "unknown optimizer" --optimizer adam
+bad_input "resize schedule on IDX data" --resize-schedule 20:0,28:1
+bad_input "resize schedule out of order" --data "imagefolder:$WORK/folder" --resize-schedule 20:3,28:1
 bad_input "checkpoint of another model" --model resnet32 --checkpoint "$WORK/resumed" --resume
