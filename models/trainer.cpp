@@ -9,6 +9,7 @@
 
 #include "common/check.hpp"
 #include "common/stats.hpp"
+#include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 #include "models/checkpoint.hpp"
 #include "models/data/loader.hpp"
@@ -459,25 +460,15 @@ std::string checkpoint_path(const std::string& directory) { return directory + "
 
 std::vector<std::pair<int64_t, int64_t>> parse_resize_schedule(const std::string& text) {
   std::vector<std::pair<int64_t, int64_t>> schedule;
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
-    const size_t colon = item.find(':');
-    int64_t size = 0, epoch = -1;
-    try {
-      size_t used_size = 0, used_epoch = 0;
-      if (colon == std::string::npos) throw std::invalid_argument("no colon");
-      size = std::stoll(item.substr(0, colon), &used_size);
-      epoch = std::stoll(item.substr(colon + 1), &used_epoch);
-      if (used_size != colon || used_epoch != item.size() - colon - 1) throw std::invalid_argument("trailing");
-    } catch (const std::exception&) {
+  for (const std::string& item : split_list(text)) {
+    const std::vector<std::string> fields = split_list(item, ':');
+    const auto size = fields.size() == 2 ? parse_whole_integer(fields[0]) : std::nullopt;
+    const auto epoch = fields.size() == 2 ? parse_whole_integer(fields[1]) : std::nullopt;
+    if (!size || !epoch)
       throw UsageError("--resize-schedule wants SIZE:EPOCH[,SIZE:EPOCH...], e.g. 128:0,224:16, not '" + text + "'");
-    }
-    if (size < 8 || size > 1024 || epoch < 0 || (!schedule.empty() && epoch <= schedule.back().second))
+    if (*size < 8 || *size > 1024 || *epoch < 0 || (!schedule.empty() && *epoch <= schedule.back().second))
       throw UsageError("--resize-schedule wants sizes of 8 to 1024 px at increasing epochs from 0, not '" + text + "'");
-    schedule.emplace_back(size, epoch);
-    start = comma + 1;
+    schedule.emplace_back(*size, *epoch);
   }
   return schedule;
 }

@@ -9,24 +9,12 @@
 #include "collectives/allreduce_impl.hpp"
 #include "common/command_line.hpp"
 #include "common/sizes.hpp"
+#include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 #include "results/run_metadata.hpp"
 
 namespace sb {
 namespace {
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const size_t end = comma == std::string::npos ? text.size() : comma;
-    parts.push_back(text.substr(start, end - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return parts;
-}
 
 std::string known_impls() {
   std::string names;
@@ -37,7 +25,7 @@ std::string known_impls() {
 
 void parse_impls(AllreduceOptions& options, const std::string& text) {
   options.impls.clear();
-  for (const std::string& name : split_commas(text)) {
+  for (const std::string& name : split_list(text)) {
     if (name == "all") {
       options.impls_from_all = true;
       for (const AllreduceImplInfo& info : allreduce_impls()) options.impls.emplace_back(info.name);
@@ -155,7 +143,7 @@ std::optional<AllreduceOptions> parse_allreduce_options(int argc, char** argv, b
     }
   }
   options.transports.clear();
-  for (const std::string& name : split_commas(transport_text)) {
+  for (const std::string& name : split_list(transport_text)) {
     const auto* known = std::find_if(std::begin(kAllTransports), std::end(kAllTransports),
                                      [&](Transport t) { return name_of(t) == name; });
     if (known == std::end(kAllTransports))

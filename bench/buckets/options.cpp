@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/command_line.hpp"
+#include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 #include "models/resnet.hpp"
 #include "results/run_metadata.hpp"
@@ -53,16 +54,12 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   else throw UsageError("--transport must be mpi or shm, not '" + transport + "'");
   const AllreduceImplInfo* algo = find_allreduce_impl(o.exchange.algorithm);
   if (!algo || o.exchange.algorithm == "nccl") throw UsageError("unknown or device-only --algo '" + o.exchange.algorithm + "'");
-  size_t start = 0;
-  while (start <= strategies.size()) {
-    const size_t comma = std::min(strategies.find(',', start), strategies.size());
-    const std::string name = strategies.substr(start, comma - start);
+  for (const std::string& name : split_list(strategies)) {
     if (name == "all")
       o.strategies.insert(o.strategies.end(), {BucketStrategy::per_tensor, BucketStrategy::fixed, BucketStrategy::ddp,
                                                BucketStrategy::partition});
     else
       o.strategies.push_back(parse_bucket_strategy(name));
-    start = comma + 1;
   }
   for (const std::string& label : label_texts) add_label(o.labels, label);
   return o;

@@ -6,6 +6,7 @@
 
 #include "common/command_line.hpp"
 #include "common/sizes.hpp"
+#include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 #include "results/run_metadata.hpp"
 
@@ -46,15 +47,11 @@ std::optional<CompressOptions> parse_compress_options(int argc, char** argv, boo
   if (error_feedback != 0 && error_feedback != 1) throw UsageError("--error-feedback must be 0 or 1");
   o.error_feedback = error_feedback == 1;
   // Names, checked with the parameters by building each compressor once.
-  size_t start = 0;
-  while (start <= compressor_text.size()) {
-    const size_t comma = std::min(compressor_text.find(',', start), compressor_text.size());
-    const std::string name = compressor_text.substr(start, comma - start);
+  for (const std::string& name : split_list(compressor_text)) {
     if (name == "all")
       for (std::string_view n : compressor_names()) o.compressors.emplace_back(n);
     else
       o.compressors.push_back(name);
-    start = comma + 1;
   }
   for (const std::string& name : o.compressors) make_compressor(name, o.params);  // throws UsageError
   for (const std::string& label : label_texts) add_label(o.labels, label);

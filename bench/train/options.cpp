@@ -5,6 +5,7 @@
 #include "collectives/allreduce_impl.hpp"
 #include "collectives/compress/compressor.hpp"
 #include "common/command_line.hpp"
+#include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 #include "models/resnet.hpp"
 #include "results/run_metadata.hpp"
@@ -84,18 +85,14 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   if (overlap != 0 && overlap != 1) throw UsageError("--overlap must be 0 or 1");
   c.exchange.overlap = overlap == 1;
   if (!straggler.empty()) {
-    const size_t colon = straggler.find(':');
-    try {
-      size_t used_rank = 0, used_factor = 0;
-      if (colon == std::string::npos) throw std::invalid_argument("no colon");
-      c.straggler_rank = std::stoi(straggler.substr(0, colon), &used_rank);
-      c.straggler_factor = std::stod(straggler.substr(colon + 1), &used_factor);
-      if (used_rank != colon || used_factor != straggler.size() - colon - 1) throw std::invalid_argument("trailing");
-    } catch (const std::exception&) {
-      throw UsageError("--straggler wants RANK:FACTOR, e.g. 1:2.5, not '" + straggler + "'");
-    }
-    if (c.straggler_rank < 0 || !(c.straggler_factor >= 1))
+    const std::vector<std::string> fields = split_list(straggler, ':');
+    const auto rank = fields.size() == 2 ? parse_whole_integer(fields[0]) : std::nullopt;
+    const auto factor = fields.size() == 2 ? parse_whole_number(fields[1]) : std::nullopt;
+    if (!rank || !factor) throw UsageError("--straggler wants RANK:FACTOR, e.g. 1:2.5, not '" + straggler + "'");
+    if (*rank < 0 || *rank > (1 << 30) || !(*factor >= 1))
       throw UsageError("--straggler wants a rank >= 0 and a factor >= 1, not '" + straggler + "'");
+    c.straggler_rank = static_cast<int>(*rank);
+    c.straggler_factor = *factor;
   }
   if (!resize.empty()) c.resize_schedule = models::parse_resize_schedule(resize);
   if (error_feedback != 0 && error_feedback != 1) throw UsageError("--error-feedback must be 0 or 1");

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 #include "models/data/idx.hpp"
 #include "models/data/imagefolder.hpp"
@@ -14,13 +15,7 @@ DataSplits open_data(const std::string& spec, int64_t image_size) {
   if (spec == "synthetic") return open_synthetic(224);
   if (spec.rfind("synthetic:", 0) == 0) {
     const std::string size = spec.substr(10);
-    int64_t px = 0;
-    try {
-      size_t used = 0;
-      px = std::stoll(size, &used);
-      if (used != size.size()) px = 0;
-    } catch (const std::exception&) {
-    }
+    const int64_t px = parse_whole_integer(size).value_or(0);
     if (px < 8 || px > 1024) throw UsageError("--data synthetic:SIZE needs a size of 8 to 1024 px, not '" + size + "'");
     return open_synthetic(px);
   }

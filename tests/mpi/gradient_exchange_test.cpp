@@ -11,10 +11,39 @@
 namespace sb {
 namespace {
 
-TEST(GradientExchange, EveryRankGetsTheAverageOfEveryTensor) {
+// One fp32 buffer per tensor, standing in for a model's gradients.
+struct Gradients {
+  explicit Gradients(const std::vector<GradientTensor>& tensors) {
+    for (const GradientTensor& t : tensors) values.emplace_back(t.count);
+    for (auto& v : values) pointers.push_back(v.data());
+  }
+  std::vector<std::vector<float>> values;
+  std::vector<float*> pointers;
+};
+
+// Rank r's element i of tensor k is ranks * (r + 1) * pattern(k + i + step), so the average over
+// ranks is rank_sum * pattern(...), exactly; one step through the exchange, reporting tensors in
+// backward order; returns how many elements are not that average.
+template <class Pattern>
+size_t wrong_after_step(GradientExchange& exchange, Gradients& g, int step, Pattern pattern) {
   int rank = 0, nranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  for (size_t k = 0; k < g.values.size(); ++k)
+    for (size_t i = 0; i < g.values[k].size(); ++i)
+      g.values[k][i] = static_cast<float>(nranks * (rank + 1) * pattern(k + i + step));
+  exchange.begin_step();
+  for (size_t k = g.values.size(); k-- > 0;) exchange.tensor_ready(k);
+  exchange.finish();
+  const int rank_sum = nranks * (nranks + 1) / 2;
+  size_t wrong = 0;
+  for (size_t k = 0; k < g.values.size(); ++k)
+    for (size_t i = 0; i < g.values[k].size(); ++i)
+      wrong += g.values[k][i] != static_cast<float>(rank_sum * pattern(k + i + step));
+  return wrong;
+}
+
+TEST(GradientExchange, EveryRankGetsTheAverageOfEveryTensor) {
   // Many equal small tensors (like BN vectors) and a few large ones.
   std::vector<GradientTensor> tensors;
   const size_t sizes[] = {432, 16, 16, 2304, 16, 16, 2304, 16, 16, 4608, 32, 32, 9216, 32, 32, 640, 10};
@@ -24,71 +53,28 @@ TEST(GradientExchange, EveryRankGetsTheAverageOfEveryTensor) {
     for (bool overlap : {true, false}) {
       ExchangeConfig config;
       config.overlap = overlap;
-      std::vector<std::vector<float>> grads(tensors.size());
-      std::vector<float*> pointers;
-      for (size_t k = 0; k < tensors.size(); ++k) {
-        grads[k].resize(tensors[k].count);
-        pointers.push_back(grads[k].data());
-      }
-      GradientExchange exchange(MPI_COMM_WORLD, config, plan_buckets(tensors, strategy, 0.01, 1000), pointers);
-      for (int step = 0; step < 3; ++step) {
-        // Rank r's element i of tensor k: nranks * (r + 1) * (k + i + step), so the average is exact.
-        for (size_t k = 0; k < tensors.size(); ++k)
-          for (size_t i = 0; i < grads[k].size(); ++i)
-            grads[k][i] = static_cast<float>(nranks * (rank + 1) * static_cast<int>((k + i + step) % 97));
-        exchange.begin_step();
-        for (size_t k = tensors.size(); k-- > 0;) exchange.tensor_ready(k);
-        exchange.finish();
-        const int rank_sum = nranks * (nranks + 1) / 2;
-        size_t wrong = 0;
-        for (size_t k = 0; k < tensors.size(); ++k)
-          for (size_t i = 0; i < grads[k].size(); ++i)
-            wrong += grads[k][i] != static_cast<float>(rank_sum * static_cast<int>((k + i + step) % 97));
-        EXPECT_EQ(wrong, 0u) << bucket_strategy_name(strategy) << (overlap ? " overlapped" : " sequential") << " step "
-                             << step;
-      }
+      Gradients grads(tensors);
+      GradientExchange exchange(MPI_COMM_WORLD, config, plan_buckets(tensors, strategy, 0.01, 1000), grads.pointers);
+      for (int step = 0; step < 3; ++step)
+        EXPECT_EQ(wrong_after_step(exchange, grads, step, [](size_t n) { return static_cast<int>(n % 97); }), 0u)
+            << bucket_strategy_name(strategy) << (overlap ? " overlapped" : " sequential") << " step " << step;
     }
   }
 }
 
-}  // namespace
-}  // namespace sb
-
-namespace sb {
-namespace {
-
 // Compressed buckets: fp16 carries small integers exactly, so the averages are exact too; and
 // top-k at ratio 1 sends everything (every value is in the top k).
 TEST(GradientExchange, CompressedBucketsAverageExactlyWhereTheCodeIsExact) {
-  int rank = 0, nranks = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  std::vector<GradientTensor> tensors = {{"a", 300}, {"b", 16}, {"c", 1000}, {"d", 10}};
+  const std::vector<GradientTensor> tensors = {{"a", 300}, {"b", 16}, {"c", 1000}, {"d", 10}};
   for (const char* compressor : {"fp16", "topk"}) {
     ExchangeConfig config;
     config.compressor = compressor;
     config.compressor_params.ratio = 1.0;
-    std::vector<std::vector<float>> grads(tensors.size());
-    std::vector<float*> pointers;
-    for (size_t k = 0; k < tensors.size(); ++k) {
-      grads[k].resize(tensors[k].count);
-      pointers.push_back(grads[k].data());
-    }
-    GradientExchange exchange(MPI_COMM_WORLD, config, plan_buckets(tensors, BucketStrategy::ddp, 0.001), pointers);
-    for (int step = 0; step < 2; ++step) {
-      for (size_t k = 0; k < tensors.size(); ++k)
-        for (size_t i = 0; i < grads[k].size(); ++i)
-          grads[k][i] = static_cast<float>(nranks * (rank + 1) * static_cast<int>(1 + (k + i + step) % 13));
-      exchange.begin_step();
-      for (size_t k = tensors.size(); k-- > 0;) exchange.tensor_ready(k);
-      exchange.finish();
-      const int rank_sum = nranks * (nranks + 1) / 2;
-      size_t wrong = 0;
-      for (size_t k = 0; k < tensors.size(); ++k)
-        for (size_t i = 0; i < grads[k].size(); ++i)
-          wrong += grads[k][i] != static_cast<float>(rank_sum * static_cast<int>(1 + (k + i + step) % 13));
-      EXPECT_EQ(wrong, 0u) << compressor << " step " << step;
-    }
+    Gradients grads(tensors);
+    GradientExchange exchange(MPI_COMM_WORLD, config, plan_buckets(tensors, BucketStrategy::ddp, 0.001), grads.pointers);
+    for (int step = 0; step < 2; ++step)
+      EXPECT_EQ(wrong_after_step(exchange, grads, step, [](size_t n) { return static_cast<int>(1 + n % 13); }), 0u)
+          << compressor << " step " << step;
   }
 }
 

@@ -1,0 +1,18 @@
+#pragma once
+// The small text fields of command lines: comma-separated lists ("mpi,ring"), and numbers that
+// must be the whole field ("1:2.5" -> 1 and 2.5, never "2.5x").
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sb {
+
+// "a,b,,c" -> {"a", "b", "", "c"}; "" -> {""}.
+std::vector<std::string> split_list(const std::string& text, char separator = ',');
+
+// The number the whole text spells, or nothing (empty, trailing characters, out of range).
+std::optional<int64_t> parse_whole_integer(const std::string& text);
+std::optional<double> parse_whole_number(const std::string& text);
+
+}  // namespace sb
