@@ -74,7 +74,7 @@ ResultsReader::ResultsReader(const std::string& path) {
     throw UsageError("cannot read '" + path + "': " + std::strerror(errno));
   if (H5Fis_hdf5(path.c_str()) <= 0) throw UsageError("'" + path + "' is not an HDF5 file");
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (id < 0) throw UsageError("HDF5 cannot open '" + path + "'");
+  if (id < 0) throw UsageError("HDF5 cannot open '" + path + "' (truncated or damaged)");
   file_ = h5::Handle(id, H5Fclose);
   root_ = std::make_unique<h5::Node>(
       h5::Handle(SB_H5_CHECK(H5Gopen2(id, "/", H5P_DEFAULT)), H5Gclose));

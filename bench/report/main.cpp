@@ -1,0 +1,74 @@
+// sb-report: a campaign's results files in, plots and tables out. Reads results files, merged
+// campaign files and folders (skipping, and naming, files it cannot use), optionally merges them
+// into one HDF5 file, then writes the report folder: data/*.dat, *.gp, *.png, *.svg, summary.txt
+// and index.html. No MPI: it runs on a login node.
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "bench/report/options.hpp"
+#include "common/check.hpp"
+#include "common/usage_error.hpp"
+#include "results/campaign.hpp"
+#include "results/merge.hpp"
+#include "results/report/gnuplot_files.hpp"
+#include "results/report/summary.hpp"
+
+namespace {
+
+// --by must name a label that some run carries: a misspelt key would silently draw nothing new.
+void check_by_label(const sb::Campaign& campaign, const std::string& key) {
+  if (key.empty()) return;
+  std::set<std::string> keys;
+  for (const sb::Run& run : campaign.runs)
+    for (const auto& [k, v] : run.labels) keys.insert(k);
+  if (keys.count(key)) return;
+  std::string known;
+  for (const std::string& k : keys) known += (known.empty() ? "" : ", ") + k;
+  throw sb::UsageError("--by '" + key + "': no run has that label (" +
+                       (known.empty() ? std::string("the runs have no labels") : "labels: " + known) + ")");
+}
+
+int report(const sb::ReportProgramOptions& o) {
+  sb::Campaign campaign = sb::load_campaign(o.inputs);
+  check_by_label(campaign, o.report.by);
+  for (const sb::SkippedFile& skipped : campaign.skipped)
+    std::fprintf(stderr, "sb-report: skipped %s: %s\n", skipped.path.c_str(), skipped.reason.c_str());
+  if (!o.merge.empty()) {
+    const size_t runs = sb::merge_campaign(campaign, o.merge);
+    std::printf("sb-report: merged %zu runs into %s (%zu files skipped)\n", runs, o.merge.c_str(),
+                campaign.skipped.size());
+  }
+  if (!o.write_report) return 0;
+
+  std::error_code error;
+  std::filesystem::create_directories(o.out + "/data", error);
+  if (error) throw sb::UsageError("--out: cannot create '" + o.out + "/data': " + error.message());
+  const std::vector<sb::report::Plot> plots = sb::report::build_plots(campaign.runs, o.report);
+  for (const sb::report::Plot& plot : plots) {
+    sb::report::write_plot_data(plot, o.out);
+    sb::report::write_plot_script(plot, o.formats, o.out);
+  }
+  if (o.render && (o.formats.png || o.formats.svg)) sb::report::render_plots(plots, o.out, o.gnuplot);
+  sb::report::write_summary(plots, campaign, o.out);
+  sb::report::write_index(plots, campaign, o.formats, o.out);
+  for (const sb::report::Plot& plot : plots) std::printf("  %-40s %s\n", plot.name.c_str(), plot.title.c_str());
+  std::printf("sb-report: %zu plots from %zu runs (%zu files skipped): %s/index.html\n", plots.size(),
+              campaign.runs.size(), campaign.skipped.size(), o.out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    std::optional<sb::ReportProgramOptions> options = sb::parse_report_options(argc, argv);
+    return options ? report(*options) : 0;
+  } catch (const sb::UsageError& e) {
+    std::fprintf(stderr, "sb-report: error: %s\n", e.what());
+    return sb::kExitUsage;
+  } catch (const sb::LibraryError& e) {
+    std::fprintf(stderr, "sb-report: error: %s\n", e.what());
+    return sb::kExitFault;
+  }
+}

@@ -1,0 +1,136 @@
+#include "results/campaign.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include "common/check.hpp"
+#include "common/usage_error.hpp"
+
+namespace sb {
+namespace fs = std::filesystem;
+namespace {
+
+bool looks_like_results(const fs::path& path) {
+  const std::string name = path.filename().string();
+  return path.extension() == ".h5" || name.find(".h5.tmp-") != std::string::npos;
+}
+
+Run describe(std::shared_ptr<const ResultsReader> file, std::shared_ptr<const h5::Node> root, std::string name,
+             std::string source) {
+  Run run;
+  run.name = std::move(name);
+  run.source = std::move(source);
+  run.program = root->attr_string("program");
+  run.ranks = root->attr_int("ranks");
+  if (root->has("labels")) {
+    const h5::Node labels = root->open_group("labels");
+    for (const std::string& key : labels.attr_names()) run.labels[key] = labels.attr_string(key);
+  }
+  run.file = std::move(file);
+  run.root = std::move(root);
+  return run;
+}
+
+// The runs of one file, and the files a merged file says were skipped when it was made; throws
+// UsageError or LibraryError when the file cannot be used.
+std::vector<Run> open_runs(const fs::path& path, std::vector<SkippedFile>& skipped) {
+  if (path.filename().string().find(".tmp-") != std::string::npos)
+    throw UsageError("the temporary file of an unfinished run (killed, or still running)");
+  auto file = std::make_shared<const ResultsReader>(path.string());
+  const int64_t version = file->schema_version();
+  if (version != kSchemaVersion)
+    throw UsageError("schema_version " + std::to_string(version) + ", and this sb-report reads " +
+                     std::to_string(kSchemaVersion));
+  const h5::Node& root = file->root();
+  if (!root.has_attr("program")) throw UsageError("not a program's results (a checkpoint?)");
+  // A run's root node must outlive the reader's own handle, so each run opens its group anew.
+  auto open = [&](const std::string& group) {
+    return std::make_shared<const h5::Node>(root.open_group(group));
+  };
+  std::vector<Run> runs;
+  if (root.attr_string("program") != kMergeProgram) {
+    if (!root.has_attr("ranks")) throw UsageError("no 'ranks' attribute: not a complete results file");
+    runs.push_back(describe(file, open("."), path.stem().string(), path.string()));
+    return runs;
+  }
+  // A merged file: /runs/<program>/ranks-<N>/<labels>/<name>, a fixed depth of four.
+  if (root.has_attr("skipped"))
+    for (const std::string& entry : root.attr_strings("skipped")) {
+      const size_t colon = entry.find(": ");
+      if (colon != std::string::npos) skipped.push_back({entry.substr(0, colon), entry.substr(colon + 2) + " (" + path.string() + ")"});
+    }
+  if (!root.has(kMergedRunsGroup)) return runs;
+  const h5::Node all = root.open_group(kMergedRunsGroup);
+  for (const std::string& program : all.children()) {
+    const h5::Node by_program = all.open_group(program);
+    for (const std::string& ranks : by_program.children()) {
+      const h5::Node by_ranks = by_program.open_group(ranks);
+      for (const std::string& labels : by_ranks.children()) {
+        const h5::Node by_labels = by_ranks.open_group(labels);
+        for (const std::string& name : by_labels.children()) {
+          const std::string group =
+              std::string(kMergedRunsGroup) + "/" + program + "/" + ranks + "/" + labels + "/" + name;
+          runs.push_back(describe(file, open(group), name, path.string() + ":/" + group));
+        }
+      }
+    }
+  }
+  return runs;
+}
+
+// The reader's messages name the file; the campaign names it once, before the reason.
+std::string reason_without_path(std::string reason, const std::string& path) {
+  for (const std::string& quoted : {"'" + path + "' ", " '" + path + "'"})
+    for (size_t at; (at = reason.find(quoted)) != std::string::npos;) reason.erase(at, quoted.size());
+  return reason;
+}
+
+}  // namespace
+
+std::string Run::label(const std::string& key) const {
+  auto it = labels.find(key);
+  return it == labels.end() ? std::string() : it->second;
+}
+
+Campaign load_campaign(const std::vector<std::string>& inputs) {
+  Campaign campaign;
+  for (const std::string& input : inputs) {
+    std::error_code error;
+    const fs::file_status status = fs::status(input, error);
+    if (error || !fs::exists(status)) throw UsageError("'" + input + "' does not exist");
+    if (!fs::is_directory(status)) {
+      try {
+        std::vector<Run> runs = open_runs(input, campaign.skipped);
+        for (Run& run : runs) campaign.runs.push_back(std::move(run));
+      } catch (const std::runtime_error& e) {  // UsageError or LibraryError
+        throw UsageError("'" + input + "': " + reason_without_path(e.what(), input));
+      }
+      continue;
+    }
+    std::vector<fs::path> found;
+    for (fs::recursive_directory_iterator it(input, error), end; !error && it != end; it.increment(error))
+      if (it->is_regular_file() && looks_like_results(it->path())) found.push_back(it->path());
+    if (error) throw UsageError("cannot search '" + input + "': " + error.message());
+    std::sort(found.begin(), found.end());
+    for (const fs::path& path : found) {
+      try {
+        std::vector<Run> runs = open_runs(path, campaign.skipped);
+        for (Run& run : runs) campaign.runs.push_back(std::move(run));
+      } catch (const std::runtime_error& e) {
+        campaign.skipped.push_back({path.string(), reason_without_path(e.what(), path.string())});
+      }
+    }
+  }
+  if (campaign.runs.empty()) {
+    std::string message = "no scalebench results files found in";
+    for (const std::string& input : inputs) message += " '" + input + "'";
+    if (!campaign.skipped.empty())
+      message += " (" + std::to_string(campaign.skipped.size()) + " skipped: " + campaign.skipped.front().path + ": " +
+                 campaign.skipped.front().reason + (campaign.skipped.size() > 1 ? ", ...)" : ")");
+    throw UsageError(message);
+  }
+  return campaign;
+}
+
+}  // namespace sb

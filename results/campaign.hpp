@@ -1,0 +1,50 @@
+#pragma once
+// A campaign: the runs that sb-report reads, from results files named on the command line,
+// folders searched for *.h5, and merged campaign files (sb-report --merge), all seen as one list
+// of runs. Files found in a folder that cannot be used (truncated, of another schema version,
+// a temporary name of an unfinished run) are skipped and listed with the reason, so one bad file
+// does not cost the rest of a campaign; a file named explicitly that cannot be read is bad input.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "results/h5.hpp"
+#include "results/results_file.hpp"
+
+namespace sb {
+
+// One run: the root group of a results file, or a run's group inside a merged file.
+struct Run {
+  std::string name;    // short name for legends: the file's stem
+  std::string source;  // where it came from: path, or path:/group for a merged run
+  std::string program;
+  int64_t ranks = 0;
+  std::map<std::string, std::string> labels;
+  std::shared_ptr<const ResultsReader> file;  // keeps the file open while root is used
+  std::shared_ptr<const h5::Node> root;
+
+  // The label's value, or "" when the run has no such label.
+  std::string label(const std::string& key) const;
+};
+
+struct SkippedFile {
+  std::string path;
+  std::string reason;
+};
+
+struct Campaign {
+  std::vector<Run> runs;  // in path order, so reports are the same from run to run
+  std::vector<SkippedFile> skipped;
+};
+
+// Reads every input: a results file, a merged file, or a folder searched recursively for *.h5
+// (and *.h5.tmp-* leftovers, which are listed as skipped). Throws UsageError for an input that
+// does not exist, a named file that cannot be used, or when no run is found at all.
+Campaign load_campaign(const std::vector<std::string>& inputs);
+
+// Where a merged file keeps its runs: /runs/<program>/ranks-<N>/<labels>/<name>.
+inline constexpr const char* kMergedRunsGroup = "runs";
+inline constexpr const char* kMergeProgram = "sb-report --merge";
+
+}  // namespace sb

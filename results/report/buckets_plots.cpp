@@ -1,0 +1,60 @@
+// Bucket-size sweeps of sb-buckets runs: iteration time and exposed communication against bucket
+// size, one line per strategy that sweeps sizes; per-tensor, no-overlap and fused have one value
+// each and are drawn as horizontal references across the sweep.
+#include <algorithm>
+
+#include "results/report/plot.hpp"
+
+namespace sb::report {
+
+std::vector<Plot> buckets_plots(const std::vector<Run>& runs, const ReportOptions& options) {
+  std::vector<Plot> plots;
+  for (const Run& run : runs) {
+    if (run.program != "sb-buckets" || !run.root->has("buckets")) continue;
+    const h5::Node buckets = run.root->open_group("buckets");
+    const std::string model = buckets.has_attr("model") ? buckets.attr_string("model") : "?";
+    const std::string where = model + ", " + std::to_string(run.ranks) + " ranks, " + run.name;
+    const std::string np = "-np" + std::to_string(run.ranks);
+    Plot iteration{"buckets-iteration" + np, "Bucket sweep: iteration time (" + where + ")", "bucket size (MiB)",
+                   "backward start to gradients averaged (ms)", Scale::log2, Scale::linear};
+    Plot exposed{"buckets-exposed" + np, "Bucket sweep: exposed communication (" + where + ")", "bucket size (MiB)",
+                 "communication not hidden by backward (ms)", Scale::log2, Scale::linear};
+    std::vector<std::string> single;  // groups with one row: references
+    double smallest = 0, largest = 0;
+    for (const std::string& strategy : buckets.children()) {
+      if (strategy == "tensor_ready_s") continue;  // a dataset, not a strategy
+      const h5::Node node = buckets.open_group(strategy);
+      const std::vector<double> mb = node.read_doubles("bucket_mb");
+      if (mb.size() == 1) {
+        single.push_back(strategy);
+        continue;
+      }
+      const std::vector<double> it = node.read_doubles("iteration_s"), ex = node.read_doubles("exposed_s");
+      Series a{line_title(strategy, run, options)}, b{a.title};
+      for (size_t i = 0; i < mb.size(); ++i) {
+        a.add(mb[i], it.at(i) * 1e3);
+        b.add(mb[i], ex.at(i) * 1e3);
+      }
+      smallest = smallest == 0 ? mb.front() : std::min(smallest, mb.front());
+      largest = std::max(largest, mb.back());
+      iteration.series.push_back(std::move(a));
+      exposed.series.push_back(std::move(b));
+    }
+    if (largest == 0) continue;  // no sweep in this run: nothing to draw against
+    for (const std::string& strategy : single) {
+      const h5::Node node = buckets.open_group(strategy);
+      for (auto [plot, dataset] : {std::pair{&iteration, "iteration_s"}, std::pair{&exposed, "exposed_s"}}) {
+        Series line{line_title(strategy, run, options)};
+        line.reference = true;
+        line.add(smallest, node.read_doubles(dataset).at(0) * 1e3);
+        line.add(largest, line.y.back());
+        plot->series.push_back(std::move(line));
+      }
+    }
+    plots.push_back(std::move(iteration));
+    plots.push_back(std::move(exposed));
+  }
+  return plots;
+}
+
+}  // namespace sb::report

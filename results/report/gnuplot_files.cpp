@@ -1,0 +1,168 @@
+#include "results/report/gnuplot_files.hpp"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "common/check.hpp"
+#include "common/sizes.hpp"
+#include "results/report/text_output.hpp"
+
+namespace sb::report {
+namespace {
+
+// A gnuplot double-quoted string.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string number(double value) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.9g", value);
+  return text;
+}
+
+std::set<double> all_x(const Plot& plot) {
+  std::set<double> xs;
+  for (const Series& s : plot.series)
+    for (double x : s.x) xs.insert(x);
+  return xs;
+}
+
+// Explicit tics: sizes at every power of 4 in range, labelled 4K, 1M...; ranks and MiB at the
+// values the data has.
+std::string x_tics(const Plot& plot) {
+  const std::set<double> xs = all_x(plot);
+  if (xs.empty()) return "";
+  std::string tics;
+  auto add = [&](const std::string& label, double at) {
+    tics += (tics.empty() ? "" : ", ") + quoted(label) + " " + number(at);
+  };
+  if (plot.x_scale == Scale::bytes) {
+    for (double at = 1; at <= *xs.rbegin(); at *= 4)
+      if (at >= *xs.begin()) add(format_size(static_cast<uint64_t>(at)), at);
+  } else if (plot.x_scale == Scale::log2 && xs.size() <= 24) {
+    // Ranks and bucket MiB (0.25, 0.5, 1, ...) read best as the values measured; anything else
+    // (compression ratios like 3.9997) as gnuplot's own round tics.
+    for (double x : xs)
+      if (std::fmod(x * 4, 1) != 0) return "";
+    for (double x : xs) add(number(x), x);
+  }
+  return tics.empty() ? "" : "set xtics (" + tics + ")\n";
+}
+
+void axis_scale(std::ostream& out, const char* axis, Scale scale) {
+  if (scale == Scale::log2 || scale == Scale::bytes) out << "set logscale " << axis << " 2\n";
+  if (scale == Scale::log10) out << "set logscale " << axis << " 10\n";
+}
+
+}  // namespace
+
+void write_plot_data(const Plot& plot, const std::string& dir) {
+  const std::string path = dir + "/data/" + plot.name + ".dat";
+  std::ofstream out = open_for_writing(path);
+  out << "# " << plot.title << "\n# columns: " << plot.x_title << " | " << plot.y_title
+      << (plot.points_only ? " | point label" : "") << "\n";
+  for (size_t i = 0; i < plot.series.size(); ++i) {
+    const Series& s = plot.series[i];
+    if (i > 0) out << "\n\n";  // gnuplot's block separator: `index i` picks block i
+    out << "# index " << i << ": " << s.title << (s.reference ? " (reference)" : "") << "\n";
+    for (size_t k = 0; k < s.x.size(); ++k) {
+      out << number(s.x[k]) << ' ' << number(s.y[k]);
+      if (k < s.point_labels.size()) out << ' ' << quoted(s.point_labels[k]);
+      out << '\n';
+    }
+  }
+  close_checked(out, path);
+}
+
+void write_plot_script(const Plot& plot, const ImageFormats& formats, const std::string& dir) {
+  const std::string path = dir + "/" + plot.name + ".gp";
+  std::ofstream out = open_for_writing(path);
+  const std::string data = "data/" + plot.name + ".dat";
+  out << "# " << plot.title << "\n"
+      << "# Written by sb-report. Edit and re-run from the report folder: gnuplot " << plot.name << ".gp\n"
+      << "reset\nset encoding utf8\n"
+      << "set title " << quoted(plot.title) << " noenhanced\n"
+      << "set xlabel " << quoted(plot.x_title) << " noenhanced\n"
+      << "set ylabel " << quoted(plot.y_title) << " noenhanced\n"
+      << "set grid\nset key outside right top noenhanced\n";
+  axis_scale(out, "x", plot.x_scale);
+  axis_scale(out, "y", plot.y_scale);
+  out << x_tics(plot);
+  if (plot.y_scale == Scale::linear) out << "set yrange [0:*]\n";
+  std::ostringstream command;
+  command << "plot \\\n";
+  for (size_t i = 0; i < plot.series.size(); ++i) {
+    const Series& s = plot.series[i];
+    command << "  " << quoted(data) << " index " << i << " using 1:2 ";
+    if (s.reference)
+      command << "with lines dashtype 2 lw 2";
+    else if (plot.points_only)
+      command << "with points pt 7 ps 1.5";
+    else
+      command << "with linespoints lw 2 pt 7";
+    command << " title " << quoted(s.title);
+    if (!s.point_labels.empty())
+      command << ", \\\n  " << quoted(data) << " index " << i
+              << " using 1:2:3 with labels offset char 1,0.6 left notitle";
+    command << (i + 1 < plot.series.size() ? ", \\\n" : "\n");
+  }
+  // The plot is drawn once per image format: the first draws it, the others replot it.
+  bool drawn = false;
+  auto image = [&](const char* terminal, const char* extension) {
+    out << "set terminal " << terminal << " size 1000,620 noenhanced\n"
+        << "set output " << quoted(plot.name + extension) << "\n"
+        << (drawn ? "replot\n" : command.str());
+    drawn = true;
+  };
+  if (formats.png) image("pngcairo", ".png");
+  if (formats.svg) image("svg", ".svg");
+  if (!drawn) out << "# no image format chosen: the plot command, for an interactive terminal\n" << command.str();
+  out << "unset output\n";
+  close_checked(out, path);
+}
+
+void render_plots(const std::vector<Plot>& plots, const std::string& dir, const std::string& gnuplot) {
+  if (plots.empty()) return;
+  std::vector<std::string> args = {gnuplot};
+  for (const Plot& plot : plots) args.push_back(plot.name + ".gp");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string log = dir + "/gnuplot.log";
+  const pid_t child = ::fork();
+  if (child < 0) throw LibraryError(std::string("cannot start gnuplot: ") + std::strerror(errno));
+  if (child == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, STDOUT_FILENO);
+      ::dup2(fd, STDERR_FILENO);
+    }
+    if (::chdir(dir.c_str()) != 0) ::_exit(126);
+    ::execvp(argv[0], argv.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", argv[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+    throw LibraryError("cannot run '" + gnuplot + "' (install gnuplot-nox, or pass --no-render); see " + log);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw LibraryError("gnuplot failed on the report's scripts; see " + log);
+}
+
+}  // namespace sb::report

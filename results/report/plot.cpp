@@ -1,0 +1,27 @@
+#include "results/report/plot.hpp"
+
+#include <set>
+
+namespace sb::report {
+
+std::string line_title(const std::string& what, const Run& run, const ReportOptions& options) {
+  if (options.by.empty()) return what;
+  const std::string value = run.label(options.by);
+  return what + " " + options.by + "=" + (value.empty() ? "(none)" : value);
+}
+
+std::vector<Plot> build_plots(const std::vector<Run>& runs, const ReportOptions& options) {
+  std::vector<Plot> plots;
+  for (auto builder : {allreduce_plots, compress_plots, buckets_plots, train_plots, scaling_plots})
+    for (Plot& plot : builder(runs, options)) plots.push_back(std::move(plot));
+  // Two runs of one program at one scale would give two plots one name: number the later ones.
+  std::set<std::string> taken;
+  for (Plot& plot : plots) {
+    const std::string base = plot.name;
+    for (int copy = 2; taken.count(plot.name); ++copy) plot.name = base + "-" + std::to_string(copy);
+    taken.insert(plot.name);
+  }
+  return plots;
+}
+
+}  // namespace sb::report

@@ -1,0 +1,104 @@
+#include "results/report/summary.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "common/check.hpp"
+#include "results/report/text_output.hpp"
+
+namespace sb::report {
+namespace {
+
+std::string html(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
+std::string labels_text(const Run& run) {
+  std::string text;
+  for (const auto& [key, value] : run.labels) text += (text.empty() ? "" : " ") + key + "=" + value;
+  return text;
+}
+
+std::string cell(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
+}
+
+}  // namespace
+
+void write_summary(const std::vector<Plot>& plots, const Campaign& campaign, const std::string& dir) {
+  const std::string path = dir + "/summary.txt";
+  std::ofstream out = open_for_writing(path);
+  out << "# sb-report: " << campaign.runs.size() << " runs, " << plots.size() << " plots, "
+      << campaign.skipped.size() << " files skipped\n";
+  for (const Run& run : campaign.runs)
+    out << "# run " << run.name << ": " << run.program << ", " << run.ranks << " ranks" << (run.labels.empty() ? "" : ", ")
+        << labels_text(run) << " (" << run.source << ")\n";
+  for (const SkippedFile& skipped : campaign.skipped) out << "# skipped " << skipped.path << ": " << skipped.reason << "\n";
+  for (const Plot& plot : plots) {
+    out << "\n## " << plot.title << "  [" << plot.name << "]\n";
+    for (const Series& s : plot.series) {
+      out << "### " << s.title << (s.reference ? " (reference)" : "") << "\n";
+      char header[256];
+      std::snprintf(header, sizeof header, "%24s  %24s%s\n", plot.x_title.substr(0, 24).c_str(),
+                    plot.y_title.substr(0, 24).c_str(), s.point_labels.empty() ? "" : "  label");
+      out << header;
+      for (size_t k = 0; k < s.x.size(); ++k) {
+        char row[256];
+        std::snprintf(row, sizeof row, "%24s  %24s", cell(s.x[k]).c_str(), cell(s.y[k]).c_str());
+        out << row << (k < s.point_labels.size() ? "  " + s.point_labels[k] : "") << "\n";
+      }
+    }
+  }
+  close_checked(out, path);
+}
+
+void write_index(const std::vector<Plot>& plots, const Campaign& campaign, const ImageFormats& formats,
+                 const std::string& dir) {
+  const std::string path = dir + "/index.html";
+  std::ofstream out = open_for_writing(path);
+  out << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>scalebench report</title>\n"
+      << "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}img{max-width:100%;border:1px solid #ccc}"
+      << "td,th{padding:2px 8px;text-align:left}</style></head><body>\n"
+      << "<h1>scalebench report</h1>\n<p>" << campaign.runs.size() << " runs, " << plots.size()
+      << " plots. Numbers: <a href=\"summary.txt\">summary.txt</a>; each plot's data in <code>data/</code>, its "
+      << "gnuplot script beside its image.</p>\n";
+  out << "<h2>Contents</h2>\n<ul>\n";
+  for (const Plot& plot : plots) out << "<li><a href=\"#" << plot.name << "\">" << html(plot.title) << "</a></li>\n";
+  out << "</ul>\n";
+  for (const Plot& plot : plots) {
+    out << "<h2 id=\"" << plot.name << "\">" << html(plot.title) << "</h2>\n";
+    if (formats.png) out << "<img src=\"" << plot.name << ".png\" alt=\"" << html(plot.title) << "\">\n";
+    else if (formats.svg) out << "<img src=\"" << plot.name << ".svg\" alt=\"" << html(plot.title) << "\">\n";
+    out << "<p>";
+    if (formats.svg) out << "<a href=\"" << plot.name << ".svg\">SVG</a> &middot; ";
+    out << "<a href=\"" << plot.name << ".gp\">gnuplot script</a> &middot; <a href=\"data/" << plot.name
+        << ".dat\">data</a></p>\n";
+  }
+  out << "<h2>Runs</h2>\n<table><tr><th>run</th><th>program</th><th>ranks</th><th>labels</th><th>file</th></tr>\n";
+  for (const Run& run : campaign.runs)
+    out << "<tr><td>" << html(run.name) << "</td><td>" << html(run.program) << "</td><td>" << run.ranks << "</td><td>"
+        << html(labels_text(run)) << "</td><td>" << html(run.source) << "</td></tr>\n";
+  out << "</table>\n";
+  if (!campaign.skipped.empty()) {
+    out << "<h2>Skipped files</h2>\n<ul>\n";
+    for (const SkippedFile& skipped : campaign.skipped)
+      out << "<li><code>" << html(skipped.path) << "</code>: " << html(skipped.reason) << "</li>\n";
+    out << "</ul>\n";
+  }
+  out << "</body></html>\n";
+  close_checked(out, path);
+}
+
+}  // namespace sb::report
