@@ -1,0 +1,202 @@
+// sb-report's reading side: which files a campaign uses and which it skips (and why), the merge
+// round trip, and the numbers the plot builders take from the files, including the scaling
+// arithmetic on values chosen so that the expected speedup and efficiency are known exactly.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/usage_error.hpp"
+#include "results/campaign.hpp"
+#include "results/merge.hpp"
+#include "results/report/plot.hpp"
+#include "results/results_file.hpp"
+
+namespace sb {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Report : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("sb-report-test-" + std::to_string(::getpid()));
+    fs::create_directories(dir_ / "campaign");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // A minimal sb-allreduce file: one implementation, busbw and time per size.
+  void write_allreduce(const std::string& name, int64_t ranks, const std::vector<double>& busbw,
+                       const std::string& interconnect = "", int64_t schema = kSchemaVersion) {
+    ResultsFile out(path(name));
+    const h5::Node& root = out.root();
+    root.set_attr("schema_version", schema);
+    root.set_attr("program", "sb-allreduce");
+    root.set_attr("ranks", ranks);
+    const h5::Node labels = root.create_group("labels");
+    if (!interconnect.empty()) labels.set_attr("interconnect", interconnect);
+    const h5::Node sweep = root.create_group("allreduce");
+    sweep.set_attr("memcpy_GBps", 40.0);
+    const h5::Node impl = sweep.create_group("ring@mpi");
+    std::vector<uint64_t> sizes;
+    std::vector<double> time;
+    for (size_t i = 0; i < busbw.size(); ++i) {
+      sizes.push_back(1024u << (2 * i));
+      time.push_back(10.0 * static_cast<double>(i + 1));
+    }
+    impl.write("size_bytes", sizes);
+    const h5::Node oop = impl.create_group("out_of_place");
+    oop.write("busbw_GBps", busbw);
+    oop.write("time_us", time);
+    out.commit();
+  }
+
+  // A minimal sb-train file: throughput, time to target and the batch that says strong or weak.
+  void write_train(const std::string& name, int64_t ranks, int64_t batch, double images_per_s, double tta_s) {
+    ResultsFile out(path(name));
+    const h5::Node& root = out.root();
+    root.set_attr("program", "sb-train");
+    root.set_attr("ranks", ranks);
+    root.create_group("labels");
+    const h5::Node train = root.create_group("train");
+    train.set_attr("dataset", "fashion-mnist");
+    train.set_attr("image_size", int64_t{28});
+    train.set_attr("images_per_s", images_per_s);
+    train.set_attr("reached_target", int64_t{1});
+    train.set_attr("time_to_target_s", tta_s);
+    const h5::Node config = train.create_group("config");
+    config.set_attr("model", "resnet20");
+    config.set_attr("batch", batch);
+    config.set_attr("target_accuracy", 0.85);
+    const h5::Node curve = train.create_group("curve");
+    curve.write("epoch", std::vector<double>{1, 2});
+    curve.write("wall_s", std::vector<double>{10, 20});
+    curve.write("train_loss", std::vector<double>{1.0, 0.5});
+    curve.write("top1", std::vector<double>{0.8, 0.9});
+    out.commit();
+  }
+
+  fs::path dir_;
+};
+
+const report::Plot& find_plot(const std::vector<report::Plot>& plots, const std::string& name) {
+  for (const report::Plot& plot : plots)
+    if (plot.name == name) return plot;
+  throw std::runtime_error("no plot named " + name);
+}
+
+TEST_F(Report, FolderSkipsTruncatedOtherSchemaAndUnfinishedFilesAndNamesThem) {
+  write_allreduce("campaign/good.h5", 2, {1, 2});
+  write_allreduce("campaign/old.h5", 2, {1, 2}, "", 3);
+  write_allreduce("campaign/cut.h5", 2, {1, 2});
+  fs::resize_file(path("campaign/cut.h5"), fs::file_size(path("campaign/cut.h5")) / 3);
+  std::ofstream(path("campaign/run.h5.tmp-123")) << "partial";
+  std::ofstream(path("campaign/notes.txt")) << "not a results file, not even looked at";
+
+  const Campaign campaign = load_campaign({path("campaign")});
+  ASSERT_EQ(campaign.runs.size(), 1u);
+  EXPECT_EQ(campaign.runs[0].name, "good");
+  ASSERT_EQ(campaign.skipped.size(), 3u);  // in path order: cut, old, run.h5.tmp-123
+  EXPECT_NE(campaign.skipped[0].path.find("cut.h5"), std::string::npos);
+  EXPECT_NE(campaign.skipped[0].reason.find("truncated"), std::string::npos) << campaign.skipped[0].reason;
+  EXPECT_NE(campaign.skipped[1].reason.find("schema_version 3"), std::string::npos) << campaign.skipped[1].reason;
+  EXPECT_NE(campaign.skipped[2].reason.find("unfinished run"), std::string::npos) << campaign.skipped[2].reason;
+}
+
+TEST_F(Report, BadInputIsAUsageError) {
+  write_allreduce("old.h5", 2, {1}, "", 3);
+  std::ofstream(path("junk.h5")) << "junk";
+  EXPECT_THROW(load_campaign({path("missing")}), UsageError);
+  EXPECT_THROW(load_campaign({path("campaign")}), UsageError);  // empty folder: no runs
+  EXPECT_THROW(load_campaign({path("junk.h5")}), UsageError);   // a named file must be usable
+  EXPECT_THROW(load_campaign({path("old.h5")}), UsageError);
+}
+
+TEST_F(Report, MergedFileHoldsEveryRunAndReadsBackTheSame) {
+  write_allreduce("campaign/a.h5", 2, {1, 2}, "ib");
+  write_allreduce("campaign/b.h5", 4, {3, 4}, "eth");
+  write_allreduce("campaign/old.h5", 4, {3, 4}, "", 2);
+  const Campaign folder = load_campaign({path("campaign")});
+  EXPECT_EQ(merge_campaign(folder, path("merged.h5")), 2u);
+
+  const Campaign merged = load_campaign({path("merged.h5")});
+  ASSERT_EQ(merged.runs.size(), 2u);
+  ASSERT_EQ(merged.skipped.size(), 1u) << "the merge's skipped list is carried";
+  EXPECT_NE(merged.skipped[0].reason.find("schema_version 2"), std::string::npos);
+  EXPECT_NE(merged.runs[0].source.find("runs/sb-allreduce/ranks-2/interconnect=ib/a"), std::string::npos)
+      << merged.runs[0].source;
+  EXPECT_EQ(merged.runs[1].label("interconnect"), "eth");
+  const auto from_folder = report::build_plots(folder.runs, {});
+  const auto from_merge = report::build_plots(merged.runs, {});
+  ASSERT_EQ(from_folder.size(), from_merge.size());
+  for (size_t i = 0; i < from_folder.size(); ++i) {
+    EXPECT_EQ(from_folder[i].name, from_merge[i].name);
+    ASSERT_EQ(from_folder[i].series.size(), from_merge[i].series.size());
+    for (size_t s = 0; s < from_folder[i].series.size(); ++s)
+      EXPECT_EQ(from_folder[i].series[s].y, from_merge[i].series[s].y);
+  }
+}
+
+TEST_F(Report, AllreducePlotsCarryTheFilesNumbersAndTheMemcpyCeiling) {
+  write_allreduce("a.h5", 2, {1.5, 2.5, 3.5});
+  const Campaign campaign = load_campaign({path("a.h5")});
+  const auto plots = report::build_plots(campaign.runs, {});
+  const report::Plot& busbw = find_plot(plots, "allreduce-busbw-np2");
+  ASSERT_EQ(busbw.series.size(), 2u);
+  EXPECT_EQ(busbw.series[0].title, "ring@mpi");
+  EXPECT_EQ(busbw.series[0].x, (std::vector<double>{1024, 4096, 16384}));
+  EXPECT_EQ(busbw.series[0].y, (std::vector<double>{1.5, 2.5, 3.5}));
+  EXPECT_TRUE(busbw.series[1].reference);
+  EXPECT_EQ(busbw.series[1].y, (std::vector<double>{40, 40}));
+  EXPECT_EQ(find_plot(plots, "allreduce-latency-np2").series[0].y, (std::vector<double>{10, 20, 30}));
+}
+
+TEST_F(Report, AllreduceScalingIsRanksTimesBusbwOverTheSmallestScale) {
+  // At 16K: 2 ranks 10 GB/s, 4 ranks 8 GB/s, 8 ranks 5 GB/s; the --by label splits nothing here.
+  write_allreduce("campaign/np2.h5", 2, {1, 1, 10}, "ib");
+  write_allreduce("campaign/np4.h5", 4, {1, 1, 8}, "ib");
+  write_allreduce("campaign/np8.h5", 8, {1, 1, 5}, "ib");
+  const Campaign campaign = load_campaign({path("campaign")});
+  const auto plots = report::build_plots(campaign.runs, {"interconnect", 0});
+  const report::Plot& speedup = find_plot(plots, "scaling-allreduce-speedup");
+  ASSERT_EQ(speedup.series.size(), 2u);  // the line and the ideal
+  EXPECT_EQ(speedup.series[0].title, "ring@mpi interconnect=ib");
+  EXPECT_EQ(speedup.series[0].x, (std::vector<double>{2, 4, 8}));
+  EXPECT_DOUBLE_EQ(speedup.series[0].y[1], 4 * 8 / 20.0);
+  EXPECT_DOUBLE_EQ(speedup.series[0].y[2], 8 * 5 / 20.0);
+  EXPECT_EQ(speedup.series[1].y, (std::vector<double>{1, 2, 4}));
+  const report::Plot& efficiency = find_plot(plots, "scaling-allreduce-efficiency");
+  EXPECT_DOUBLE_EQ(efficiency.series[0].y[1], 0.8);
+  EXPECT_DOUBLE_EQ(efficiency.series[0].y[2], 0.5);
+  // A chosen size that the runs have: 4K, where busbw is 1 everywhere: efficiency 1.
+  const auto at_4k = report::build_plots(campaign.runs, {"", 4096});
+  EXPECT_EQ(find_plot(at_4k, "scaling-allreduce-efficiency").series[0].y, (std::vector<double>{1, 1, 1}));
+}
+
+TEST_F(Report, TrainingScalingSaysStrongOrWeakFromTheBatches) {
+  write_train("campaign/s1.h5", 1, 256, 100, 400);
+  write_train("campaign/s2.h5", 2, 256, 180, 250);
+  write_train("campaign/s2b.h5", 2, 256, 190, 210);  // a repeat: the median of 180 and 190 is taken
+  const Campaign strong = load_campaign({path("campaign")});
+  const auto plots = report::build_plots(strong.runs, {});
+  const report::Plot& throughput = find_plot(plots, "scaling-train-throughput-speedup");
+  EXPECT_NE(throughput.series[0].title.find("strong, global batch 256"), std::string::npos) << throughput.series[0].title;
+  // Nearest-rank median of {180, 190} is 180.
+  EXPECT_DOUBLE_EQ(throughput.series[0].y[1], 1.8);
+  EXPECT_DOUBLE_EQ(find_plot(plots, "scaling-train-tta-speedup").series[0].y[1], 400.0 / 250.0);
+  EXPECT_EQ(find_plot(plots, "train-top1-vs-time").series.size(), 4u);  // three runs and the target
+
+  fs::remove_all(path("campaign"));
+  fs::create_directories(path("campaign"));
+  write_train("campaign/w1.h5", 1, 64, 100, 400);
+  write_train("campaign/w4.h5", 4, 256, 300, 200);
+  const auto weak = report::build_plots(load_campaign({path("campaign")}).runs, {});
+  const report::Plot& eff = find_plot(weak, "scaling-train-throughput-efficiency");
+  EXPECT_NE(eff.series[0].title.find("weak, batch 64 per rank"), std::string::npos) << eff.series[0].title;
+  EXPECT_DOUBLE_EQ(eff.series[0].y[1], 3.0 / 4.0);
+}
+
+}  // namespace
+}  // namespace sb
