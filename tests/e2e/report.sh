@@ -1,0 +1,106 @@
+# sb-report end to end: a small campaign of real runs (allreduce at 1, 2 and 4 ranks on two
+# "interconnects", compression, a bucket sweep, training at 1 and 2 ranks) with a truncated file
+# and an unfinished run's temporary file beside them. Every plot is rendered as a valid PNG and
+# SVG, the data files hold the HDF5 numbers, the merged file reports the same, and bad input is
+# refused with exit status 2.
+source "$(dirname "$0")/helpers.bash"
+camp=$WORK/campaign
+mkdir -p "$camp"
+ok=1
+for np in 1 2 4; do
+  $MPIRUN -np $np "$BIN/sb-allreduce" -b 1K -e 256K -f 4 -n 3 -w 1 --impl mpi,ring --label interconnect=shm \
+    --out "$camp/ar-shm-np$np.h5" >/dev/null 2>>"$WORK/runs.err" || ok=0
+done
+$MPIRUN -np 2 "$BIN/sb-allreduce" -b 1K -e 256K -f 4 -n 3 -w 1 --impl mpi,ring --transport shm \
+  --label interconnect=other --out "$camp/ar-other-np2.h5" >/dev/null 2>>"$WORK/runs.err" || ok=0
+$MPIRUN -np 2 "$BIN/sb-compress" -b 64K -e 256K -f 4 -n 2 -w 1 --out "$camp/compress.h5" >/dev/null 2>>"$WORK/runs.err" || ok=0
+$MPIRUN -np 2 "$BIN/sb-buckets" --model resnet20 --image-size 28 --batch 16 --threads 1 --compute-scale 0.2 \
+  -b 0.25 -e 1 -n 1 -w 0 --out "$camp/buckets.h5" >/dev/null 2>>"$WORK/runs.err" || ok=0
+"$BIN/sb-idx2folder" --out "$WORK/folder" --train-limit 512 --val-limit 128 >/dev/null || ok=0
+for np in 1 2; do
+  $MPIRUN --bind-to none -np $np "$BIN/sb-train" --threads 1 --data "imagefolder:$WORK/folder" --image-size 28 \
+    --epochs 2 --batch 64 --target-accuracy 0.2 --out "$camp/train-np$np.h5" >/dev/null 2>>"$WORK/runs.err" || ok=0
+done
+check "the campaign's runs exit 0" test $ok -eq 1
+head -c 2000 "$camp/ar-shm-np2.h5" >"$camp/truncated.h5"
+echo "partial" >"$camp/killed.h5.tmp-4242"
+
+"$BIN/sb-report" --out "$WORK/report" "$camp" >"$WORK/report.out" 2>"$WORK/report.err"
+check "sb-report exits 0 on a campaign with a truncated and an unfinished file" test $? -eq 0
+check "it names the truncated file" grep -q 'skipped .*truncated.h5: .*truncated' "$WORK/report.err"
+check "it names the unfinished run's file" grep -q 'skipped .*killed.h5.tmp-4242: .*unfinished' "$WORK/report.err"
+check "index.html lists them as skipped" grep -q 'truncated.h5' "$WORK/report/index.html"
+
+# Every script rendered a real PNG and a complete SVG, and index.html shows each PNG.
+plots=0 bad_images=""
+for gp in "$WORK/report"/*.gp; do
+  name=$(basename "$gp" .gp)
+  plots=$((plots + 1))
+  [[ $(head -c 8 "$WORK/report/$name.png" 2>/dev/null | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || bad_images+=" $name.png"
+  grep -q '<svg' "$WORK/report/$name.svg" 2>/dev/null && tail -c 200 "$WORK/report/$name.svg" | grep -q '</svg>' || bad_images+=" $name.svg"
+  grep -q "src=\"$name.png\"" "$WORK/report/index.html" || bad_images+=" (index:$name)"
+done
+check "every plot is a valid PNG and SVG shown in index.html${bad_images:+ (bad:$bad_images)}" test -z "$bad_images"
+for name in allreduce-busbw-np2 allreduce-latency-np4 compress-throughput-np2 compress-error-np2 buckets-iteration-np2 \
+  buckets-exposed-np2 train-top1-vs-time train-top1-vs-epoch scaling-allreduce-speedup scaling-allreduce-efficiency \
+  scaling-train-throughput-speedup scaling-train-throughput-efficiency; do
+  check "plot $name is drawn" test -s "$WORK/report/$name.png"
+done
+check "summary.txt has a table per plot" test "$(grep -c '^## ' "$WORK/report/summary.txt")" -eq $plots
+
+# The data files hold the file's numbers: mpi's busbw at 4 ranks, and the 2-rank training curve.
+h5values() { h5dump -m '%.17g' -y -w 0 -d "$2" "$1" | sed -n '/DATA {/,/}/p' | grep -oE -- '-?[0-9.]+(e[-+]?[0-9]+)?|nan' | tail -n +1; }
+block() { awk -v want="$2" '/^# index/ { on = index($0, want) > 0; next } on && NF { print $2 }' "$1"; }
+same_numbers() {  # same_numbers A B: the same count of numbers, each equal to the 9 significant digits the data files keep
+  paste <(echo "$1") <(echo "$2") | awk 'NF != 2 { bad = 1 } NF == 2 { d = $1 - $2; if (d < 0) d = -d; s = $1 < 0 ? -$1 : $1;
+    if (d > 1e-8 * s + 1e-12) bad = 1 } END { exit bad }' && [[ $(echo "$1" | wc -l) -eq $(echo "$2" | wc -l) ]]
+}
+file_busbw=$(h5values "$camp/ar-shm-np4.h5" /allreduce/mpi/out_of_place/busbw_GBps)
+check "busbw data equal the HDF5 busbw_GBps" same_numbers "$file_busbw" "$(block "$WORK/report/data/allreduce-busbw-np4.dat" ': mpi')"
+file_top1=$(h5values "$camp/train-np2.h5" /train/curve/top1 | grep -v nan)
+check "top-1 data equal the HDF5 curve" same_numbers "$file_top1" "$(block "$WORK/report/data/train-top1-vs-epoch.dat" 'train-np2')"
+check "--by is off: two interconnects at 2 ranks are told apart by run name" grep -q '# index .*: mpi (ar-other-np2)' \
+  "$WORK/report/data/allreduce-busbw-np2.dat"
+
+# --by interconnect: the lines are named by the label.
+"$BIN/sb-report" --by interconnect --format svg --out "$WORK/by" "$camp" >/dev/null 2>&1
+check "--by interconnect names lines by the label" grep -q '# index .*: ring@shm interconnect=other' "$WORK/by/data/allreduce-busbw-np2.dat"
+check "--format svg draws no PNG" test -z "$(ls "$WORK/by" | grep '\.png$')"
+
+# A script re-runs by hand from the report folder.
+rm "$WORK/report/allreduce-busbw-np2.png"
+(cd "$WORK/report" && gnuplot allreduce-busbw-np2.gp) >/dev/null 2>&1
+check "a .gp script re-renders its plot" test -s "$WORK/report/allreduce-busbw-np2.png"
+
+# Merge: one file with every run, grouped; reporting it gives the same data files.
+mkdir -p "$WORK/merge-here"
+bin=$(cd "$BIN" && pwd)
+(cd "$WORK/merge-here" && "$bin/sb-report" --merge "$WORK/campaign.h5" "$camp") >"$WORK/merge.out" 2>/dev/null
+check "--merge exits 0" test $? -eq 0
+check "--merge reports the runs and the skipped files" grep -q 'merged 8 runs into .* (2 files skipped)' "$WORK/merge.out"
+check "merged runs are grouped by program, ranks and labels" \
+  bash -c "h5ls -r '$WORK/campaign.h5' | grep -q '^/runs/sb-allreduce/ranks-4/interconnect=shm/ar-shm-np4 '"
+check "--merge alone writes no report" test -z "$(ls -A "$WORK/merge-here")"
+"$BIN/sb-report" --out "$WORK/from-merged" "$WORK/campaign.h5" >/dev/null 2>&1
+check "the merged file reports the same numbers" diff -r "$WORK/report/data" "$WORK/from-merged/data"
+
+# Bad input: one line, exit status 2, no report.
+bad_input() {
+  local name=$1; shift
+  "$BIN/sb-report" "$@" >"$WORK/bad.out" 2>"$WORK/bad.err"
+  local rc=$?
+  if [[ $rc -eq 2 && $(grep -c '^sb-report: error: ' "$WORK/bad.err") -eq 1 ]]; then pass "bad input: $name"
+  else fail "bad input: $name" "rc=$rc $(cat "$WORK/bad.err")"; fi
+}
+mkdir -p "$WORK/empty"
+echo "not hdf5" >"$WORK/junk.h5"
+bad_input "no HDF5 files" --out "$WORK/r1" "$WORK/empty"
+bad_input "an unreadable file" --out "$WORK/r2" "$WORK/junk.h5"
+bad_input "a missing path" --out "$WORK/r3" "$WORK/nothing-here"
+bad_input "an unknown --by label" --by rack --out "$WORK/r4" "$camp"
+bad_input "a bad --format" --format jpeg --out "$WORK/r5" "$camp"
+bad_input "a bad --size" --size 12Q --out "$WORK/r6" "$camp"
+bad_input "no input" --out "$WORK/r7"
+"$BIN/sb-report" --gnuplot /nonexistent/gnuplot --out "$WORK/r8" "$camp" >/dev/null 2>"$WORK/nognuplot.err"
+check "a missing gnuplot is a clear fault (exit 3)" test $? -eq 3
+check "it says how to fix it" grep -q 'install gnuplot-nox, or pass --no-render' "$WORK/nognuplot.err"
