@@ -21,7 +21,7 @@ for np in 1 2; do
   $MPIRUN --bind-to none -np $np "$BIN/sb-train" --threads 1 --data "imagefolder:$WORK/folder" --image-size 28 \
     --epochs 2 --batch 64 --target-accuracy 0.2 --out "$camp/train-np$np.h5" >/dev/null 2>>"$WORK/runs.err" || ok=0
 done
-check "the campaign's runs exit 0" test $ok -eq 1
+check "the campaign's runs exit 0" test $ok -eq 1 || cat "$WORK/runs.err"
 head -c 2000 "$camp/ar-shm-np2.h5" >"$camp/truncated.h5"
 echo "partial" >"$camp/killed.h5.tmp-4242"
 
