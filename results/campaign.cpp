@@ -39,9 +39,9 @@ std::vector<Run> open_runs(const fs::path& path, std::vector<SkippedFile>& skipp
     throw UsageError("the temporary file of an unfinished run (killed, or still running)");
   auto file = std::make_shared<const ResultsReader>(path.string());
   const int64_t version = file->schema_version();
-  if (version != kSchemaVersion)
+  if (version < kOldestReadableSchemaVersion || version > kSchemaVersion)
     throw UsageError("schema_version " + std::to_string(version) + ", and this sb-report reads " +
-                     std::to_string(kSchemaVersion));
+                     std::to_string(kOldestReadableSchemaVersion) + " to " + std::to_string(kSchemaVersion));
   const h5::Node& root = file->root();
   if (!root.has_attr("program")) throw UsageError("not a program's results (a checkpoint?)");
   // A run's root node must outlive the reader's own handle, so each run opens its group anew.

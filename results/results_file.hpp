@@ -10,7 +10,9 @@
 
 namespace sb {
 
-inline constexpr int64_t kSchemaVersion = 4;
+inline constexpr int64_t kSchemaVersion = 5;
+// The oldest version whose groups sb-report reads: 5 only added the merged campaign file.
+inline constexpr int64_t kOldestReadableSchemaVersion = 4;
 
 class ResultsFile {
  public:

@@ -15,9 +15,9 @@ std::vector<Plot> allreduce_plots(const std::vector<Run>& runs, const ReportOpti
   std::vector<Plot> plots;
   for (const auto& [ranks, group] : by_ranks) {
     const std::string np = "np" + std::to_string(ranks);
-    Plot busbw{"allreduce-busbw-" + np, "Allreduce bus bandwidth, " + std::to_string(ranks) + " ranks (out of place)",
+    Plot busbw{"allreduce-busbw-" + np, "Allreduce bus bandwidth, " + ranks_text(ranks) + " (out of place)",
                "message size (bytes)", "busbw (GB/s)", Scale::bytes, Scale::log10};
-    Plot latency{"allreduce-latency-" + np, "Allreduce latency, " + std::to_string(ranks) + " ranks (out of place)",
+    Plot latency{"allreduce-latency-" + np, "Allreduce latency, " + ranks_text(ranks) + " (out of place)",
                  "message size (bytes)", "time (us)", Scale::bytes, Scale::log10};
     for (const Run* run : group) {
       // Several runs at one scale without --by to tell them apart: name the run in the line.

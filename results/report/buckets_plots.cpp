@@ -13,12 +13,14 @@ std::vector<Plot> buckets_plots(const std::vector<Run>& runs, const ReportOption
     if (run.program != "sb-buckets" || !run.root->has("buckets")) continue;
     const h5::Node buckets = run.root->open_group("buckets");
     const std::string model = buckets.has_attr("model") ? buckets.attr_string("model") : "?";
-    const std::string where = model + ", " + std::to_string(run.ranks) + " ranks, " + run.name;
+    const std::string where = model + ", " + ranks_text(run.ranks) + ", " + run.name;
     const std::string np = "-np" + std::to_string(run.ranks);
     Plot iteration{"buckets-iteration" + np, "Bucket sweep: iteration time (" + where + ")", "bucket size (MiB)",
                    "backward start to gradients averaged (ms)", Scale::log2, Scale::linear};
     Plot exposed{"buckets-exposed" + np, "Bucket sweep: exposed communication (" + where + ")", "bucket size (MiB)",
                  "communication not hidden by backward (ms)", Scale::log2, Scale::linear};
+    // The strategies differ by a few percent of the iteration: let the axis zoom on them.
+    iteration.y_from_zero = exposed.y_from_zero = false;
     std::vector<std::string> single;  // groups with one row: references
     double smallest = 0, largest = 0;
     for (const std::string& strategy : buckets.children()) {

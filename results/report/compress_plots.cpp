@@ -29,7 +29,7 @@ std::vector<Plot> compress_plots(const std::vector<Run>& runs, const ReportOptio
   for (const Run& run : runs) {
     if (run.program != "sb-compress" || !run.root->has("compress")) continue;
     const h5::Node compress = run.root->open_group("compress");
-    const std::string where = std::to_string(run.ranks) + " ranks, " + run.name;
+    const std::string where = ranks_text(run.ranks) + ", " + run.name;
     for (const Metric& metric : kMetrics) {
       Plot plot{"compress-" + std::string(metric.name) + "-np" + std::to_string(run.ranks), "", "compression ratio (x)",
                 metric.y_title, Scale::log2, metric.y_scale};

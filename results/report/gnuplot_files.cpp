@@ -102,7 +102,7 @@ void write_plot_script(const Plot& plot, const ImageFormats& formats, const std:
   axis_scale(out, "x", plot.x_scale);
   axis_scale(out, "y", plot.y_scale);
   out << x_tics(plot);
-  if (plot.y_scale == Scale::linear) out << "set yrange [0:*]\n";
+  if (plot.y_scale == Scale::linear && plot.y_from_zero) out << "set yrange [0:*]\n";
   std::ostringstream command;
   command << "plot \\\n";
   for (size_t i = 0; i < plot.series.size(); ++i) {

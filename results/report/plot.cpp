@@ -10,6 +10,8 @@ std::string line_title(const std::string& what, const Run& run, const ReportOpti
   return what + " " + options.by + "=" + (value.empty() ? "(none)" : value);
 }
 
+std::string ranks_text(int64_t ranks) { return std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks"); }
+
 std::vector<Plot> build_plots(const std::vector<Run>& runs, const ReportOptions& options) {
   std::vector<Plot> plots;
   for (auto builder : {allreduce_plots, compress_plots, buckets_plots, train_plots, scaling_plots})

@@ -42,6 +42,7 @@ struct Plot {
   std::string x_title, y_title;
   Scale x_scale = Scale::linear, y_scale = Scale::linear;
   bool points_only = false;  // scattered points (one per compressor), not lines
+  bool y_from_zero = true;   // linear y axes start at 0, unless small differences are the point
   std::vector<Series> series;
 };
 
@@ -52,6 +53,9 @@ struct ReportOptions {
 
 // A line's title: the thing it shows, plus "KEY=value" when --by is given.
 std::string line_title(const std::string& what, const Run& run, const ReportOptions& options);
+
+// "1 rank", "4 ranks".
+std::string ranks_text(int64_t ranks);
 
 // Every plot the campaign's runs allow, in a stable order: allreduce, compression, buckets,
 // training, then scaling across rank counts.

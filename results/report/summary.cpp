@@ -43,7 +43,7 @@ void write_summary(const std::vector<Plot>& plots, const Campaign& campaign, con
   out << "# sb-report: " << campaign.runs.size() << " runs, " << plots.size() << " plots, "
       << campaign.skipped.size() << " files skipped\n";
   for (const Run& run : campaign.runs)
-    out << "# run " << run.name << ": " << run.program << ", " << run.ranks << " ranks" << (run.labels.empty() ? "" : ", ")
+    out << "# run " << run.name << ": " << run.program << ", " << ranks_text(run.ranks) << (run.labels.empty() ? "" : ", ")
         << labels_text(run) << " (" << run.source << ")\n";
   for (const SkippedFile& skipped : campaign.skipped) out << "# skipped " << skipped.path << ": " << skipped.reason << "\n";
   for (const Plot& plot : plots) {

@@ -19,7 +19,7 @@ std::vector<Plot> train_plots(const std::vector<Run>& runs, const ReportOptions&
     const h5::Node curve = train.open_group("curve");
     const std::vector<double> epoch = curve.read_doubles("epoch"), wall = curve.read_doubles("wall_s"),
                               top1 = curve.read_doubles("top1"), train_loss = curve.read_doubles("train_loss");
-    const std::string title = line_title(run.name + " (" + std::to_string(run.ranks) + " ranks)", run, options);
+    const std::string title = line_title(run.name + " (" + ranks_text(run.ranks) + ")", run, options);
     Series t{title}, e{title}, l{title};
     for (size_t i = 0; i < epoch.size(); ++i) {
       if (!std::isnan(top1.at(i))) {
