@@ -109,11 +109,11 @@ void allreduce_scaling(const std::vector<Run>& runs, const ReportOptions& option
 std::string train_line(const Run& run, const ReportOptions& options) {
   const h5::Node train = run.root->open_group("train");
   const h5::Node config = train.open_group("config");
-  // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on one long operator+ chain here.
+  // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on `"text" + std::string&&` here.
   std::string what = config.attr_string("model");
-  what += " " + train.attr_string("dataset");
-  what += " " + std::to_string(train.attr_int("image_size")) + "px";
-  if (config.has_attr("algo")) what += " " + config.attr_string("algo");
+  for (const std::string& part : {train.attr_string("dataset"), std::to_string(train.attr_int("image_size")) + "px",
+                                  config.has_attr("algo") ? config.attr_string("algo") : std::string()})
+    if (!part.empty()) what.append(" ").append(part);
   return line_title(what, run, options);
 }
 
