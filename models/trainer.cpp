@@ -213,14 +213,15 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
       nranks_, nranks_ == 1 ? "" : "s", static_cast<long long>(config.batch), schedule_.peak,
       static_cast<long long>(steps_per_epoch));
   if (exchange_)
-    log("[config] gradients: %s, %s buckets of %g MiB (%zu buckets), overlap %s\n",
+    log("[config] gradients: %s, %s buckets of %g MiB (%zu buckets), overlap %s%s\n",
         config.exchange.compressor == "none"
             ? (config.exchange.algorithm + " allreduce on " + std::string(name_of(config.exchange.impl.transport))).c_str()
             : ("compressed by " + config.exchange.compressor +
                (config.exchange.error_feedback ? " with error feedback" : " without error feedback"))
                   .c_str(),
         bucket_strategy_name(config.bucket_strategy).c_str(), config.bucket_mb, exchange_->plan().buckets.size(),
-        config.exchange.overlap ? "on" : "off");
+        config.exchange.overlap ? "on" : "off",
+        config.exchange.overlap && config.exchange.progress == Progress::poll ? " (polled between layers)" : "");
 }
 
 double Run::sum_over_ranks(double value) const {

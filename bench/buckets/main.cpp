@@ -37,11 +37,12 @@ struct Row {
 
 // Median over steps of the slowest rank's iteration; the other figures from that same step.
 Row measure(const BucketsOptions& o, const BackwardProfile& profile, BucketStrategy strategy, double mb,
-            bool overlap, std::vector<std::vector<float>>& gradients) {
+            bool overlap, std::vector<std::vector<float>>& gradients, Progress progress = Progress::thread) {
   std::vector<float*> pointers;
   for (auto& g : gradients) pointers.push_back(g.data());
   ExchangeConfig config = o.exchange;
   config.overlap = overlap;
+  config.progress = progress;
   const size_t partition = std::max<size_t>(static_cast<size_t>(mb * kMiB / sizeof(float)), 1);
   GradientExchange exchange(MPI_COMM_WORLD, config, plan_buckets(profile.tensors, strategy, mb, partition), pointers);
   for (int i = 0; i < o.warmup_iters; ++i) replay_step(exchange, profile, MPI_COMM_WORLD);
@@ -153,28 +154,45 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   print("no-overlap", no_overlap);
   print("fused", fused);
 
-  std::vector<std::pair<BucketStrategy, std::vector<Row>>> results;
-  for (BucketStrategy strategy : o.strategies) {
+  // One sweep per strategy and progress mode; the polled ones are named <strategy>@poll.
+  struct Sweep {
+    BucketStrategy strategy;
+    Progress progress;
+    std::string name;
     std::vector<Row> rows;
-    const std::vector<double> sizes = strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes();
-    for (double mb : sizes) {
-      rows.push_back(measure(o, profile, strategy, mb, true, gradients));
-      print(bucket_strategy_name(strategy).c_str(), rows.back());
+  };
+  std::vector<Sweep> results;
+  for (Progress progress : o.progress)
+    for (BucketStrategy strategy : o.strategies) {
+      Sweep sweep{strategy, progress, bucket_strategy_name(strategy) + (progress == Progress::poll ? "@poll" : ""), {}};
+      const std::vector<double> sizes = strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes();
+      for (double mb : sizes) {
+        sweep.rows.push_back(measure(o, profile, strategy, mb, true, gradients, progress));
+        print(sweep.name.c_str(), sweep.rows.back());
+      }
+      results.push_back(std::move(sweep));
     }
-    results.emplace_back(strategy, std::move(rows));
-  }
   if (!root) return 0;
-  std::printf("# best bucket size per strategy (iteration time; vs per-tensor overlapped, vs no overlap):\n");
-  const Row* per_tensor = nullptr;
-  for (const auto& [strategy, rows] : results)
-    if (strategy == BucketStrategy::per_tensor) per_tensor = &rows.front();
-  for (const auto& [strategy, rows] : results) {
-    const Row& best = *std::min_element(rows.begin(), rows.end(),
-                                        [](const Row& a, const Row& b) { return a.iteration_s < b.iteration_s; });
-    std::printf("#   %-10s %8.2f MiB: %.2f ms", bucket_strategy_name(strategy).c_str(), best.bucket_mb,
-                best.iteration_s * 1e3);
-    if (per_tensor) std::printf(", %.2fx per-tensor", per_tensor->iteration_s / best.iteration_s);
-    std::printf(", %.2fx no overlap\n", no_overlap.iteration_s / best.iteration_s);
+  std::printf("# best bucket size per strategy (iteration time; vs per-tensor overlapped, vs no overlap%s):\n",
+              o.progress.size() > 1 ? ", polled vs communication thread" : "");
+  auto best_of = [](const std::vector<Row>& rows) -> const Row& {
+    return *std::min_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.iteration_s < b.iteration_s; });
+  };
+  auto find = [&](BucketStrategy strategy, Progress progress) -> const Sweep* {
+    for (const Sweep& sweep : results)
+      if (sweep.strategy == strategy && sweep.progress == progress) return &sweep;
+    return nullptr;
+  };
+  for (const Sweep& sweep : results) {
+    const Row& best = best_of(sweep.rows);
+    std::printf("#   %-15s %8.2f MiB: %.2f ms", sweep.name.c_str(), best.bucket_mb, best.iteration_s * 1e3);
+    if (const Sweep* per_tensor = find(BucketStrategy::per_tensor, sweep.progress))
+      std::printf(", %.2fx per-tensor", per_tensor->rows.front().iteration_s / best.iteration_s);
+    std::printf(", %.2fx no overlap", no_overlap.iteration_s / best.iteration_s);
+    if (const Sweep* threaded = find(sweep.strategy, Progress::thread); threaded && sweep.progress == Progress::poll)
+      std::printf(", %.2fx the thread's best (%.2f ms)", best_of(threaded->rows).iteration_s / best.iteration_s,
+                  best_of(threaded->rows).iteration_s * 1e3);
+    std::printf("\n");
   }
   write_run_metadata(file->root(), metadata);
   const h5::Node buckets = file->root().create_group("buckets");
@@ -187,7 +205,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   buckets.set_attr("iters", static_cast<int64_t>(o.iters));
   write_row_group(buckets.create_group("no-overlap"), {no_overlap});
   write_row_group(buckets.create_group("fused"), {fused});
-  for (const auto& [strategy, rows] : results) write_row_group(buckets.create_group(bucket_strategy_name(strategy)), rows);
+  for (const Sweep& sweep : results) write_row_group(buckets.create_group(sweep.name), sweep.rows);
   buckets.write("tensor_ready_s", profile.ready_s);
   file->commit();
   std::printf("# Complete results: %s\n", file->final_path().c_str());

@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+
 #include "common/command_line.hpp"
 #include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
@@ -18,7 +20,7 @@ std::vector<double> BucketsOptions::bucket_sizes() const {
 
 std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool print) {
   BucketsOptions o;
-  std::string strategies = "all", transport = "mpi";
+  std::string strategies = "all", transport = "mpi", progress = "thread";
   std::vector<std::string> label_texts;
   CLI::App app("sb-buckets: gradient fusion without training. A model's gradients and the times backward produces\n"
                "them (measured here, or a profile file) are replayed against real allreduces, for each bucket\n"
@@ -36,6 +38,9 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   app.add_option("-b,--min-mb", o.min_mb, "smallest bucket in MiB [0.25]");
   app.add_option("-e,--max-mb", o.max_mb, "largest bucket in MiB [256]");
   app.add_option("-f,--factor", o.factor, "bucket size step factor [2]");
+  app.add_option("--progress", progress,
+                 "thread: a communication thread runs each bucket's allreduce; poll: MPI_Iallreduce posted and\n"
+                 "tested between layers (--algo mpi); thread,poll: both, compared [thread]");
   app.add_option("--algo", o.exchange.algorithm, "allreduce: mpi or a schedule (ring, rd, ...) [mpi]");
   app.add_option("--transport", transport, "a schedule's transport: mpi or shm [mpi]");
   app.add_option("-n,--iters", o.iters, "timed steps per configuration (median of the slowest rank) [3]");
@@ -61,6 +66,9 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
     else
       o.strategies.push_back(parse_bucket_strategy(name));
   }
+  for (const std::string& name : split_list(progress)) o.progress.push_back(parse_progress(name));
+  if (std::find(o.progress.begin(), o.progress.end(), Progress::poll) != o.progress.end() && o.exchange.algorithm != "mpi")
+    throw UsageError("--progress poll posts MPI_Iallreduce: it needs --algo mpi");
   for (const std::string& label : label_texts) add_label(o.labels, label);
   return o;
 }

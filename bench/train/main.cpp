@@ -81,6 +81,7 @@ void write_config(const h5::Node& group, const models::TrainConfig& c) {
   group.set_attr("bucket_strategy", bucket_strategy_name(c.bucket_strategy));
   group.set_attr("bucket_mb", c.bucket_mb);
   group.set_attr("overlap", static_cast<int64_t>(c.exchange.overlap));
+  group.set_attr("progress", progress_name(c.exchange.progress));
   group.set_attr("accumulate", c.accumulate);
   group.set_attr("compressor", c.exchange.compressor);
   group.set_attr("compressor_ratio", c.exchange.compressor_params.ratio);

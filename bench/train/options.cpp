@@ -61,6 +61,10 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   app.add_option("--bucket-strategy", strategy, "per-tensor, fixed (Horovod), ddp (PyTorch) or partition [ddp]");
   app.add_option("--bucket-mb", bucket_mb, "bucket size in MiB [fixed 128, ddp 25, partition 4]");
   app.add_option("--overlap", overlap, "1: reduce buckets while backward runs; 0: after it [1]");
+  std::string progress = "thread";
+  app.add_option("--progress", progress,
+                 "overlapped buckets: thread (a communication thread) or poll (MPI_Iallreduce tested between layers;\n"
+                 "--algo mpi, no --compressor) [thread]");
   app.add_option("--compressor", c.exchange.compressor,
                  "compress each gradient bucket: none, fp16, bf16, topk, randomk, efsign, qsgd, terngrad [none]");
   app.add_option("--ratio", c.exchange.compressor_params.ratio, "top-k and random-k: fraction of values sent [0.01]");
@@ -84,6 +88,9 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
     throw UsageError("--bucket-mb must be positive");
   if (overlap != 0 && overlap != 1) throw UsageError("--overlap must be 0 or 1");
   c.exchange.overlap = overlap == 1;
+  c.exchange.progress = parse_progress(progress);
+  if (c.exchange.progress == Progress::poll && (c.exchange.algorithm != "mpi" || c.exchange.compressor != "none"))
+    throw UsageError("--progress poll posts MPI_Iallreduce: it needs --algo mpi and no --compressor");
   if (!straggler.empty()) {
     const std::vector<std::string> fields = split_list(straggler, ':');
     const auto rank = fields.size() == 2 ? parse_whole_integer(fields[0]) : std::nullopt;

@@ -1,6 +1,7 @@
 #include "collectives/buckets/gradient_exchange.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 
 #include "common/check.hpp"
@@ -8,10 +9,20 @@
 
 namespace sb {
 
+std::string progress_name(Progress progress) { return progress == Progress::poll ? "poll" : "thread"; }
+
+Progress parse_progress(const std::string& name) {
+  if (name == "thread") return Progress::thread;
+  if (name == "poll") return Progress::poll;
+  throw UsageError("--progress must be thread or poll, not '" + name + "'");
+}
+
 GradientExchange::GradientExchange(MPI_Comm comm, const ExchangeConfig& config, BucketPlan plan,
                                    std::vector<float*> gradients)
-    : plan_(std::move(plan)), gradients_(std::move(gradients)), overlap_(config.overlap) {
+    : plan_(std::move(plan)), gradients_(std::move(gradients)), overlap_(config.overlap), progress_(config.progress) {
   SB_CHECK(gradients_.size() == plan_.buckets_of_tensor.size(), "one gradient per planned tensor");
+  if (progress_ == Progress::poll && (config.algorithm != "mpi" || config.compressor != "none"))
+    throw UsageError("polled progress posts MPI_Iallreduce: it needs the mpi allreduce and no compressor");
   int level = MPI_THREAD_SINGLE;
   SB_MPI_CHECK(MPI_Query_thread(&level));
   SB_CHECK(level >= MPI_THREAD_SERIALIZED, "the gradient exchange thread needs MPI_THREAD_SERIALIZED");
@@ -35,7 +46,8 @@ GradientExchange::GradientExchange(MPI_Comm comm, const ExchangeConfig& config, 
   pieces_left_.resize(plan_.buckets.size());
   bucket_start_.assign(plan_.buckets.size(), 0);
   bucket_end_.assign(plan_.buckets.size(), 0);
-  if (overlap_) thread_ = std::thread([this] { run_thread(); });
+  requests_.assign(plan_.buckets.size(), MPI_REQUEST_NULL);
+  if (overlap_ && progress_ == Progress::thread) thread_ = std::thread([this] { run_thread(); });
 }
 
 GradientExchange::~GradientExchange() {
@@ -73,15 +85,44 @@ void GradientExchange::tensor_ready(size_t tensor) {
       }
     }
   }
-  if (any) changed_.notify_all();
+  if (!any) {
+    if (overlap_ && progress_ == Progress::poll) test_posted();  // a layer boundary: progress what is posted
+    return;
+  }
+  if (overlap_ && progress_ == Progress::poll) {
+    // The buckets complete in backward order on every rank, so every rank posts them in one order.
+    std::vector<size_t> ready;
+    {
+      std::lock_guard lock(mutex_);
+      ready.swap(ready_);
+    }
+    for (size_t b : ready) post(b);
+    test_posted();
+    return;
+  }
+  changed_.notify_all();
+}
+
+void GradientExchange::pack(size_t bucket) {
+  float* fused = fused_[bucket].data();
+  for (const BucketPiece& piece : plan_.buckets[bucket].pieces)
+    std::memcpy(fused + piece.bucket_offset, gradients_[piece.tensor] + piece.offset, piece.count * sizeof(float));
+}
+
+void GradientExchange::unpack(size_t bucket, float scale) {
+  const float* fused = fused_[bucket].data();
+  for (const BucketPiece& piece : plan_.buckets[bucket].pieces) {
+    float* out = gradients_[piece.tensor] + piece.offset;
+    const float* in = fused + piece.bucket_offset;
+    for (size_t i = 0; i < piece.count; ++i) out[i] = in[i] * scale;
+  }
 }
 
 void GradientExchange::reduce(size_t bucket) {
   const double start = MPI_Wtime();
   const Bucket& b = plan_.buckets[bucket];
+  pack(bucket);
   float* fused = fused_[bucket].data();
-  for (const BucketPiece& piece : b.pieces)
-    std::memcpy(fused + piece.bucket_offset, gradients_[piece.tensor] + piece.offset, piece.count * sizeof(float));
   float scale = 1.0f / static_cast<float>(ranks_);
   if (compressed_.empty()) {
     impl_->run(fused, fused, b.count, DataType::float32, RedOp::sum);
@@ -89,17 +130,42 @@ void GradientExchange::reduce(size_t bucket) {
     compressed_[bucket]->run(fused, b.count, step_);  // leaves the average
     scale = 1.0f;
   }
-  for (const BucketPiece& piece : b.pieces) {
-    float* out = gradients_[piece.tensor] + piece.offset;
-    const float* in = fused + piece.bucket_offset;
-    for (size_t i = 0; i < piece.count; ++i) out[i] = in[i] * scale;
-  }
+  unpack(bucket, scale);
   const double end = MPI_Wtime();
   std::lock_guard lock(mutex_);
   communication_s_ += end - start;
   bucket_start_[bucket] = start;
   bucket_end_[bucket] = end;
   ++done_;
+}
+
+// MPI_Allreduce and MPI_Iallreduce of the same buffer give the same sums in Open MPI only when
+// they pick the same algorithm, which is not promised: the polled path is checked against the
+// exact average, not bit for bit against the threaded one.
+void GradientExchange::post(size_t bucket) {
+  SB_CHECK(plan_.buckets[bucket].count <= static_cast<size_t>(INT_MAX), "a bucket larger than MPI's int count");
+  const double start = MPI_Wtime();
+  pack(bucket);
+  SB_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, fused_[bucket].data(), static_cast<int>(plan_.buckets[bucket].count),
+                              MPI_FLOAT, MPI_SUM, comm_, &requests_[bucket]));
+  bucket_start_[bucket] = start;
+  posted_.push_back(bucket);
+}
+
+void GradientExchange::test_posted() {
+  for (size_t i = 0; i < posted_.size();) {
+    const size_t bucket = posted_[i];
+    int complete = 0;
+    SB_MPI_CHECK(MPI_Test(&requests_[bucket], &complete, MPI_STATUS_IGNORE));
+    if (!complete) {
+      ++i;
+      continue;
+    }
+    unpack(bucket, 1.0f / static_cast<float>(ranks_));
+    bucket_end_[bucket] = MPI_Wtime();
+    ++done_;
+    posted_.erase(posted_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
 }
 
 // Takes ready buckets one at a time. Every rank must start the same allreduces in the same
@@ -158,6 +224,27 @@ ExchangeTimes GradientExchange::finish() {
       std::stable_sort(order.begin(), order.end(),
                        [&](size_t a, size_t b) { return plan_.buckets[a].priority < plan_.buckets[b].priority; });
     for (size_t b : order) reduce(b);
+  } else if (progress_ == Progress::poll) {
+    SB_CHECK(std::all_of(pieces_left_.begin(), pieces_left_.end(), [](size_t n) { return n == 0; }),
+             "finish() before every gradient was reported ready");
+    for (const size_t bucket : std::vector<size_t>(posted_)) {
+      SB_MPI_CHECK(MPI_Wait(&requests_[bucket], MPI_STATUS_IGNORE));
+      unpack(bucket, 1.0f / static_cast<float>(ranks_));
+      bucket_end_[bucket] = MPI_Wtime();
+      ++done_;
+    }
+    posted_.clear();
+    // Posted buckets are in flight together: their communication time is the union of their
+    // intervals (what the thread's one-at-a-time sum also is), not the sum.
+    std::vector<std::pair<double, double>> spans;
+    for (size_t b = 0; b < plan_.buckets.size(); ++b) spans.emplace_back(bucket_start_[b], bucket_end_[b]);
+    std::sort(spans.begin(), spans.end());
+    communication_s_ = 0;
+    double covered_to = -1e300;
+    for (const auto& [begin, end] : spans) {
+      if (end > covered_to) communication_s_ += end - std::max(begin, covered_to);
+      covered_to = std::max(covered_to, end);
+    }
   } else {
     std::unique_lock lock(mutex_);
     SB_CHECK(std::all_of(pieces_left_.begin(), pieces_left_.end(), [](size_t n) { return n == 0; }),

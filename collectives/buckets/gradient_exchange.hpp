@@ -6,6 +6,12 @@
 // transport), and unpacked scaled by 1/ranks. Without overlap the same buckets are reduced in the
 // same way after backward, so both paths give bit-identical gradients.
 //
+// Progress: by default a communication thread drives each bucket's (blocking) allreduce. With
+// Progress::poll there is no thread: a ready bucket's MPI_Iallreduce is posted by the caller's
+// thread inside tensor_ready(), and the posted ones are tested there too, i.e. between layers, as
+// a framework without a communication thread does; finish() waits for the rest. Which overlaps
+// better depends on how far the MPI library progresses a posted collective between tests.
+//
 // Threading: the communication thread alone uses the exchange's communicator (a duplicate of the
 // one given); the caller must not make MPI calls between begin_step() and finish(). MPI must be
 // initialised with MPI_THREAD_SERIALIZED or more.
@@ -25,10 +31,16 @@
 
 namespace sb {
 
+enum class Progress { thread, poll };
+// "thread" / "poll"; parse throws UsageError for anything else.
+std::string progress_name(Progress progress);
+Progress parse_progress(const std::string& name);
+
 struct ExchangeConfig {
   std::string algorithm = "mpi";  // an allreduce implementation name (sb-allreduce --impl)
   ImplConfig impl;                // its transport, segment, node size
   bool overlap = true;
+  Progress progress = Progress::thread;  // poll: MPI_Iallreduce tested between layers (--algo mpi only)
   // Gradient compression per bucket (collectives/compress/): "none" reduces the fp32 buckets with
   // `algorithm`; any other compressor sends its payload over MPI's allreduce or allgather, with
   // error feedback per bucket when asked.
@@ -39,7 +51,7 @@ struct ExchangeConfig {
 
 // What one step's exchange cost, as seen from this rank.
 struct ExchangeTimes {
-  double communication_s = 0;  // inside allreduces (packing included)
+  double communication_s = 0;  // inside allreduces (packing included); polled: while any bucket was in flight
   double wait_s = 0;           // the caller blocked in finish(): communication not hidden by backward
 };
 
@@ -67,10 +79,19 @@ class GradientExchange {
  private:
   void run_thread();
   void reduce(size_t bucket);
+  // The pieces of reduce(), for the polled path: pack into the fused buffer; unpack it averaged.
+  void pack(size_t bucket);
+  void unpack(size_t bucket, float scale);
+  // Polled path: post the buckets that became ready; take in those that completed.
+  void post(size_t bucket);
+  void test_posted();
 
   BucketPlan plan_;
   std::vector<float*> gradients_;
   bool overlap_;
+  Progress progress_;
+  std::vector<MPI_Request> requests_;  // per bucket, polled path; MPI_REQUEST_NULL when none
+  std::vector<size_t> posted_;         // buckets posted and not yet complete, in posting order
   MPI_Comm comm_ = MPI_COMM_NULL;
   int ranks_ = 1;
   std::unique_ptr<AllreduceImpl> impl_;

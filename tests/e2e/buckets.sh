@@ -16,6 +16,13 @@ check "overlap lies in [0, 1]" bash -c "grep -E '^  (ddp|fixed) ' '$WORK/run.txt
 $MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy ddp -b 1 -e 1 -n 1 --out "$WORK/again.h5" \
   >"$WORK/again.txt" 2>&1
 check "a written profile reads back" grep -qE '^  ddp +1\.00 ' "$WORK/again.txt"
+# Both progress modes in one run: the polled sweeps beside the threaded ones, compared.
+$MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy ddp,partition -b 0.5 -e 1 -n 1 \
+  --progress thread,poll --out "$WORK/poll.h5" >"$WORK/poll.txt" 2>&1
+check "--progress thread,poll exits 0" test $? -eq 0
+check "polled rows for each strategy and size" test "$(grep -cE '^  (ddp|partition)@poll ' "$WORK/poll.txt")" -eq 4
+check "the polled best is compared with the thread's" test "$(grep -c "x the thread's best" "$WORK/poll.txt")" -eq 2
+check "the file has the polled groups" bash -c "h5ls '$WORK/poll.h5/buckets' | grep -q '^ddp@poll '"
 h5dump -H "$out" >"$WORK/header.txt" 2>&1
 check "h5dump reads the file" test $? -eq 0
 check_schema "$out"
@@ -36,3 +43,5 @@ bad_input "missing profile" --profile "$WORK/nowhere.txt"
 bad_input "a tensor ready after backward ends" --profile "$WORK/late.txt"
 bad_input "bucket sizes upside down" -b 8 -e 1
 bad_input "unknown model" --model vgg16
+bad_input "unknown progress mode" --progress spin
+bad_input "polled progress with a schedule" --progress poll --algo ring

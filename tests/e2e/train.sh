@@ -74,3 +74,5 @@ bad_input "unknown optimizer" --optimizer adam
 bad_input "resize schedule on IDX data" --resize-schedule 20:0,28:1
 bad_input "resize schedule out of order" --data "imagefolder:$WORK/folder" --resize-schedule 20:3,28:1
 bad_input "checkpoint of another model" --model resnet32 --checkpoint "$WORK/resumed" --resume
+bad_input "unknown progress mode" --progress spin
+bad_input "polled progress with a compressor" --progress poll --compressor fp16

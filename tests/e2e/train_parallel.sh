@@ -34,6 +34,16 @@ topk_loss=$(grep -E 'step 100/468 loss' "$WORK/topk.txt" | sed 's/.* loss \([0-9
 check "top-k training brings the loss from ln 10 = 2.30 below 1.2 in 100 steps ($topk_loss)" \
   awk -v l="$topk_loss" 'BEGIN { exit !(l > 0 && l < 1.2) }'
 
+# --- polled progress: MPI_Iallreduce tested between layers instead of a communication thread --
+# At 2 ranks every sum is a + b, whichever algorithm MPI picks, so both runs train identically.
+$TRAIN 2 $SB --epochs 1 --steps 20 --print-every 20 --seed 5 --out "$WORK/thread.h5" >"$WORK/thread.txt" 2>&1 &&
+  $TRAIN 2 $SB --epochs 1 --steps 20 --print-every 20 --seed 5 --progress poll --out "$WORK/poll.h5" >"$WORK/poll.txt" 2>&1
+check "polled and threaded runs exit 0" test $? -eq 0
+check "the polled run says so" grep -q '^\[config\] gradients: .*overlap on (polled between layers)' "$WORK/poll.txt"
+thread_loss=$(grep -E 'step 20/468 loss' "$WORK/thread.txt" | sed 's/.* loss \([0-9.]*\) .*/\1/')
+poll_loss=$(grep -E 'step 20/468 loss' "$WORK/poll.txt" | sed 's/.* loss \([0-9.]*\) .*/\1/')
+check "the same loss (4 decimals printed) after 20 steps, polled or threaded ($poll_loss vs $thread_loss)" test -n "$poll_loss" -a "$poll_loss" = "$thread_loss"
+
 # --- a straggler: rank 1 computes 3x slower; rank 0 waits for it ----------------------------
 $TRAIN 2 $SB --epochs 1 --steps 30 --print-every 0 --straggler 1:3 --out "$WORK/straggler.h5" >"$WORK/straggler.txt" 2>&1
 check "a straggler run exits 0" test $? -eq 0

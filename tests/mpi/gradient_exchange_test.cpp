@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "collectives/buckets/gradient_exchange.hpp"
+#include "common/usage_error.hpp"
 
 namespace sb {
 namespace {
@@ -60,6 +61,32 @@ TEST(GradientExchange, EveryRankGetsTheAverageOfEveryTensor) {
             << bucket_strategy_name(strategy) << (overlap ? " overlapped" : " sequential") << " step " << step;
     }
   }
+}
+
+// Polled progress: no thread, MPI_Iallreduce posted by tensor_ready and tested there; the same
+// exact averages for every strategy, and a clear refusal where it cannot be used.
+TEST(GradientExchange, PolledProgressGivesTheSameAverages) {
+  std::vector<GradientTensor> tensors;
+  const size_t sizes[] = {432, 16, 16, 2304, 16, 16, 9216, 32, 32, 640, 10};
+  for (size_t i = 0; i < std::size(sizes); ++i) tensors.push_back({std::string("t").append(std::to_string(i)), sizes[i]});
+  for (BucketStrategy strategy :
+       {BucketStrategy::per_tensor, BucketStrategy::fixed, BucketStrategy::ddp, BucketStrategy::partition}) {
+    ExchangeConfig config;
+    config.progress = Progress::poll;
+    Gradients grads(tensors);
+    GradientExchange exchange(MPI_COMM_WORLD, config, plan_buckets(tensors, strategy, 0.01, 1000), grads.pointers);
+    for (int step = 0; step < 3; ++step)
+      EXPECT_EQ(wrong_after_step(exchange, grads, step, [](size_t n) { return static_cast<int>(n % 89); }), 0u)
+          << bucket_strategy_name(strategy) << " polled, step " << step;
+    for (size_t b = 0; b < exchange.plan().buckets.size(); ++b)
+      EXPECT_LE(exchange.bucket_start()[b], exchange.bucket_end()[b]) << "bucket " << b;
+  }
+  ExchangeConfig schedule;
+  schedule.progress = Progress::poll;
+  schedule.algorithm = "ring";
+  Gradients grads(tensors);
+  EXPECT_THROW(GradientExchange(MPI_COMM_WORLD, schedule, plan_buckets(tensors, BucketStrategy::ddp, 1), grads.pointers),
+               UsageError);
 }
 
 // Compressed buckets: fp16 carries small integers exactly, so the averages are exact too; and
