@@ -48,9 +48,14 @@ void validate(const TrainConfig& c, int nranks) {
   if (c.accumulate < 1) throw UsageError("--accumulate must be at least 1");
   if (c.straggler_rank >= nranks) throw UsageError("--straggler names rank " + std::to_string(c.straggler_rank) +
                                                    " of " + std::to_string(nranks));
-  if (c.batch % (nranks * c.accumulate) != 0)
-    throw UsageError("the global batch " + std::to_string(c.batch) + " does not divide into " + std::to_string(nranks) +
-                     " ranks x " + std::to_string(c.accumulate) + " micro-batches (--accumulate)");
+  if (c.balance && c.accumulate > 1)
+    throw UsageError("--balance gives ranks unequal shares, which --accumulate cannot split into equal micro-batches");
+  std::vector<int64_t> batches = {c.batch};
+  for (const auto& [size, epoch] : c.batch_schedule) batches.push_back(size);
+  for (int64_t batch : batches)
+    if (batch % (nranks * c.accumulate) != 0)
+      throw UsageError("the global batch " + std::to_string(batch) + " does not divide into " + std::to_string(nranks) +
+                       " ranks x " + std::to_string(c.accumulate) + " micro-batches (--accumulate)");
 }
 
 struct Evaluation {
@@ -78,6 +83,10 @@ class Run {
   Evaluation evaluate();
   void average_running_statistics();
   void apply_resize_schedule(int64_t epoch);
+  void apply_batch_schedule(int64_t epoch);
+  void rebalance(int64_t epoch);
+  double learning_rate(int64_t step) const;
+  int64_t steps_in_epoch(int64_t epoch) const { return data_.train->size() / config_.batch_at(epoch); }
   void save();
 
   void beat(const char* what, int64_t n) const {
@@ -103,6 +112,12 @@ class Run {
   LrSchedule schedule_;
   TrainingState state_;
   TrainResult result_;
+  std::vector<int64_t> step_batches_;  // the global batch of every step this process ran
+  // --balance: forward and backward time and samples since the last rebalance, and every rank's
+  // share of the speed (empty until measured).
+  double balance_compute_s_ = 0;
+  int64_t balance_samples_ = 0;
+  std::vector<double> speed_fractions_;
   double elapsed_before_ = 0;
   Tensor input_, dlogits_, eval_input_;
 };
@@ -123,12 +138,12 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
     throw UsageError("the " + backend_->name() + " backend keeps no fp32 host tensors to reduce over ranks");
   mllog_.point("submission_benchmark", MlLog::string("resnet"));
   mllog_.point("seed", MlLog::number(static_cast<double>(config.seed)));
-  mllog_.point("global_batch_size", MlLog::number(static_cast<double>(config.batch)));
+  mllog_.point("global_batch_size", MlLog::number(static_cast<double>(config.batch_at(0))));
   mllog_.point("gradient_accumulation_steps", MlLog::number(static_cast<double>(config.accumulate)));
   const bool lars = config.optimizer.kind == OptimizerKind::lars;
   mllog_.point("opt_name", MlLog::string(optimizer_name(config.optimizer.kind)));
   const std::string prefix = lars ? "lars_opt_" : "sgd_opt_";
-  mllog_.point(prefix + "base_learning_rate", MlLog::number(LrSchedule::scaled_peak(config.base_lr, config.batch)));
+  mllog_.point(prefix + "base_learning_rate", MlLog::number(LrSchedule::scaled_peak(config.base_lr, config.batch_at(0))));
   mllog_.point(prefix + "momentum", MlLog::number(config.optimizer.momentum));
   mllog_.point(prefix + "weight_decay", MlLog::number(config.optimizer.weight_decay));
   mllog_.point(prefix + "learning_rate_warmup_epochs", MlLog::number(config.warmup_epochs));
@@ -173,12 +188,17 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
   if (config.accumulate > 1)
     for (Parameter* p : model_->parameters()) accumulated_.push_back(backend_->allocate(p->grad.shape()));
 
-  const int64_t steps_per_epoch = train_loader_->sampler().batches_per_epoch();
-  schedule_.peak = LrSchedule::scaled_peak(config.base_lr, config.batch);
+  for (const auto& [size, epoch] : config.batch_schedule)
+    if (size > data_.train->size())
+      throw UsageError("--batch-schedule: the global batch " + std::to_string(size) + " is larger than the data set (" +
+                       std::to_string(data_.train->size()) + " samples)");
+  const int64_t steps_per_epoch = steps_in_epoch(0);
+  schedule_.peak = LrSchedule::scaled_peak(config.base_lr, config.batch_at(0));
   schedule_.warmup_steps = static_cast<int64_t>(std::llround(config.warmup_epochs * steps_per_epoch));
   // --steps cuts a run short without changing its schedule, so a run stopped early (or resumed)
-  // takes exactly the steps of the full one.
-  schedule_.total_steps = config.epochs * steps_per_epoch;
+  // takes exactly the steps of the full one. A batch ramp makes later epochs shorter.
+  schedule_.total_steps = 0;
+  for (int64_t epoch = 0; epoch < config.epochs; ++epoch) schedule_.total_steps += steps_in_epoch(epoch);
   schedule_.decay = config.decay;
   schedule_.end_lr = config.decay == DecayKind::poly ? std::min(1e-4, schedule_.peak) : 0;  // MLPerf's LARS end rate
 
@@ -210,7 +230,7 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
       config.model.c_str(), result_.dataset.c_str(), static_cast<long long>(image_.channels),
       static_cast<long long>(image_.height), static_cast<long long>(image_.width),
       static_cast<long long>(result_.parameter_count), result_.train_flops_per_image / 1e9, backend_->name().c_str(),
-      nranks_, nranks_ == 1 ? "" : "s", static_cast<long long>(config.batch), schedule_.peak,
+      nranks_, nranks_ == 1 ? "" : "s", static_cast<long long>(config.batch_at(0)), schedule_.peak,
       static_cast<long long>(steps_per_epoch));
   if (exchange_)
     log("[config] gradients: %s, %s buckets of %g MiB (%zu buckets), overlap %s%s\n",
@@ -279,13 +299,15 @@ double Run::train_step(const Batch& batch, int64_t step, StepTimes& times) {
   if (rank_ == config_.straggler_rank && config_.straggler_factor > 1)
     std::this_thread::sleep_for(std::chrono::duration<double>((config_.straggler_factor - 1) * seconds_since(start)));
   const Clock::time_point backward_end = Clock::now();
+  balance_compute_s_ += std::chrono::duration<double>(backward_end - start).count();
+  balance_samples_ += batch.count();
   if (exchange_) {
     const ExchangeTimes exchanged = exchange_->finish();
     times.wait_s = exchanged.wait_s;
     times.comm_s = exchanged.communication_s;
   }
   const Clock::time_point optimizer_start = Clock::now();
-  optimizer_->step(static_cast<float>(schedule_.at(step)));
+  optimizer_->step(static_cast<float>(learning_rate(step)));
   backend_->synchronize();
   times.compute_s = std::chrono::duration<double>(backward_end - start).count() + seconds_since(optimizer_start);
   return loss_sum;
@@ -358,8 +380,78 @@ void Run::save() {
   save_checkpoint(checkpoint_path(config_.checkpoint_dir), *model_, *optimizer_, saved);
 }
 
+// The linear scaling rule through a batch ramp: the rate of the schedule, scaled by how much the
+// current epoch's global batch exceeds the first epoch's.
+double Run::learning_rate(int64_t step) const {
+  return schedule_.at(step) * static_cast<double>(config_.batch_at(state_.epoch)) /
+         static_cast<double>(config_.batch_at(0));
+}
+
+void Run::apply_batch_schedule(int64_t epoch) {
+  const int64_t batch = config_.batch_at(epoch);
+  if (batch == train_loader_->sampler().global_batch()) return;
+  train_loader_->set_global_batch(batch);
+  log("[batch] epoch %lld: global batch %lld (%lld per rank), learning rate x %.3g\n", static_cast<long long>(epoch + 1),
+      static_cast<long long>(batch), static_cast<long long>(batch / nranks_),
+      static_cast<double>(batch) / static_cast<double>(config_.batch_at(0)));
+  mllog_.point("global_batch_size", MlLog::number(static_cast<double>(batch)), MlLog::epoch_metadata(epoch + 1));
+}
+
+// Shares of the global batch in proportion to each rank's measured images per second (forward and
+// backward, straggler included), at least one image each; the exchange weights each rank's mean
+// gradient by its share so that the average is still the mean over the whole batch.
+void Run::rebalance(int64_t epoch) {
+  if (!config_.balance || nranks_ == 1) return;
+  if (balance_samples_ > 0) {
+    const double mine = balance_compute_s_ / static_cast<double>(balance_samples_);
+    std::vector<double> per_image(static_cast<size_t>(nranks_));
+    SB_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_DOUBLE, per_image.data(), 1, MPI_DOUBLE, comm_));
+    double total_speed = 0;
+    for (double t : per_image) total_speed += 1.0 / std::max(t, 1e-12);
+    speed_fractions_.clear();
+    for (double t : per_image) speed_fractions_.push_back(1.0 / std::max(t, 1e-12) / total_speed);
+    balance_compute_s_ = 0;
+    balance_samples_ = 0;
+    std::string times;
+    for (double t : per_image) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%s%.3f", times.empty() ? "" : ",", t * 1e3);
+      times += text;
+    }
+    log("[balance] forward+backward ms per image by rank: %s\n", times.c_str());
+  }
+  if (speed_fractions_.empty()) return;
+  const int64_t batch = config_.batch_at(epoch);
+  std::vector<int64_t> shares(static_cast<size_t>(nranks_));
+  std::vector<double> ideal(shares.size());
+  int64_t total = 0;
+  for (size_t r = 0; r < shares.size(); ++r) {
+    ideal[r] = static_cast<double>(batch) * speed_fractions_[r];
+    shares[r] = std::max<int64_t>(1, static_cast<int64_t>(ideal[r]));
+    total += shares[r];
+  }
+  // Round to the batch: take from the largest shares, give to the furthest below their ideal.
+  while (total > batch) {
+    auto largest = std::max_element(shares.begin(), shares.end());
+    --*largest, --total;
+  }
+  while (total < batch) {
+    size_t neediest = 0;
+    for (size_t r = 1; r < shares.size(); ++r)
+      if (ideal[r] - static_cast<double>(shares[r]) > ideal[neediest] - static_cast<double>(shares[neediest])) neediest = r;
+    ++shares[neediest], ++total;
+  }
+  if (shares == train_loader_->sampler().shares()) return;
+  train_loader_->set_shares(shares);
+  exchange_->set_weight(static_cast<float>(shares[static_cast<size_t>(rank_)]) * static_cast<float>(nranks_) /
+                        static_cast<float>(batch));
+  std::string text;
+  for (int64_t share : shares) text.append(text.empty() ? "" : ",").append(std::to_string(share));
+  log("[balance] epoch %lld: per-rank batch %s of %lld\n", static_cast<long long>(epoch + 1), text.c_str(),
+      static_cast<long long>(batch));
+}
+
 TrainResult Run::execute() {
-  const int64_t steps_per_epoch = train_loader_->sampler().batches_per_epoch();
   const int64_t last_step =
       config_.max_steps > 0 ? std::min(config_.max_steps, schedule_.total_steps) : schedule_.total_steps;
   bool stop = state_.step >= last_step;
@@ -368,6 +460,10 @@ TrainResult Run::execute() {
     int64_t epoch_images = 0;
     mllog_.start("epoch_start", MlLog::epoch_metadata(epoch + 1));
     apply_resize_schedule(epoch);
+    apply_batch_schedule(epoch);
+    rebalance(epoch);
+    const int64_t batch_size = config_.batch_at(epoch);
+    const int64_t steps_per_epoch = train_loader_->sampler().batches_per_epoch();
     train_loader_->start_epoch(epoch, epoch == state_.epoch ? state_.next_batch : 0);
     if (epoch != state_.epoch) state_.epoch_loss_sum = 0, state_.epoch_samples = 0;
     state_.epoch = epoch;
@@ -377,13 +473,14 @@ TrainResult Run::execute() {
       std::optional<Batch> batch = train_loader_->next();
       if (!batch) break;
       times.data_s = seconds_since(step_start);
-      const double lr = schedule_.at(state_.step);
+      const double lr = learning_rate(state_.step);
       const double loss_sum = train_step(*batch, state_.step, times);
       const double step_s = seconds_since(step_start);
       result_.step_seconds.push_back(step_s);
       result_.step_times.push_back(times);
       train_seconds += step_s;
-      epoch_images += config_.batch;
+      epoch_images += batch_size;
+      step_batches_.push_back(batch_size);
       state_.epoch_loss_sum += loss_sum;
       state_.epoch_samples += batch->count();
       ++state_.step;
@@ -393,7 +490,7 @@ TrainResult Run::execute() {
       if (config_.print_every > 0 && (state_.step % config_.print_every == 0 || stop)) {
         const double loss = sum_over_ranks(loss_sum) / std::max(sum_over_ranks(static_cast<double>(batch->count())), 1.0);
         const double rate = epoch_images / std::max(train_seconds, 1e-9);
-        const double eta = static_cast<double>(last_step - state_.step) * config_.batch / std::max(rate, 1e-9);
+        const double eta = static_cast<double>(last_step - state_.step) * batch_size / std::max(rate, 1e-9);
         log("[train] epoch %lld step %lld/%lld loss %.4f lr %.4g %.1f img/s ETA %s\n",
             static_cast<long long>(epoch + 1), static_cast<long long>(batch->index + 1),
             static_cast<long long>(steps_per_epoch), loss, lr, rate, clock_text(eta).c_str());
@@ -449,7 +546,8 @@ TrainResult Run::execute() {
       static_cast<double>(train_loader_->skipped_total() + eval_loader_->skipped_total())));
   if (result_.step_seconds.size() > 1) {
     std::vector<double> rates;
-    for (size_t i = 1; i < result_.step_seconds.size(); ++i) rates.push_back(config_.batch / result_.step_seconds[i]);
+    for (size_t i = 1; i < result_.step_seconds.size(); ++i)
+      rates.push_back(static_cast<double>(step_batches_[i]) / result_.step_seconds[i]);
     result_.images_per_s = percentile(rates, 50);
   }
   return result_;
@@ -459,19 +557,42 @@ TrainResult Run::execute() {
 
 std::string checkpoint_path(const std::string& directory) { return directory + "/checkpoint.h5"; }
 
-std::vector<std::pair<int64_t, int64_t>> parse_resize_schedule(const std::string& text) {
+namespace {
+
+// VALUE:EPOCH[,VALUE:EPOCH...] with values in [low, high] and epochs increasing from 0.
+std::vector<std::pair<int64_t, int64_t>> parse_epoch_schedule(const std::string& text, const std::string& flag,
+                                                              const std::string& value, int64_t low, int64_t high,
+                                                              const std::string& example) {
   std::vector<std::pair<int64_t, int64_t>> schedule;
   for (const std::string& item : split_list(text)) {
     const std::vector<std::string> fields = split_list(item, ':');
-    const auto size = fields.size() == 2 ? parse_whole_integer(fields[0]) : std::nullopt;
+    const auto amount = fields.size() == 2 ? parse_whole_integer(fields[0]) : std::nullopt;
     const auto epoch = fields.size() == 2 ? parse_whole_integer(fields[1]) : std::nullopt;
-    if (!size || !epoch)
-      throw UsageError("--resize-schedule wants SIZE:EPOCH[,SIZE:EPOCH...], e.g. 128:0,224:16, not '" + text + "'");
-    if (*size < 8 || *size > 1024 || *epoch < 0 || (!schedule.empty() && *epoch <= schedule.back().second))
-      throw UsageError("--resize-schedule wants sizes of 8 to 1024 px at increasing epochs from 0, not '" + text + "'");
-    schedule.emplace_back(*size, *epoch);
+    if (!amount || !epoch)
+      throw UsageError(flag + " wants " + value + ":EPOCH[," + value + ":EPOCH...], e.g. " + example + ", not '" + text + "'");
+    if (*amount < low || *amount > high || *epoch < 0 || (!schedule.empty() && *epoch <= schedule.back().second))
+      throw UsageError(flag + " wants " + value + "s of " + std::to_string(low) + " to " + std::to_string(high) +
+                       " at increasing epochs from 0, not '" + text + "'");
+    schedule.emplace_back(*amount, *epoch);
   }
   return schedule;
+}
+
+}  // namespace
+
+std::vector<std::pair<int64_t, int64_t>> parse_resize_schedule(const std::string& text) {
+  return parse_epoch_schedule(text, "--resize-schedule", "SIZE", 8, 1024, "128:0,224:16");
+}
+
+std::vector<std::pair<int64_t, int64_t>> parse_batch_schedule(const std::string& text) {
+  return parse_epoch_schedule(text, "--batch-schedule", "BATCH", 1, int64_t{1} << 24, "256:0,512:2");
+}
+
+int64_t TrainConfig::batch_at(int64_t epoch) const {
+  int64_t global = batch;
+  for (const auto& [size, first] : batch_schedule)
+    if (first <= epoch) global = size;
+  return global;
 }
 
 TrainResult train(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat) {

@@ -55,14 +55,25 @@ struct TrainConfig {
   // sleeps the difference), to see what one slow rank costs the others.
   int straggler_rank = -1;
   double straggler_factor = 1;
+  // Adapt each rank's share of the global batch to its measured speed, every epoch from the
+  // second, weighting the gradient average by the shares so that it stays the batch's mean.
+  bool balance = false;
   // Progressive resizing, as the fast ImageNet records train: (pixels, from epoch) pairs in epoch
   // order, 0-based epochs; evaluation stays at image_size. Empty: image_size throughout.
   std::vector<std::pair<int64_t, int64_t>> resize_schedule;
+  // Batch-size ramp: (global batch, from epoch) pairs in epoch order; `batch` before the first.
+  // The learning rate follows the linear scaling rule: the schedule's rate x batch / `batch`.
+  std::vector<std::pair<int64_t, int64_t>> batch_schedule;
+
+  // The global batch of a 0-based epoch.
+  int64_t batch_at(int64_t epoch) const;
 };
 
 // "128:0,224:16" -> {(128, 0), (224, 16)}: SIZE:FIRST_EPOCH, epochs increasing from 0. UsageError
 // otherwise.
 std::vector<std::pair<int64_t, int64_t>> parse_resize_schedule(const std::string& text);
+// "256:0,512:2" -> {(256, 0), (512, 2)}: GLOBAL_BATCH:FIRST_EPOCH, epochs increasing.
+std::vector<std::pair<int64_t, int64_t>> parse_batch_schedule(const std::string& text);
 
 // Per step, as this rank saw it.
 struct StepTimes {

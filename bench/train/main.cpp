@@ -95,6 +95,11 @@ void write_config(const h5::Node& group, const models::TrainConfig& c) {
     resize.append(std::to_string(pixels)).append(":").append(std::to_string(epoch));
   }
   group.set_attr("resize_schedule", resize);
+  std::string ramp;
+  for (const auto& [batch, epoch] : c.batch_schedule)
+    ramp.append(ramp.empty() ? "" : ",").append(std::to_string(batch)).append(":").append(std::to_string(epoch));
+  group.set_attr("batch_schedule", ramp);
+  group.set_attr("balance", static_cast<int64_t>(c.balance));
 }
 
 // Every rank's per-step times, gathered on rank 0 as [ranks x steps] (row-major).

@@ -18,7 +18,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   std::string optimizer = "sgd", decay = "cosine", strategy = "ddp", transport = "mpi";
   double bucket_mb = -1;
   int overlap = 1, error_feedback = 1;
-  std::string straggler, resize;
+  std::string straggler, resize, batch_schedule;
   std::vector<std::string> label_texts;
   std::string models;
   for (const std::string& name : models::resnet_names()) models += (models.empty() ? "" : ", ") + name;
@@ -73,6 +73,11 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   app.add_option("--accumulate", c.accumulate, "micro-batches per step on each rank (gradient accumulation) [1]");
   app.add_option("--straggler", straggler, "RANK:FACTOR: that rank computes FACTOR times slower (it sleeps)");
   app.add_option("--resize-schedule", resize, "progressive resizing SIZE:EPOCH,... (0-based epochs), e.g. 128:0,224:16");
+  app.add_flag("--balance", c.balance,
+               "adapt each rank's share of the global batch to its measured speed every epoch, weighting the\n"
+               "gradient average by the shares");
+  app.add_option("--batch-schedule", batch_schedule,
+                 "batch-size ramp BATCH:EPOCH,... (global; --batch before the first), the learning rate scaled with it");
   app.add_option("--mllog", c.mllog, "MLPerf-style log file (:::MLLOG lines)");
   app.add_option("-T,--timeout", o.timeout_seconds,
                  "seconds without a finished step before the job ends (a hung or lost rank) [600; 0 = never]");
@@ -102,6 +107,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
     c.straggler_factor = *factor;
   }
   if (!resize.empty()) c.resize_schedule = models::parse_resize_schedule(resize);
+  if (!batch_schedule.empty()) c.batch_schedule = models::parse_batch_schedule(batch_schedule);
   if (error_feedback != 0 && error_feedback != 1) throw UsageError("--error-feedback must be 0 or 1");
   c.exchange.error_feedback = error_feedback == 1;
   make_compressor(c.exchange.compressor, c.exchange.compressor_params);  // checks the name and parameters

@@ -105,8 +105,15 @@ void GradientExchange::tensor_ready(size_t tensor) {
 
 void GradientExchange::pack(size_t bucket) {
   float* fused = fused_[bucket].data();
-  for (const BucketPiece& piece : plan_.buckets[bucket].pieces)
-    std::memcpy(fused + piece.bucket_offset, gradients_[piece.tensor] + piece.offset, piece.count * sizeof(float));
+  for (const BucketPiece& piece : plan_.buckets[bucket].pieces) {
+    const float* in = gradients_[piece.tensor] + piece.offset;
+    if (weight_ == 1.0f) {
+      std::memcpy(fused + piece.bucket_offset, in, piece.count * sizeof(float));
+    } else {
+      float* out = fused + piece.bucket_offset;
+      for (size_t i = 0; i < piece.count; ++i) out[i] = in[i] * weight_;
+    }
+  }
 }
 
 void GradientExchange::unpack(size_t bucket, float scale) {

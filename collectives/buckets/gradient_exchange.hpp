@@ -70,6 +70,11 @@ class GradientExchange {
   // Waits until every bucket is reduced and unpacked (reducing them all now without overlap).
   ExchangeTimes finish();
 
+  // This rank's gradients count `weight` times in the average (default 1): ranks whose gradients
+  // are means over unequal shares of a global batch give weights share x ranks / batch, so that
+  // the average is the mean over the whole batch. Set between steps.
+  void set_weight(float weight) { weight_ = weight; }
+
   const BucketPlan& plan() const { return plan_; }
   // When each bucket's reduction started and ended in the last step (MPI_Wtime seconds), by bucket.
   const std::vector<double>& bucket_start() const { return bucket_start_; }
@@ -90,6 +95,7 @@ class GradientExchange {
   std::vector<float*> gradients_;
   bool overlap_;
   Progress progress_;
+  float weight_ = 1.0f;
   std::vector<MPI_Request> requests_;  // per bucket, polled path; MPI_REQUEST_NULL when none
   std::vector<size_t> posted_;         // buckets posted and not yet complete, in posting order
   MPI_Comm comm_ = MPI_COMM_NULL;

@@ -9,13 +9,32 @@ namespace sb::models {
 
 Sampler::Sampler(int64_t dataset_size, int64_t global_batch, int rank, int nranks, uint64_t seed, bool training)
     : size_(dataset_size), global_batch_(global_batch), rank_(rank), nranks_(nranks), seed_(seed), training_(training) {
+  set_global_batch(global_batch);
+}
+
+void Sampler::set_global_batch(int64_t global_batch) {
   if (global_batch <= 0) throw UsageError("the batch size must be positive");
-  if (training && global_batch % nranks != 0)
+  if (training_ && global_batch % nranks_ != 0)
     throw UsageError("the global batch " + std::to_string(global_batch) + " does not divide over " +
-                     std::to_string(nranks) + " ranks");
-  if (training && global_batch > dataset_size)
+                     std::to_string(nranks_) + " ranks");
+  if (training_ && global_batch > size_)
     throw UsageError("the global batch " + std::to_string(global_batch) + " is larger than the data set (" +
-                     std::to_string(dataset_size) + " samples)");
+                     std::to_string(size_) + " samples)");
+  global_batch_ = global_batch;
+  shares_.clear();
+}
+
+void Sampler::set_shares(std::vector<int64_t> shares) {
+  if (!shares.empty()) {
+    int64_t total = 0;
+    for (int64_t share : shares) {
+      if (share < 1) throw UsageError("every rank's share of a batch must be at least one sample");
+      total += share;
+    }
+    if (static_cast<int>(shares.size()) != nranks_ || total != global_batch_)
+      throw UsageError("the ranks' shares must sum to the global batch " + std::to_string(global_batch_));
+  }
+  shares_ = std::move(shares);
 }
 
 int64_t Sampler::batches_per_epoch() const {
@@ -39,7 +58,12 @@ const std::vector<int64_t>& Sampler::permutation(int64_t epoch) const {
 
 std::vector<int64_t> Sampler::indices(int64_t epoch, int64_t batch) const {
   const int64_t start = batch * global_batch_, length = std::min(global_batch_, size_ - start);
-  const int64_t first = start + length * rank_ / nranks_, last = start + length * (rank_ + 1) / nranks_;
+  int64_t first = start + length * rank_ / nranks_, last = start + length * (rank_ + 1) / nranks_;
+  if (!shares_.empty() && training_) {  // training batches are always whole
+    first = start;
+    for (int r = 0; r < rank_; ++r) first += shares_[static_cast<size_t>(r)];
+    last = first + shares_[static_cast<size_t>(rank_)];
+  }
   std::vector<int64_t> out;
   if (!training_) {
     for (int64_t i = first; i < last; ++i) out.push_back(i);
@@ -65,6 +89,16 @@ void Loader::stop() {
   for (std::thread& t : threads_) t.join();
   threads_.clear();
   ready_.clear();
+}
+
+void Loader::set_global_batch(int64_t global_batch) {
+  stop();
+  sampler_.set_global_batch(global_batch);
+}
+
+void Loader::set_shares(std::vector<int64_t> shares) {
+  stop();
+  sampler_.set_shares(std::move(shares));
 }
 
 void Loader::start_epoch(int64_t epoch, int64_t first_batch) {

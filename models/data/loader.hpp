@@ -23,6 +23,13 @@ class Sampler {
   Sampler(int64_t dataset_size, int64_t global_batch, int rank, int nranks, uint64_t seed, bool training);
   int64_t batches_per_epoch() const;
   int64_t global_batch() const { return global_batch_; }
+  // A batch-size ramp: later epochs cut the same permutation into batches of another size (and
+  // equal shards again).
+  void set_global_batch(int64_t global_batch);
+  // Unequal shards (--balance): rank r takes shares[r] samples of every global batch, in rank
+  // order; the shares must sum to the global batch, each at least 1. Empty: equal shards.
+  void set_shares(std::vector<int64_t> shares);
+  const std::vector<int64_t>& shares() const { return shares_; }
   // This rank's sample indices in batch `batch` of `epoch`.
   std::vector<int64_t> indices(int64_t epoch, int64_t batch) const;
   bool training() const { return training_; }
@@ -37,6 +44,7 @@ class Sampler {
   };
   const std::vector<int64_t>& permutation(int64_t epoch) const;  // with cache_->mutex held
   int64_t size_, global_batch_;
+  std::vector<int64_t> shares_;  // per rank; empty: equal
   int rank_, nranks_;
   uint64_t seed_;
   bool training_;
@@ -63,6 +71,9 @@ class Loader {
   // The next batch in order, or nothing at the end of the epoch.
   std::optional<Batch> next();
   const Sampler& sampler() const { return sampler_; }
+  // Stop the workers and change how the following epochs are cut (Sampler's setters).
+  void set_global_batch(int64_t global_batch);
+  void set_shares(std::vector<int64_t> shares);
   int64_t skipped_total() const { return skipped_total_; }
   // Stops and joins the workers (start_epoch starts them again).
   void stop();

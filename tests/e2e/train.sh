@@ -46,6 +46,18 @@ check "progressive resizing: 20 px in epoch 1" grep -q '^\[resize\] epoch 1: tra
 check "progressive resizing: 28 px from epoch 2, evaluated at 28" \
   bash -c "grep -q '^\[resize\] epoch 2: training images of 28 px' '$WORK/resize.txt' && grep -q '^\[eval\] epoch 2' '$WORK/resize.txt'"
 
+# A batch-size ramp: 64 in epoch 1 (8 steps of the 512 images), 128 in epoch 2 (4 steps), the rate
+# doubled with the batch: the cosine over 12 steps, x 2 at step 12 (index 11).
+$TRAIN --data "imagefolder:$WORK/folder" --image-size 28 --batch 64 --batch-schedule 128:1 --epochs 2 \
+  --print-every 4 --out "$WORK/ramp.h5" >"$WORK/ramp.txt" 2>&1
+check "batch ramp: exits 0" test $? -eq 0
+check "batch ramp: epoch 2 at 128, rate x 2" grep -q '^\[batch\] epoch 2: global batch 128 (128 per rank), learning rate x 2' "$WORK/ramp.txt"
+check "batch ramp: 8 + 4 = 12 steps" grep -q '(0): 12' <(h5dump -a /train/steps "$WORK/ramp.h5")
+ramp_lr=$(grep -E '^\[train\] epoch 2 step 4/4 ' "$WORK/ramp.txt" | sed 's/.* lr \([0-9.e-]*\) .*/\1/')
+check "batch ramp: the rate at step 12 is 2 x 0.05 x cosine(11/12) ($ramp_lr)" \
+  awk -v lr="$ramp_lr" 'BEGIN { want = 2 * 0.05 * 0.5 * (1 + cos(3.141592653589793 * 11 / 12)); exit !(lr > 0 && (lr - want) / want < 1e-3 && (want - lr) / want < 1e-3) }'
+check "batch ramp: recorded in the config" grep -q '"128:1"' <(h5dump -a /train/config/batch_schedule "$WORK/ramp.h5")
+
 # --- bad input --------------------------------------------------------------------------------
 bad_input() {
   local name=$1; shift
@@ -75,4 +87,8 @@ bad_input "resize schedule on IDX data" --resize-schedule 20:0,28:1
 bad_input "resize schedule out of order" --data "imagefolder:$WORK/folder" --resize-schedule 20:3,28:1
 bad_input "checkpoint of another model" --model resnet32 --checkpoint "$WORK/resumed" --resume
 bad_input "unknown progress mode" --progress spin
+bad_input "batch schedule out of order" --batch-schedule 256:2,128:1
+bad_input "--balance with --accumulate" --balance --accumulate 2
+bad_input "batch schedule not a list of BATCH:EPOCH" --batch-schedule 256
+bad_input "batch schedule larger than the data" --data "imagefolder:$WORK/folder" --image-size 28 --batch-schedule 1024:1
 bad_input "polled progress with a compressor" --progress poll --compressor fp16

@@ -44,6 +44,16 @@ thread_loss=$(grep -E 'step 20/468 loss' "$WORK/thread.txt" | sed 's/.* loss \([
 poll_loss=$(grep -E 'step 20/468 loss' "$WORK/poll.txt" | sed 's/.* loss \([0-9.]*\) .*/\1/')
 check "the same loss (4 decimals printed) after 20 steps, polled or threaded ($poll_loss vs $thread_loss)" test -n "$poll_loss" -a "$poll_loss" = "$thread_loss"
 
+# --- --balance: a 3x straggler gets a smaller share of the batch from epoch 2 --------------
+"$BIN/sb-idx2folder" --out "$WORK/folder" --train-limit 512 --val-limit 128 >/dev/null 2>&1
+$TRAIN 2 $SB --data "imagefolder:$WORK/folder" --image-size 28 --batch 64 --epochs 2 --straggler 1:3 --balance \
+  --print-every 0 --out "$WORK/balance.h5" >"$WORK/balance.txt" 2>&1
+check "a balanced run exits 0" test $? -eq 0
+shares=$(grep -E '^\[balance\] epoch 2: per-rank batch' "$WORK/balance.txt" | sed 's/.* batch \([0-9]*\),\([0-9]*\) of 64/\1 \2/')
+check "the straggler's share shrinks: rank 0 takes at least twice rank 1's share of 64 ($shares)" \
+  awk -v s="$shares" 'BEGIN { split(s, a, " "); exit !(a[1] + a[2] == 64 && a[1] >= 2 * a[2] && a[2] >= 1) }'
+check "the shares are recorded as a flag" grep -q '(0): 1' <(h5dump -a /train/config/balance "$WORK/balance.h5")
+
 # --- a straggler: rank 1 computes 3x slower; rank 0 waits for it ----------------------------
 $TRAIN 2 $SB --epochs 1 --steps 30 --print-every 0 --straggler 1:3 --out "$WORK/straggler.h5" >"$WORK/straggler.txt" 2>&1
 check "a straggler run exits 0" test $? -eq 0

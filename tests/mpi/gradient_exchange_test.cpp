@@ -63,6 +63,33 @@ TEST(GradientExchange, EveryRankGetsTheAverageOfEveryTensor) {
   }
 }
 
+// Weighted ranks (--balance): rank r's gradient counts r + 1 times, so the result is
+// sum_r (r + 1) g_r / ranks; with g_r = ranks x pattern, that is rank_sum x pattern exactly.
+TEST(GradientExchange, WeightedRanksGiveTheWeightedMean) {
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  const std::vector<GradientTensor> tensors = {{"a", 300}, {"b", 16}, {"c", 1000}};
+  for (Progress progress : {Progress::thread, Progress::poll}) {
+    ExchangeConfig config;
+    config.progress = progress;
+    Gradients g(tensors);
+    GradientExchange exchange(MPI_COMM_WORLD, config, plan_buckets(tensors, BucketStrategy::ddp, 0.001), g.pointers);
+    exchange.set_weight(static_cast<float>(rank + 1));
+    for (size_t k = 0; k < g.values.size(); ++k)
+      for (size_t i = 0; i < g.values[k].size(); ++i) g.values[k][i] = static_cast<float>(nranks * static_cast<int>((k + i) % 31));
+    exchange.begin_step();
+    for (size_t k = g.values.size(); k-- > 0;) exchange.tensor_ready(k);
+    exchange.finish();
+    const int rank_sum = nranks * (nranks + 1) / 2;
+    size_t wrong = 0;
+    for (size_t k = 0; k < g.values.size(); ++k)
+      for (size_t i = 0; i < g.values[k].size(); ++i)
+        wrong += g.values[k][i] != static_cast<float>(rank_sum * static_cast<int>((k + i) % 31));
+    EXPECT_EQ(wrong, 0u) << progress_name(progress);
+  }
+}
+
 // Polled progress: no thread, MPI_Iallreduce posted by tensor_ready and tested there; the same
 // exact averages for every strategy, and a clear refusal where it cannot be used.
 TEST(GradientExchange, PolledProgressGivesTheSameAverages) {
