@@ -6,7 +6,7 @@
 //
 // Carriers: payloads that can be summed as they are (fp16, bf16, random-k with indices every
 // rank draws from the same seed) go through an allreduce of `payload_type` elements; the others
-// (top-k, scaled sign, QSGD, TernGrad), whose encodings do not add up, through an allgather,
+// (top-k, scaled sign, 1-bit, QSGD, TernGrad), whose encodings do not add up, through an allgather,
 // after which every rank decodes every rank's payload.
 #include <cstddef>
 #include <cstdint>
@@ -44,7 +44,7 @@ class Compressor {
   virtual void decompress_add(const unsigned char* payload, size_t count, uint64_t step, float* out) const = 0;
 };
 
-// The compressors by name: none, fp16, bf16, topk, randomk, efsign, qsgd, terngrad. Throws
+// The compressors by name: none, fp16, bf16, topk, randomk, efsign, onebit, qsgd, terngrad. Throws
 // UsageError for an unknown name or a parameter out of range.
 std::unique_ptr<Compressor> make_compressor(std::string_view name, const CompressorParams& params);
 const std::vector<std::string_view>& compressor_names();

@@ -3,9 +3,13 @@
 //            feedback, which is what makes it converge);
 //   qsgd     s levels of |x| / ||x||_2, stochastically rounded so that the decoding is unbiased,
 //            one signed byte per value (s <= 127);
-//   terngrad -1, 0 or +1 times max |x|, +-1 with probability |x| / max |x| (unbiased).
+//   terngrad -1, 0 or +1 times max |x|, +-1 with probability |x| / max |x| (unbiased);
+//   onebit   1-bit SGD (Seide et al. 2014): one bit per value, decoded per chunk of 512 values to
+//            the mean of the chunk's non-negative values or to the mean of its negative ones
+//            (with error feedback, as the paper runs it).
 // Each rank quantises differently, so the payloads do not add up: an allgather carries them.
 // The stochastic rounding draws from the rank's own stream (params.stream), varied by the step.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -41,6 +45,49 @@ class ScaledSign final : public Compressor {
     const unsigned char* bits = payload + sizeof(float);
     for (size_t i = 0; i < count; ++i) out[i] += (bits[i / 8] >> (i % 8)) & 1u ? -scale : scale;
   }
+};
+
+class OneBit final : public Compressor {
+ public:
+  static constexpr size_t kChunk = 512;
+  std::string_view name() const override { return "onebit"; }
+  Carrier carrier() const override { return Carrier::allgather; }
+  // Two means per chunk, then the bits.
+  size_t payload_bytes(size_t count) const override { return chunks(count) * 2 * sizeof(float) + (count + 7) / 8; }
+  void compress(const float* values, size_t count, uint64_t, unsigned char* payload) override {
+    unsigned char* bits = payload + chunks(count) * 2 * sizeof(float);
+    std::memset(bits, 0, (count + 7) / 8);
+    for (size_t c = 0; c < chunks(count); ++c) {
+      double positive = 0, negative = 0;
+      size_t negatives = 0;
+      const size_t end = std::min(count, (c + 1) * kChunk);
+      for (size_t i = c * kChunk; i < end; ++i) {
+        if (values[i] < 0) {
+          negative += values[i];
+          ++negatives;
+          bits[i / 8] = static_cast<unsigned char>(bits[i / 8] | (1u << (i % 8)));
+        } else {
+          positive += values[i];
+        }
+      }
+      const size_t positives = end - c * kChunk - negatives;
+      write_scale(payload + 2 * c * sizeof(float), positives ? static_cast<float>(positive / static_cast<double>(positives)) : 0.0f);
+      write_scale(payload + (2 * c + 1) * sizeof(float),
+                  negatives ? static_cast<float>(negative / static_cast<double>(negatives)) : 0.0f);
+    }
+  }
+  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out) const override {
+    const unsigned char* bits = payload + chunks(count) * 2 * sizeof(float);
+    for (size_t c = 0; c < chunks(count); ++c) {
+      const float positive = read_scale(payload + 2 * c * sizeof(float));
+      const float negative = read_scale(payload + (2 * c + 1) * sizeof(float));
+      const size_t end = std::min(count, (c + 1) * kChunk);
+      for (size_t i = c * kChunk; i < end; ++i) out[i] += (bits[i / 8] >> (i % 8)) & 1u ? negative : positive;
+    }
+  }
+
+ private:
+  static size_t chunks(size_t count) { return (count + kChunk - 1) / kChunk; }
 };
 
 // One signed byte per value and a scale: the layout QSGD and TernGrad share.
@@ -106,6 +153,7 @@ class TernGrad final : public ByteQuantiser {
 }  // namespace
 
 std::unique_ptr<Compressor> make_efsign_compressor() { return std::make_unique<ScaledSign>(); }
+std::unique_ptr<Compressor> make_onebit_compressor() { return std::make_unique<OneBit>(); }
 std::unique_ptr<Compressor> make_qsgd_compressor(const CompressorParams& params) {
   return std::make_unique<Qsgd>(params.levels, params.stream);
 }

@@ -7,7 +7,7 @@
 namespace sb {
 
 const std::vector<std::string_view>& compressor_names() {
-  static const std::vector<std::string_view> names = {"none", "fp16", "bf16", "topk", "randomk", "efsign", "qsgd", "terngrad"};
+  static const std::vector<std::string_view> names = {"none", "fp16", "bf16", "topk", "randomk", "efsign", "onebit", "qsgd", "terngrad"};
   return names;
 }
 
@@ -27,6 +27,7 @@ std::unique_ptr<Compressor> make_compressor(std::string_view name, const Compres
   if (name == "topk") return make_topk_compressor(params);
   if (name == "randomk") return make_randomk_compressor(params);
   if (name == "efsign") return make_efsign_compressor();
+  if (name == "onebit") return make_onebit_compressor();
   if (name == "qsgd") return make_qsgd_compressor(params);
   if (name == "terngrad") return make_terngrad_compressor(params);
   std::string known;

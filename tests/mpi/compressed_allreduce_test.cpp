@@ -53,7 +53,7 @@ TEST(CompressedAllreduce, EveryRankGetsTheAverageOfTheDecodedPayloads) {
 }
 
 TEST(ErrorFeedback, SentPlusResidualAddsUpToEveryGradientGiven) {
-  for (const char* name : {"topk", "randomk", "efsign", "qsgd", "terngrad", "fp16"}) {  // on this rank alone
+  for (const char* name : {"topk", "randomk", "efsign", "onebit", "qsgd", "terngrad", "fp16"}) {  // on this rank alone
     CompressorParams params;
     params.ratio = 0.02;
     CompressedAllreduce allreduce(make_compressor(name, params), /*error_feedback=*/true, MPI_COMM_SELF);

@@ -78,6 +78,22 @@ TEST(Compressors, EfSignSendsSignsScaledByTheMeanMagnitude) {
   EXPECT_EQ(make_compressor("efsign", {})->payload_bytes(17), 4u + 3u);
 }
 
+// 1-bit SGD: each chunk of 512 decodes to the mean of its non-negative values or of its negative
+// ones; a chunk with no negative value sends 0 as that mean and never uses it.
+TEST(Compressors, OneBitDecodesToEachChunksPositiveAndNegativeMeans) {
+  std::vector<float> g(600);
+  for (size_t i = 0; i < 512; ++i) g[i] = i % 2 ? -static_cast<float>(i % 4) : static_cast<float>(i % 8);  // chunk 0
+  for (size_t i = 512; i < 600; ++i) g[i] = 2.0f + static_cast<float>(i % 2);                                // chunk 1
+  double pos0 = 0, neg0 = 0;
+  size_t npos0 = 0, nneg0 = 0;
+  for (size_t i = 0; i < 512; ++i) (g[i] < 0 ? (neg0 += g[i], ++nneg0) : (pos0 += g[i], ++npos0));
+  const auto out = round_trip(*make_compressor("onebit", {}), g);
+  for (size_t i = 0; i < 512; ++i)
+    EXPECT_EQ(out[i], g[i] < 0 ? static_cast<float>(neg0 / nneg0) : static_cast<float>(pos0 / npos0)) << i;
+  for (size_t i = 512; i < 600; ++i) EXPECT_EQ(out[i], 2.5f) << i;
+  EXPECT_EQ(make_compressor("onebit", {})->payload_bytes(600), 2u * 2u * 4u + 75u);
+}
+
 // Stochastic rounding is unbiased: the mean of many decodings approaches the gradient.
 TEST(Compressors, QsgdAndTernGradAreUnbiased) {
   const std::vector<float> g = heavy_tailed_gradient(64, 4);
