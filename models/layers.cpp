@@ -1,5 +1,6 @@
 #include "models/layers.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -83,16 +84,25 @@ Tensor& Conv2d::backward(Backend& backend, const Tensor& dy, bool need_input_gra
 
 // ---- BatchNorm2d -----------------------------------------------------------------------------
 
-BatchNorm2d::BatchNorm2d(Backend& backend, std::string name, int64_t channels, bool relu, bool zero_gamma)
+BatchNorm2d::BatchNorm2d(Backend& backend, std::string name, int64_t channels, bool relu, bool zero_gamma,
+                         const BnSync* sync)
     : gamma_(make_parameter(backend, name + ".weight", ParamKind::bn_gamma, vector_shape(channels))),
       beta_(make_parameter(backend, name + ".bias", ParamKind::bn_beta, vector_shape(channels))),
       running_mean_{name + ".running_mean", backend.allocate(vector_shape(channels))},
       running_var_{name + ".running_var", backend.allocate(vector_shape(channels))},
       relu_(relu),
+      sync_(sync),
       batch_mean_(backend.allocate(vector_shape(channels))),
       batch_var_(backend.allocate(vector_shape(channels))) {
   backend.fill(gamma_.value, zero_gamma ? 0.0f : 1.0f);
   backend.fill(running_var_.value, 1.0f);
+  if (sync_) {
+    for (Tensor* t : {&affine_scale_, &affine_shift_, &zeros_, &ones_}) *t = backend.allocate(vector_shape(channels));
+    backend.fill(zeros_, 0.0f);
+    // A batch norm with mean 0 and variance 1 - epsilon computes scale x + shift: the channel
+    // affine map that adds the group's terms to dx, with no backend call of its own.
+    backend.fill(ones_, 1.0f - kEpsilon);
+  }
 }
 
 const Tensor& BatchNorm2d::forward(Backend& backend, const Tensor& x, bool training) {
@@ -104,8 +114,13 @@ const Tensor& BatchNorm2d::forward(Backend& backend, const Tensor& x, bool train
     return y_;
   }
   backend.batchnorm_forward_training(x, gamma_.value, beta_.value, y_, batch_mean_, batch_var_, kEpsilon, relu_);
+  local_count_ = group_count_ = static_cast<double>(x.shape().n * x.shape().h * x.shape().w);
+  if (sync_) {
+    synchronise_statistics(backend, x.shape());
+    backend.batchnorm_forward_inference(x, gamma_.value, beta_.value, batch_mean_, batch_var_, y_, kEpsilon, relu_);
+  }
   // The running variance is the unbiased estimate, as PyTorch keeps it.
-  const double m = static_cast<double>(x.shape().n * x.shape().h * x.shape().w);
+  const double m = group_count_;
   const float unbiased = m > 1 ? static_cast<float>(m / (m - 1)) : 1.0f;
   backend.axpby(kMomentum, batch_mean_, 1 - kMomentum, running_mean_.value);
   backend.axpby(kMomentum * unbiased, batch_var_, 1 - kMomentum, running_var_.value);
@@ -116,7 +131,64 @@ Tensor& BatchNorm2d::backward(Backend& backend, const Tensor& dy) {
   ensure_shape(backend, dx_, input_->shape());
   backend.batchnorm_backward(*input_, dy, gamma_.value, batch_mean_, batch_var_, relu_ ? &y_ : nullptr, dx_,
                              gamma_.grad, beta_.grad, kEpsilon);
+  if (sync_) add_group_terms(backend, *input_);
   return dx_;
+}
+
+// The group's mean and (biased) variance from every rank's count, mean and mean of squares.
+void BatchNorm2d::synchronise_statistics(Backend& backend, const Shape& x) {
+  const size_t c = static_cast<size_t>(x.c);
+  std::vector<float> mean(c), var(c);
+  backend.read(batch_mean_, mean);
+  backend.read(batch_var_, var);
+  std::vector<double> sums(2 * c + 1);
+  for (size_t i = 0; i < c; ++i) {
+    sums[i] = local_count_ * mean[i];
+    sums[c + i] = local_count_ * (static_cast<double>(var[i]) + static_cast<double>(mean[i]) * mean[i]);
+  }
+  sums[2 * c] = local_count_;
+  sync_->allreduce_sum(sums);
+  group_count_ = sums[2 * c];
+  for (size_t i = 0; i < c; ++i) {
+    const double group_mean = sums[i] / group_count_;
+    mean[i] = static_cast<float>(group_mean);
+    var[i] = static_cast<float>(std::max(sums[c + i] / group_count_ - group_mean * group_mean, 0.0));
+  }
+  backend.write(batch_mean_, mean);
+  backend.write(batch_var_, var);
+}
+
+// The backward above used the group's statistics but this rank's sums: dx_local = g / s (dy -
+// sum dy / m - xhat sum(dy xhat) / m), with s = sqrt(var + eps). The group's dx has the group's sums
+// over its count M instead, so dx = dx_local + g / s (k1 + xhat k2) with k1 = dbeta / m - Dbeta / M
+// and k2 = dgamma / m - Dgamma / M: per channel, scale x + shift with scale = g k2 / s^2 and
+// shift = g k1 / s - scale mean. The weights' own gradients stay this rank's sums, as in PyTorch's
+// SyncBatchNorm; the gradient exchange then averages them over the ranks.
+void BatchNorm2d::add_group_terms(Backend& backend, const Tensor& x) {
+  const size_t c = static_cast<size_t>(x.shape().c);
+  std::vector<float> dgamma(c), dbeta(c), gamma(c), mean(c), var(c);
+  backend.read(gamma_.grad, dgamma);
+  backend.read(beta_.grad, dbeta);
+  backend.read(gamma_.value, gamma);
+  backend.read(batch_mean_, mean);
+  backend.read(batch_var_, var);
+  std::vector<double> sums(2 * c);
+  for (size_t i = 0; i < c; ++i) sums[i] = dbeta[i], sums[c + i] = dgamma[i];
+  sync_->allreduce_sum(sums);
+  std::vector<float> scale(c), shift(c);
+  for (size_t i = 0; i < c; ++i) {
+    const double inv_std = 1.0 / std::sqrt(static_cast<double>(var[i]) + kEpsilon);
+    const double k1 = dbeta[i] / local_count_ - sums[i] / group_count_;
+    const double k2 = dgamma[i] / local_count_ - sums[c + i] / group_count_;
+    const double a = gamma[i] * k2 * inv_std * inv_std;
+    scale[i] = static_cast<float>(a);
+    shift[i] = static_cast<float>(gamma[i] * k1 * inv_std - a * mean[i]);
+  }
+  backend.write(affine_scale_, scale);
+  backend.write(affine_shift_, shift);
+  ensure_shape(backend, correction_, x.shape());
+  backend.batchnorm_forward_inference(x, affine_scale_, affine_shift_, zeros_, ones_, correction_, kEpsilon, false);
+  backend.add(dx_, correction_, dx_);
 }
 
 // ---- pooling ---------------------------------------------------------------------------------

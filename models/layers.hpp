@@ -3,6 +3,7 @@
 // its output and its input gradient, keeps what its backward pass needs from the forward pass,
 // and reallocates its tensors only when the batch shape changes (training vs evaluation batch).
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,10 +43,18 @@ class Conv2d {
   Tensor y_, dx_;
 };
 
+// Synchronised batch norm (--bn-span): the sum of a few doubles over the ranks of a BN group.
+// Without one, batch norm is local to each rank.
+struct BnSync {
+  std::function<void(std::vector<double>&)> allreduce_sum;
+};
+
 class BatchNorm2d {
  public:
-  // relu: the ReLU that follows is fused into this layer (y = max(0, bn(x))).
-  BatchNorm2d(Backend& backend, std::string name, int64_t channels, bool relu, bool zero_gamma = false);
+  // relu: the ReLU that follows is fused into this layer (y = max(0, bn(x))). sync: normalise
+  // over the whole group's batch (forward statistics and backward sums), or nullptr.
+  BatchNorm2d(Backend& backend, std::string name, int64_t channels, bool relu, bool zero_gamma = false,
+              const BnSync* sync = nullptr);
   const Tensor& forward(Backend& backend, const Tensor& x, bool training);
   Tensor& backward(Backend& backend, const Tensor& dy);
   Parameter& gamma() { return gamma_; }
@@ -57,11 +66,19 @@ class BatchNorm2d {
   static constexpr float kMomentum = 0.1f;  // running = (1 - m) running + m batch, as PyTorch
 
  private:
+  // The group's statistics in place of this rank's (forward), and the group's terms added to
+  // this rank's dx (backward).
+  void synchronise_statistics(Backend& backend, const Shape& x);
+  void add_group_terms(Backend& backend, const Tensor& x);
+
   Parameter gamma_, beta_;
   Buffer running_mean_, running_var_;
   bool relu_;
+  const BnSync* sync_;
   const Tensor* input_ = nullptr;
   Tensor y_, dx_, batch_mean_, batch_var_;
+  double local_count_ = 0, group_count_ = 0;  // values per channel in this rank's batch, the group's
+  Tensor affine_scale_, affine_shift_, zeros_, ones_, correction_;  // sync only: dx's group terms
 };
 
 class MaxPool2d {

@@ -68,7 +68,7 @@ ResNet::ResNet(Backend& backend, const ResNetConfig& config) : backend_(backend)
   } else {
     conv1_ = std::make_unique<Conv2d>(backend, init, "conv1.weight", config.in_channels, stem_width, 3, 1, 1);
   }
-  bn1_ = std::make_unique<BatchNorm2d>(backend, "bn1", stem_width, true);
+  bn1_ = std::make_unique<BatchNorm2d>(backend, "bn1", stem_width, true, false, config.bn_sync);
   parameters_ = {&conv1_->weight(), &bn1_->gamma(), &bn1_->beta()};
   buffers_ = {&bn1_->running_mean(), &bn1_->running_var()};
 
@@ -76,7 +76,7 @@ ResNet::ResNet(Backend& backend, const ResNetConfig& config) : backend_(backend)
   for (size_t stage = 0; stage < arch.blocks_per_stage.size(); ++stage) {
     for (int b = 0; b < arch.blocks_per_stage[stage]; ++b) {
       BlockSpec spec{"layer" + std::to_string(stage + 1) + "." + std::to_string(b), channels, arch.widths[stage],
-                     stage > 0 && b == 0 ? 2 : 1, config.zero_init_residual};
+                     stage > 0 && b == 0 ? 2 : 1, config.zero_init_residual, config.bn_sync};
       blocks_.push_back(arch.bottleneck ? make_bottleneck(backend, init, spec) : make_basic_block(backend, init, spec));
       block_first_parameter_.push_back(parameters_.size());
       blocks_.back()->collect(parameters_, buffers_);

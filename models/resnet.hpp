@@ -22,6 +22,7 @@ struct ResNetConfig {
   Stem stem = Stem::small;
   bool zero_init_residual = false;  // last BN gamma of every residual block starts at 0
   uint64_t seed = 0;
+  const BnSync* bn_sync = nullptr;  // every batch norm synchronised over a group of ranks, or local
 };
 
 // Names accepted by make_resnet_config, for --help and error messages.

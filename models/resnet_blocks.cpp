@@ -77,10 +77,10 @@ class ResidualBlock final : public Block {
 };
 
 ConvBn conv_bn(Backend& backend, const Init& init, const std::string& block, int index, int64_t in, int64_t out,
-               int kernel, int stride, bool relu, bool zero_gamma) {
+               int kernel, int stride, bool relu, bool zero_gamma, const BnSync* sync) {
   const std::string i = std::to_string(index);
   return {std::make_unique<Conv2d>(backend, init, block + ".conv" + i + ".weight", in, out, kernel, stride, kernel / 2),
-          std::make_unique<BatchNorm2d>(backend, block + ".bn" + i, out, relu, zero_gamma)};
+          std::make_unique<BatchNorm2d>(backend, block + ".bn" + i, out, relu, zero_gamma, sync)};
 }
 
 std::unique_ptr<ConvBn> projection(Backend& backend, const Init& init, const BlockSpec& spec, int64_t out) {
@@ -88,7 +88,7 @@ std::unique_ptr<ConvBn> projection(Backend& backend, const Init& init, const Blo
   auto p = std::make_unique<ConvBn>();
   p->conv = std::make_unique<Conv2d>(backend, init, spec.name + ".downsample.0.weight", spec.in_channels, out, 1,
                                      spec.stride, 0);
-  p->bn = std::make_unique<BatchNorm2d>(backend, spec.name + ".downsample.1", out, false);
+  p->bn = std::make_unique<BatchNorm2d>(backend, spec.name + ".downsample.1", out, false, false, spec.bn_sync);
   return p;
 }
 
@@ -96,18 +96,18 @@ std::unique_ptr<ConvBn> projection(Backend& backend, const Init& init, const Blo
 
 std::unique_ptr<Block> make_basic_block(Backend& backend, const Init& init, const BlockSpec& spec) {
   std::vector<ConvBn> main;
-  main.push_back(conv_bn(backend, init, spec.name, 1, spec.in_channels, spec.width, 3, spec.stride, true, false));
-  main.push_back(conv_bn(backend, init, spec.name, 2, spec.width, spec.width, 3, 1, false, spec.zero_init_residual));
+  main.push_back(conv_bn(backend, init, spec.name, 1, spec.in_channels, spec.width, 3, spec.stride, true, false, spec.bn_sync));
+  main.push_back(conv_bn(backend, init, spec.name, 2, spec.width, spec.width, 3, 1, false, spec.zero_init_residual, spec.bn_sync));
   return std::make_unique<ResidualBlock>(std::move(main), projection(backend, init, spec, spec.width));
 }
 
 std::unique_ptr<Block> make_bottleneck(Backend& backend, const Init& init, const BlockSpec& spec) {
   const int64_t out = spec.width * kBottleneckExpansion;
   std::vector<ConvBn> main;
-  main.push_back(conv_bn(backend, init, spec.name, 1, spec.in_channels, spec.width, 1, 1, true, false));
+  main.push_back(conv_bn(backend, init, spec.name, 1, spec.in_channels, spec.width, 1, 1, true, false, spec.bn_sync));
   // v1.5: the stride is on the 3x3 convolution, not the first 1x1.
-  main.push_back(conv_bn(backend, init, spec.name, 2, spec.width, spec.width, 3, spec.stride, true, false));
-  main.push_back(conv_bn(backend, init, spec.name, 3, spec.width, out, 1, 1, false, spec.zero_init_residual));
+  main.push_back(conv_bn(backend, init, spec.name, 2, spec.width, spec.width, 3, spec.stride, true, false, spec.bn_sync));
+  main.push_back(conv_bn(backend, init, spec.name, 3, spec.width, out, 1, 1, false, spec.zero_init_residual, spec.bn_sync));
   return std::make_unique<ResidualBlock>(std::move(main), projection(backend, init, spec, out));
 }
 

@@ -25,6 +25,7 @@ struct BlockSpec {
   int64_t in_channels, width;
   int stride;
   bool zero_init_residual;
+  const BnSync* bn_sync = nullptr;  // synchronised batch norm, or local
 };
 
 std::unique_ptr<Block> make_basic_block(Backend& backend, const Init& init, const BlockSpec& spec);

@@ -48,6 +48,11 @@ void validate(const TrainConfig& c, int nranks) {
   if (c.accumulate < 1) throw UsageError("--accumulate must be at least 1");
   if (c.straggler_rank >= nranks) throw UsageError("--straggler names rank " + std::to_string(c.straggler_rank) +
                                                    " of " + std::to_string(nranks));
+  if (c.bn_span < 1 || nranks % c.bn_span != 0)
+    throw UsageError("--bn-span " + std::to_string(c.bn_span) + " does not divide the " + std::to_string(nranks) +
+                     " ranks into groups");
+  if (c.bn_span > 1 && c.accumulate > 1)
+    throw UsageError("--bn-span synchronises whole shards, which --accumulate splits into micro-batches");
   if (c.balance && c.accumulate > 1)
     throw UsageError("--balance gives ranks unequal shares, which --accumulate cannot split into equal micro-batches");
   std::vector<int64_t> batches = {c.batch};
@@ -67,6 +72,11 @@ struct Evaluation {
 class Run {
  public:
   Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat);
+  ~Run() {
+    if (bn_comm_ != MPI_COMM_NULL) MPI_Comm_free(&bn_comm_);
+  }
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
   TrainResult execute();
 
  private:
@@ -107,6 +117,8 @@ class Run {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<Loader> train_loader_, eval_loader_;
   std::unique_ptr<GradientExchange> exchange_;
+  MPI_Comm bn_comm_ = MPI_COMM_NULL;  // --bn-span: this rank's batch-norm group
+  BnSync bn_sync_;
   bool report_gradients_ = false;
   std::vector<Tensor> accumulated_;  // --accumulate > 1: the step's gradient sum
   LrSchedule schedule_;
@@ -148,7 +160,8 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
   mllog_.point(prefix + "weight_decay", MlLog::number(config.optimizer.weight_decay));
   mllog_.point(prefix + "learning_rate_warmup_epochs", MlLog::number(config.warmup_epochs));
   if (lars) mllog_.point("lars_epsilon", MlLog::number(0.0));
-  mllog_.point("model_bn_span", MlLog::number(static_cast<double>(config.batch / nranks_ / config.accumulate)));
+  mllog_.point("model_bn_span",
+               MlLog::number(static_cast<double>(config.batch / nranks_ / config.accumulate * config.bn_span)));
   mllog_.end("init_stop");
 
   // run_start: before any data is read. Model construction (under a second) is inside the timing.
@@ -161,6 +174,19 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
   ResNetConfig model_config =
       make_resnet_config(config.model, image_.channels, data_.train->num_classes(), image_.height, config.seed);
   model_config.zero_init_residual = config.zero_init_residual;
+  if (config.bn_span > 1) {
+    // The BN statistics are reduced by the training thread while the gradient exchange's thread
+    // may be inside an allreduce too: two threads in MPI at once.
+    int level = MPI_THREAD_SINGLE;
+    SB_MPI_CHECK(MPI_Query_thread(&level));
+    if (level < MPI_THREAD_MULTIPLE && config.exchange.overlap && config.exchange.progress == Progress::thread)
+      throw UsageError("--bn-span with a communication thread needs MPI_THREAD_MULTIPLE: add --progress poll or --overlap 0");
+    SB_MPI_CHECK(MPI_Comm_split(comm, rank_ / static_cast<int>(config.bn_span), rank_, &bn_comm_));
+    bn_sync_.allreduce_sum = [this](std::vector<double>& values) {
+      SB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM, bn_comm_));
+    };
+    model_config.bn_sync = &bn_sync_;
+  }
   model_ = std::make_unique<ResNet>(*backend_, model_config);
   optimizer_ = std::make_unique<Optimizer>(*backend_, model_->parameters(), config.optimizer);
   train_loader_ = std::make_unique<Loader>(

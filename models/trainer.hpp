@@ -58,6 +58,8 @@ struct TrainConfig {
   // Adapt each rank's share of the global batch to its measured speed, every epoch from the
   // second, weighting the gradient average by the shares so that it stays the batch's mean.
   bool balance = false;
+  // Batch norm over groups of this many consecutive ranks (1: local to each rank).
+  int64_t bn_span = 1;
   // Progressive resizing, as the fast ImageNet records train: (pixels, from epoch) pairs in epoch
   // order, 0-based epochs; evaluation stays at image_size. Empty: image_size throughout.
   std::vector<std::pair<int64_t, int64_t>> resize_schedule;

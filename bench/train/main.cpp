@@ -100,6 +100,7 @@ void write_config(const h5::Node& group, const models::TrainConfig& c) {
     ramp.append(ramp.empty() ? "" : ",").append(std::to_string(batch)).append(":").append(std::to_string(epoch));
   group.set_attr("batch_schedule", ramp);
   group.set_attr("balance", static_cast<int64_t>(c.balance));
+  group.set_attr("bn_span", c.bn_span);
 }
 
 // Every rank's per-step times, gathered on rank 0 as [ranks x steps] (row-major).

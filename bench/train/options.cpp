@@ -73,6 +73,8 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   app.add_option("--accumulate", c.accumulate, "micro-batches per step on each rank (gradient accumulation) [1]");
   app.add_option("--straggler", straggler, "RANK:FACTOR: that rank computes FACTOR times slower (it sleeps)");
   app.add_option("--resize-schedule", resize, "progressive resizing SIZE:EPOCH,... (0-based epochs), e.g. 128:0,224:16");
+  app.add_option("--bn-span", c.bn_span,
+                 "batch norm over groups of this many ranks (statistics and backward sums allreduced); 1: local [1]");
   app.add_flag("--balance", c.balance,
                "adapt each rank's share of the global batch to its measured speed every epoch, weighting the\n"
                "gradient average by the shares");

@@ -89,6 +89,7 @@ bad_input "checkpoint of another model" --model resnet32 --checkpoint "$WORK/res
 bad_input "unknown progress mode" --progress spin
 bad_input "batch schedule out of order" --batch-schedule 256:2,128:1
 bad_input "--balance with --accumulate" --balance --accumulate 2
+bad_input "--bn-span larger than the ranks" --bn-span 2
 bad_input "batch schedule not a list of BATCH:EPOCH" --batch-schedule 256
 bad_input "batch schedule larger than the data" --data "imagefolder:$WORK/folder" --image-size 28 --batch-schedule 1024:1
 bad_input "polled progress with a compressor" --progress poll --compressor fp16

@@ -44,6 +44,17 @@ thread_loss=$(grep -E 'step 20/468 loss' "$WORK/thread.txt" | sed 's/.* loss \([
 poll_loss=$(grep -E 'step 20/468 loss' "$WORK/poll.txt" | sed 's/.* loss \([0-9.]*\) .*/\1/')
 check "the same loss (4 decimals printed) after 20 steps, polled or threaded ($poll_loss vs $thread_loss)" test -n "$poll_loss" -a "$poll_loss" = "$thread_loss"
 
+# --- --bn-span 2: batch norm over both ranks' shards (polled exchange: one thread in MPI) -----
+$TRAIN 2 $SB --epochs 1 --steps 20 --print-every 20 --seed 5 --bn-span 2 --progress poll --out "$WORK/bnspan.h5" \
+  >"$WORK/bnspan.txt" 2>&1
+check "--bn-span 2 at 2 ranks exits 0" test $? -eq 0
+bn_loss=$(grep -E 'step 20/468 loss' "$WORK/bnspan.txt" | sed 's/.* loss \([0-9.]*\) .*/\1/')
+check "and trains: loss below 1.5 after 20 steps ($bn_loss)" awk -v l="$bn_loss" 'BEGIN { exit !(l > 0 && l < 1.5) }'
+check "the span is recorded" grep -q '(0): 2' <(h5dump -a /train/config/bn_span "$WORK/bnspan.h5")
+$TRAIN 2 $SB --steps 1 --bn-span 2 --out "$WORK/bnthread.h5" >"$WORK/bnthread.txt" 2>&1
+check "--bn-span beside a communication thread is refused (exit 2) with the way out" \
+  bash -c "test $? -eq 2 && grep -q 'needs MPI_THREAD_MULTIPLE: add --progress poll or --overlap 0' '$WORK/bnthread.txt'"
+
 # --- --balance: a 3x straggler gets a smaller share of the batch from epoch 2 --------------
 "$BIN/sb-idx2folder" --out "$WORK/folder" --train-limit 512 --val-limit 128 >/dev/null 2>&1
 $TRAIN 2 $SB --data "imagefolder:$WORK/folder" --image-size 28 --batch 64 --epochs 2 --straggler 1:3 --balance \
