@@ -9,8 +9,8 @@
 
 #include "common/check.hpp"
 #include "common/stats.hpp"
-#include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
+#include "models/batch_shares.hpp"
 #include "models/checkpoint.hpp"
 #include "models/data/loader.hpp"
 #include "models/mllog.hpp"
@@ -126,10 +126,10 @@ class Run {
   TrainResult result_;
   std::vector<int64_t> step_batches_;  // the global batch of every step this process ran
   // --balance: forward and backward time and samples since the last rebalance, and every rank's
-  // share of the speed (empty until measured).
+  // forward and backward seconds per image (empty until measured).
   double balance_compute_s_ = 0;
   int64_t balance_samples_ = 0;
-  std::vector<double> speed_fractions_;
+  std::vector<double> seconds_per_image_;
   double elapsed_before_ = 0;
   Tensor input_, dlogits_, eval_input_;
 };
@@ -373,9 +373,7 @@ Evaluation Run::evaluate() {
 }
 
 void Run::apply_resize_schedule(int64_t epoch) {
-  int64_t size = 0;
-  for (const auto& [pixels, first] : config_.resize_schedule)
-    if (first <= epoch) size = pixels;
+  const int64_t size = value_at(config_.resize_schedule, epoch, 0);
   if (size == 0 || size == data_.train->image_shape().height) return;
   train_loader_->stop();
   data_.train->set_image_size(size);
@@ -430,12 +428,9 @@ void Run::rebalance(int64_t epoch) {
   if (!config_.balance || nranks_ == 1) return;
   if (balance_samples_ > 0) {
     const double mine = balance_compute_s_ / static_cast<double>(balance_samples_);
-    std::vector<double> per_image(static_cast<size_t>(nranks_));
+    std::vector<double>& per_image = seconds_per_image_;
+    per_image.resize(static_cast<size_t>(nranks_));
     SB_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_DOUBLE, per_image.data(), 1, MPI_DOUBLE, comm_));
-    double total_speed = 0;
-    for (double t : per_image) total_speed += 1.0 / std::max(t, 1e-12);
-    speed_fractions_.clear();
-    for (double t : per_image) speed_fractions_.push_back(1.0 / std::max(t, 1e-12) / total_speed);
     balance_compute_s_ = 0;
     balance_samples_ = 0;
     std::string times;
@@ -446,27 +441,9 @@ void Run::rebalance(int64_t epoch) {
     }
     log("[balance] forward+backward ms per image by rank: %s\n", times.c_str());
   }
-  if (speed_fractions_.empty()) return;
+  if (seconds_per_image_.empty()) return;
   const int64_t batch = config_.batch_at(epoch);
-  std::vector<int64_t> shares(static_cast<size_t>(nranks_));
-  std::vector<double> ideal(shares.size());
-  int64_t total = 0;
-  for (size_t r = 0; r < shares.size(); ++r) {
-    ideal[r] = static_cast<double>(batch) * speed_fractions_[r];
-    shares[r] = std::max<int64_t>(1, static_cast<int64_t>(ideal[r]));
-    total += shares[r];
-  }
-  // Round to the batch: take from the largest shares, give to the furthest below their ideal.
-  while (total > batch) {
-    auto largest = std::max_element(shares.begin(), shares.end());
-    --*largest, --total;
-  }
-  while (total < batch) {
-    size_t neediest = 0;
-    for (size_t r = 1; r < shares.size(); ++r)
-      if (ideal[r] - static_cast<double>(shares[r]) > ideal[neediest] - static_cast<double>(shares[neediest])) neediest = r;
-    ++shares[neediest], ++total;
-  }
+  const std::vector<int64_t> shares = shares_by_speed(batch, seconds_per_image_);
   if (shares == train_loader_->sampler().shares()) return;
   train_loader_->set_shares(shares);
   exchange_->set_weight(static_cast<float>(shares[static_cast<size_t>(rank_)]) * static_cast<float>(nranks_) /
@@ -583,43 +560,7 @@ TrainResult Run::execute() {
 
 std::string checkpoint_path(const std::string& directory) { return directory + "/checkpoint.h5"; }
 
-namespace {
-
-// VALUE:EPOCH[,VALUE:EPOCH...] with values in [low, high] and epochs increasing from 0.
-std::vector<std::pair<int64_t, int64_t>> parse_epoch_schedule(const std::string& text, const std::string& flag,
-                                                              const std::string& value, int64_t low, int64_t high,
-                                                              const std::string& example) {
-  std::vector<std::pair<int64_t, int64_t>> schedule;
-  for (const std::string& item : split_list(text)) {
-    const std::vector<std::string> fields = split_list(item, ':');
-    const auto amount = fields.size() == 2 ? parse_whole_integer(fields[0]) : std::nullopt;
-    const auto epoch = fields.size() == 2 ? parse_whole_integer(fields[1]) : std::nullopt;
-    if (!amount || !epoch)
-      throw UsageError(flag + " wants " + value + ":EPOCH[," + value + ":EPOCH...], e.g. " + example + ", not '" + text + "'");
-    if (*amount < low || *amount > high || *epoch < 0 || (!schedule.empty() && *epoch <= schedule.back().second))
-      throw UsageError(flag + " wants " + value + "s of " + std::to_string(low) + " to " + std::to_string(high) +
-                       " at increasing epochs from 0, not '" + text + "'");
-    schedule.emplace_back(*amount, *epoch);
-  }
-  return schedule;
-}
-
-}  // namespace
-
-std::vector<std::pair<int64_t, int64_t>> parse_resize_schedule(const std::string& text) {
-  return parse_epoch_schedule(text, "--resize-schedule", "SIZE", 8, 1024, "128:0,224:16");
-}
-
-std::vector<std::pair<int64_t, int64_t>> parse_batch_schedule(const std::string& text) {
-  return parse_epoch_schedule(text, "--batch-schedule", "BATCH", 1, int64_t{1} << 24, "256:0,512:2");
-}
-
-int64_t TrainConfig::batch_at(int64_t epoch) const {
-  int64_t global = batch;
-  for (const auto& [size, first] : batch_schedule)
-    if (first <= epoch) global = size;
-  return global;
-}
+int64_t TrainConfig::batch_at(int64_t epoch) const { return value_at(batch_schedule, epoch, batch); }
 
 TrainResult train(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat) {
   Run run(config, progress, comm, std::move(heartbeat));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collectives/buckets/gradient_exchange.hpp"
+#include "models/epoch_schedule.hpp"
 #include "models/lr_schedule.hpp"
 #include "models/optimizer.hpp"
 #include "models/training_state.hpp"
@@ -62,20 +63,15 @@ struct TrainConfig {
   int64_t bn_span = 1;
   // Progressive resizing, as the fast ImageNet records train: (pixels, from epoch) pairs in epoch
   // order, 0-based epochs; evaluation stays at image_size. Empty: image_size throughout.
-  std::vector<std::pair<int64_t, int64_t>> resize_schedule;
+  EpochSchedule resize_schedule;
   // Batch-size ramp: (global batch, from epoch) pairs in epoch order; `batch` before the first.
   // The learning rate follows the linear scaling rule: the schedule's rate x batch / `batch`.
-  std::vector<std::pair<int64_t, int64_t>> batch_schedule;
+  EpochSchedule batch_schedule;
 
   // The global batch of a 0-based epoch.
   int64_t batch_at(int64_t epoch) const;
 };
 
-// "128:0,224:16" -> {(128, 0), (224, 16)}: SIZE:FIRST_EPOCH, epochs increasing from 0. UsageError
-// otherwise.
-std::vector<std::pair<int64_t, int64_t>> parse_resize_schedule(const std::string& text);
-// "256:0,512:2" -> {(256, 0), (512, 2)}: GLOBAL_BATCH:FIRST_EPOCH, epochs increasing.
-std::vector<std::pair<int64_t, int64_t>> parse_batch_schedule(const std::string& text);
 
 // Per step, as this rank saw it.
 struct StepTimes {

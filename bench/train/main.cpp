@@ -89,16 +89,8 @@ void write_config(const h5::Node& group, const models::TrainConfig& c) {
   group.set_attr("error_feedback", static_cast<int64_t>(c.exchange.error_feedback));
   group.set_attr("straggler_rank", static_cast<int64_t>(c.straggler_rank));
   group.set_attr("straggler_factor", c.straggler_factor);
-  std::string resize;
-  for (const auto& [pixels, epoch] : c.resize_schedule) {
-    if (!resize.empty()) resize.push_back(',');
-    resize.append(std::to_string(pixels)).append(":").append(std::to_string(epoch));
-  }
-  group.set_attr("resize_schedule", resize);
-  std::string ramp;
-  for (const auto& [batch, epoch] : c.batch_schedule)
-    ramp.append(ramp.empty() ? "" : ",").append(std::to_string(batch)).append(":").append(std::to_string(epoch));
-  group.set_attr("batch_schedule", ramp);
+  group.set_attr("resize_schedule", models::format_epoch_schedule(c.resize_schedule));
+  group.set_attr("batch_schedule", models::format_epoch_schedule(c.batch_schedule));
   group.set_attr("balance", static_cast<int64_t>(c.balance));
   group.set_attr("bn_span", c.bn_span);
 }

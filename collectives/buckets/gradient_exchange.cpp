@@ -159,6 +159,12 @@ void GradientExchange::post(size_t bucket) {
   posted_.push_back(bucket);
 }
 
+void GradientExchange::take_in(size_t bucket) {
+  unpack(bucket, 1.0f / static_cast<float>(ranks_));
+  bucket_end_[bucket] = MPI_Wtime();
+  ++done_;
+}
+
 void GradientExchange::test_posted() {
   for (size_t i = 0; i < posted_.size();) {
     const size_t bucket = posted_[i];
@@ -168,9 +174,7 @@ void GradientExchange::test_posted() {
       ++i;
       continue;
     }
-    unpack(bucket, 1.0f / static_cast<float>(ranks_));
-    bucket_end_[bucket] = MPI_Wtime();
-    ++done_;
+    take_in(bucket);
     posted_.erase(posted_.begin() + static_cast<std::ptrdiff_t>(i));
   }
 }
@@ -236,9 +240,7 @@ ExchangeTimes GradientExchange::finish() {
              "finish() before every gradient was reported ready");
     for (const size_t bucket : std::vector<size_t>(posted_)) {
       SB_MPI_CHECK(MPI_Wait(&requests_[bucket], MPI_STATUS_IGNORE));
-      unpack(bucket, 1.0f / static_cast<float>(ranks_));
-      bucket_end_[bucket] = MPI_Wtime();
-      ++done_;
+      take_in(bucket);
     }
     posted_.clear();
     // Posted buckets are in flight together: their communication time is the union of their

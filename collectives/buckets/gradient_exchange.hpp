@@ -90,6 +90,7 @@ class GradientExchange {
   // Polled path: post the buckets that became ready; take in those that completed.
   void post(size_t bucket);
   void test_posted();
+  void take_in(size_t bucket);  // a completed posted bucket: averaged back into the gradients
 
   BucketPlan plan_;
   std::vector<float*> gradients_;
