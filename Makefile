@@ -65,7 +65,7 @@ endif
 # The library: every .cpp under these folders. Files that need CUDA end in _cuda.cpp (host code
 # calling CUDA/NCCL) or _cuda.cu (kernels); their CPU-only stand-ins end in _nocuda.cpp.
 LIB_DIRS := common kernels collectives collectives/algorithms collectives/baselines collectives/transports \
-            collectives/compress collectives/buckets results results/report models models/data
+            collectives/compress collectives/buckets results results/report models models/data sim
 LIB_ALL := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.cpp))
 ifeq ($(HAVE_CUDA),1)
   LIB_SRC := $(filter-out %_nocuda.cpp,$(LIB_ALL)) $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*_cuda.cu))

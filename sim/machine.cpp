@@ -1,0 +1,249 @@
+#include "sim/machine.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "common/text_fields.hpp"
+#include "common/usage_error.hpp"
+
+namespace sb::sim {
+namespace {
+
+// A number followed by one of the suffixes, each with its factor; a bare number takes factor 1.
+std::optional<double> parse_with_units(const std::string& text,
+                                       const std::vector<std::pair<std::string, double>>& units) {
+  for (const auto& [suffix, factor] : units) {
+    if (text.size() <= suffix.size() || text.compare(text.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    const auto number = parse_whole_number(text.substr(0, text.size() - suffix.size()));
+    if (!number || *number < 0 || !std::isfinite(*number)) return std::nullopt;
+    return *number * factor;
+  }
+  const auto number = parse_whole_number(text);
+  if (!number || *number < 0 || !std::isfinite(*number)) return std::nullopt;
+  return number;
+}
+
+// Reads `key value` pairs after a line's keyword.
+class LineReader {
+ public:
+  LineReader(const std::string& what, int number, std::istringstream& words)
+      : what_(what), number_(number), words_(words) {}
+
+  UsageError error(const std::string& why) const {
+    return UsageError("machine '" + what_ + "' line " + std::to_string(number_) + ": " + why);
+  }
+  // The rest of the line as key -> value.
+  std::map<std::string, std::string> pairs(const std::vector<std::string>& allowed) {
+    std::map<std::string, std::string> out;
+    std::string key, value;
+    while (words_ >> key) {
+      bool known = false;
+      for (const std::string& a : allowed) known = known || a == key;
+      if (!known) throw error("unknown key '" + key + "'");
+      if (!(words_ >> value)) throw error("'" + key + "' has no value");
+      out[key] = value;
+    }
+    return out;
+  }
+  std::string word(const std::string& what) {
+    std::string w;
+    if (!(words_ >> w)) throw error("expected " + what);
+    return w;
+  }
+  double seconds(const std::string& key, const std::string& text) const {
+    const auto v = parse_seconds(text);
+    if (!v) throw error(key + " '" + text + "' is not a time >= 0 (e.g. 2us, 1.5ms)");
+    return *v;
+  }
+  double rate(const std::string& key, const std::string& text, bool positive = true) const {
+    const auto v = parse_rate(text);
+    if (!v || (positive && *v <= 0)) throw error(key + " '" + text + "' is not a rate > 0 (e.g. 12.5GB/s, 100Gb/s)");
+    return *v;
+  }
+  int64_t integer(const std::string& key, const std::string& text, int64_t least) const {
+    const auto v = parse_whole_integer(text);
+    if (!v || *v < least) throw error(key + " '" + text + "' is not a whole number >= " + std::to_string(least));
+    return *v;
+  }
+  void end() {
+    std::string extra;
+    if (words_ >> extra) throw error("unexpected '" + extra + "'");
+  }
+
+ private:
+  const std::string& what_;
+  int number_;
+  std::istringstream& words_;
+};
+
+std::string require(LineReader& line, std::map<std::string, std::string>& pairs, const std::string& key) {
+  const auto it = pairs.find(key);
+  if (it == pairs.end()) throw line.error("missing '" + key + "'");
+  return it->second;
+}
+
+Level parse_level(LineReader& line) {
+  Level level;
+  level.name = line.word("a level name");
+  auto pairs = line.pairs({"size", "alpha", "bandwidth", "links", "share", "bus"});
+  level.size = static_cast<int>(line.integer("size", require(line, pairs, "size"), 0));
+  level.alpha_s = line.seconds("alpha", require(line, pairs, "alpha"));
+  level.bandwidth = line.rate("bandwidth", require(line, pairs, "bandwidth"));
+  if (pairs.count("links")) level.links = static_cast<int>(line.integer("links", pairs["links"], 1));
+  if (pairs.count("share")) {
+    if (pairs["share"] == "rank") level.share = Share::rank;
+    else if (pairs["share"] == "group") level.share = Share::group;
+    else throw line.error("share must be rank or group, not '" + pairs["share"] + "'");
+  }
+  if (pairs.count("bus")) level.bus = line.rate("bus", pairs["bus"]);
+  return level;
+}
+
+}  // namespace
+
+std::optional<double> parse_seconds(const std::string& text) {
+  return parse_with_units(text, {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0}});
+}
+
+std::optional<double> parse_rate(const std::string& text) {
+  return parse_with_units(text, {{"TB/s", 1e12}, {"GB/s", 1e9}, {"MB/s", 1e6}, {"KB/s", 1e3}, {"B/s", 1.0},
+                                 {"Tb/s", 1e12 / 8}, {"Gb/s", 1e9 / 8}, {"Mb/s", 1e6 / 8}});
+}
+
+std::string format_seconds(double seconds) {
+  std::ostringstream out;
+  out.precision(6);
+  out << seconds * 1e6 << "us";
+  return out.str();
+}
+
+std::string format_rate(double bytes_per_s) {
+  std::ostringstream out;
+  out.precision(6);
+  out << bytes_per_s / 1e9 << "GB/s";
+  return out.str();
+}
+
+size_t Machine::ranks_per_group(size_t level) const {
+  size_t ranks = 1;
+  for (size_t l = 0; l <= level && l < levels.size(); ++l) {
+    if (levels[l].size == 0) return 0;
+    ranks *= static_cast<size_t>(levels[l].size);
+  }
+  return ranks;
+}
+
+size_t Machine::group_of(int rank, size_t level) const {
+  const size_t per_group = ranks_per_group(level);
+  return per_group == 0 ? 0 : static_cast<size_t>(rank) / per_group;
+}
+
+size_t Machine::level_between(int a, int b) const {
+  for (size_t l = 0; l + 1 < levels.size(); ++l)
+    if (group_of(a, l) == group_of(b, l)) return l;
+  return levels.size() - 1;
+}
+
+double Machine::reduce_rate(DataType type) const {
+  const auto it = gamma.find(type);
+  if (it == gamma.end())
+    throw UsageError("machine '" + name + "' has no 'gamma " + std::string(name_of(type)) + "' reduction rate");
+  return it->second;
+}
+
+Machine parse_machine(const std::string& text, const std::string& what) {
+  Machine machine;
+  std::istringstream in(text);
+  std::string raw;
+  int number = 0;
+  bool have_copy = false;
+  while (std::getline(in, raw)) {
+    ++number;
+    const size_t hash = raw.find('#');
+    std::string line = hash == std::string::npos ? raw : raw.substr(0, hash);
+    std::istringstream words(line);
+    std::string keyword;
+    if (!(words >> keyword)) continue;
+    LineReader reader(what, number, words);
+    if (keyword == "source") {
+      // Free text, '#' included: a source may be a URL with a fragment.
+      const size_t at = raw.find("source") + 6;
+      const size_t start = raw.find_first_not_of(" \t", at);
+      if (start == std::string::npos) throw reader.error("source needs text");
+      machine.sources.push_back(raw.substr(start));
+    } else if (keyword == "name") {
+      machine.name = reader.word("a name");
+      reader.end();
+    } else if (keyword == "level") {
+      machine.levels.push_back(parse_level(reader));
+    } else if (keyword == "gamma") {
+      const std::string type = reader.word("a datatype (float, half, ...)");
+      DataType parsed;
+      try {
+        parsed = parse_datatype(type);
+      } catch (const UsageError&) {
+        throw reader.error("unknown datatype '" + type + "'");
+      }
+      machine.gamma[parsed] = reader.rate("gamma", reader.word("a reduction rate"));
+      reader.end();
+    } else if (keyword == "copy") {
+      machine.copy = reader.rate("copy", reader.word("a copy rate"));
+      have_copy = true;
+      reader.end();
+    } else if (keyword == "shm") {
+      auto pairs = reader.pairs({"alpha", "bandwidth"});
+      machine.shm_alpha_s = reader.seconds("alpha", require(reader, pairs, "alpha"));
+      machine.shm_bandwidth = reader.rate("bandwidth", require(reader, pairs, "bandwidth"));
+    } else if (keyword == "compute") {
+      const std::string model = reader.word("a model name");
+      ComputeRate rate;
+      const auto images = parse_whole_number(reader.word("images/s per rank"));
+      if (!images || *images <= 0) throw reader.error("compute needs images/s per rank > 0");
+      rate.images_per_s = *images;
+      rate.batch = static_cast<int>(reader.integer("batch", reader.word("the per-rank batch"), 1));
+      reader.end();
+      machine.compute[model] = rate;
+    } else {
+      throw reader.error("unknown keyword '" + keyword + "'");
+    }
+  }
+  if (machine.name.empty()) throw UsageError("machine '" + what + "' has no 'name' line");
+  if (machine.levels.empty()) throw UsageError("machine '" + what + "' has no 'level' line");
+  if (machine.gamma.empty()) throw UsageError("machine '" + what + "' has no 'gamma' line");
+  if (!have_copy) throw UsageError("machine '" + what + "' has no 'copy' line");
+  for (size_t l = 0; l + 1 < machine.levels.size(); ++l)
+    if (machine.levels[l].size == 0)
+      throw UsageError("machine '" + what + "': only the outermost level may have size 0 (unbounded)");
+  return machine;
+}
+
+Machine read_machine(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot read machine file '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_machine(text.str(), path);
+}
+
+std::string format_machine(const Machine& m) {
+  std::ostringstream out;
+  out << "name " << m.name << "\n";
+  for (const std::string& source : m.sources) out << "source " << source << "\n";
+  for (const Level& level : m.levels) {
+    out << "level " << level.name << " size " << level.size << " alpha " << format_seconds(level.alpha_s)
+        << " bandwidth " << format_rate(level.bandwidth);
+    if (level.links != 1) out << " links " << level.links;
+    out << " share " << (level.share == Share::rank ? "rank" : "group");
+    if (level.bus > 0) out << " bus " << format_rate(level.bus);
+    out << "\n";
+  }
+  for (const auto& [type, rate] : m.gamma) out << "gamma " << name_of(type) << " " << format_rate(rate) << "\n";
+  out << "copy " << format_rate(m.copy) << "\n";
+  if (m.has_shm())
+    out << "shm alpha " << format_seconds(m.shm_alpha_s) << " bandwidth " << format_rate(m.shm_bandwidth) << "\n";
+  for (const auto& [model, rate] : m.compute) out << "compute " << model << " " << rate.images_per_s << " " << rate.batch << "\n";
+  return out.str();
+}
+
+}  // namespace sb::sim

@@ -1,0 +1,83 @@
+#pragma once
+// A machine as the simulator sees it: a hierarchy of levels (GPUs or cores in a node, nodes under
+// a switch, switches under a spine), each with its links' latency and bandwidth and whether those
+// links are private to a rank or shared, plus the reduction and copy rates, read from a small
+// text file (format in sim/README.md):
+//
+//   name dgx-h100-ib
+//   source NVLink 4: 18 links x 25 GB/s per direction per GPU (NVIDIA H100 datasheet)
+//   level nvlink  size 8   alpha 2us  bandwidth 450GB/s                        # GPUs per node
+//   level ib      size 0   alpha 5us  bandwidth 50GB/s  share rank             # nodes, any number
+//   gamma float 1500GB/s
+//   copy 1500GB/s
+//   shm alpha 1us bandwidth 9GB/s      # the shm transport's one-copy reads inside level 0
+//   compute resnet50 2800 256          # images/s per rank at a per-rank batch
+//
+// Ranks are placed consecutively: ranks 0..size0-1 share the first group of level 0, and so on.
+// Two ranks talk over the innermost level whose group holds both.
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/dtype.hpp"
+
+namespace sb::sim {
+
+// Who shares a level's port (its links, in each direction).
+enum class Share {
+  rank,   // every rank has its own port at this level (NVSwitch, one NIC per GPU)
+  group,  // the ranks of one group of the level below share one port (a node's NIC)
+};
+
+struct Level {
+  std::string name;
+  int size = 0;             // level 0: ranks per group; above: groups of the level below; 0: unbounded
+  double alpha_s = 0;       // latency of one message
+  double bandwidth = 0;     // bytes/s per link per direction
+  int links = 1;            // links in a port
+  Share share = Share::rank;
+  double bus = 0;           // bytes/s through a whole group of this level at once; 0: no limit
+  double port_bandwidth() const { return bandwidth * links; }
+};
+
+struct ComputeRate {
+  double images_per_s = 0;  // per rank, forward + backward + update
+  int batch = 0;            // per-rank batch it was measured at
+};
+
+struct Machine {
+  std::string name;
+  std::vector<std::string> sources;      // where the figures come from
+  std::vector<Level> levels;             // innermost first
+  std::map<DataType, double> gamma;      // reduction rate, bytes of one operand per second
+  double copy = 0;                       // local copy rate, bytes/s
+  double shm_alpha_s = 0, shm_bandwidth = 0;  // the shm transport inside level 0; 0: not described
+  std::map<std::string, ComputeRate> compute;  // by model name
+
+  // Ranks in one group of `level` (the product of the sizes up to it); 0 when unbounded.
+  size_t ranks_per_group(size_t level) const;
+  // The innermost level whose group holds both ranks.
+  size_t level_between(int a, int b) const;
+  // The group of `level` that holds `rank`.
+  size_t group_of(int rank, size_t level) const;
+  // The reduction rate of a type; throws UsageError naming the machine when it has none.
+  double reduce_rate(DataType type) const;
+  bool has_shm() const { return shm_bandwidth > 0; }
+};
+
+// Throws UsageError "machine 'PATH' line N: ..." for a missing, negative or unknown figure.
+Machine read_machine(const std::string& path);
+Machine parse_machine(const std::string& text, const std::string& what);
+// The file format again (figures in us and GB/s), which parse_machine reads back.
+std::string format_machine(const Machine& machine);
+
+// "2us", "1.5ms", "3e-6" (seconds); "12.5GB/s", "100Gb/s", "900MB/s", "5e9" (bytes/s).
+// Nothing on a bad or negative figure.
+std::optional<double> parse_seconds(const std::string& text);
+std::optional<double> parse_rate(const std::string& text);
+std::string format_seconds(double seconds);
+std::string format_rate(double bytes_per_s);
+
+}  // namespace sb::sim

@@ -1,0 +1,167 @@
+#include "sim/schedule_sim.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "sim/fair_share.hpp"
+
+namespace sb::sim {
+namespace {
+
+// One receive of a round, as a message from its sender.
+struct Message {
+  int src = 0, dst = 0;
+  double bytes = 0;
+  bool reduce = false;       // recv_reduce (else recv_copy)
+  bool after_sends = false;  // the receiver also sends this range this round
+  bool shm_read = false;     // the shm transport's direct read inside level 0
+  double alpha = 0;
+  FlowLinks links;
+  double end = 0;            // when the last byte has landed (shm: has been read and reduced)
+};
+
+enum LinkKind : uint64_t { egress = 0, ingress = 1, bus = 2, reader = 3 };
+
+// The round's links, numbered as messages first use them.
+class RoundLinks {
+ public:
+  int index(uint64_t level, LinkKind kind, uint64_t owner, double capacity) {
+    const uint64_t key = (level << 58) | (static_cast<uint64_t>(kind) << 56) | owner;
+    const auto [it, added] = index_.try_emplace(key, static_cast<int>(capacities_.size()));
+    if (added) capacities_.push_back(capacity);
+    return it->second;
+  }
+  const std::vector<double>& capacities() const { return capacities_; }
+  void clear() {
+    index_.clear();
+    capacities_.clear();
+  }
+
+ private:
+  std::unordered_map<uint64_t, int> index_;
+  std::vector<double> capacities_;
+};
+
+// The links a message holds: the sender's way out and the receiver's way in at the level that
+// joins them (a rank's own port, or its group's), and that level's bus when it has one.
+void route(const Machine& machine, Message& m, Transport transport, RoundLinks& links) {
+  const size_t level = machine.level_between(m.src, m.dst);
+  const bool shm = transport == Transport::shm && level == 0 && machine.has_shm();
+  m.shm_read = shm;
+  if (shm) {
+    m.alpha = machine.shm_alpha_s;
+    m.links.add(links.index(0, reader, static_cast<uint64_t>(m.dst), machine.shm_bandwidth));
+  } else {
+    const Level& l = machine.levels[level];
+    m.alpha = l.alpha_s;
+    const auto port_owner = [&](int rank) -> uint64_t {
+      if (l.share == Share::rank || level == 0) return static_cast<uint64_t>(rank);
+      return machine.group_of(rank, level - 1);
+    };
+    m.links.add(links.index(level, egress, port_owner(m.src), l.port_bandwidth()));
+    m.links.add(links.index(level, ingress, port_owner(m.dst), l.port_bandwidth()));
+  }
+  const Level& l = machine.levels[level];
+  if (l.bus > 0) m.links.add(links.index(level, bus, machine.group_of(m.src, level), l.bus));
+}
+
+double bytes_of(const Chunk& chunk, size_t element) { return static_cast<double>(chunk.count * element); }
+
+}  // namespace
+
+SimResult simulate_schedules(const Machine& machine, const std::vector<Schedule>& schedules, const SimConfig& config) {
+  const int nranks = static_cast<int>(schedules.size());
+  const size_t element = size_of(config.type);
+  const double gamma = machine.reduce_rate(config.type);
+  SimResult result;
+  std::vector<double> ready(nranks, 0.0);  // when each rank may start its next round
+  size_t rounds = 0;
+  for (const Schedule& s : schedules) rounds = std::max(rounds, s.rounds.size());
+
+  RoundLinks links;
+  std::vector<Message> messages;
+  std::vector<double> sends_done(nranks);
+  struct Piece {
+    double arrival, bytes;
+    bool after_sends;
+  };
+  std::vector<std::vector<Piece>> pieces(nranks);
+  std::vector<double> receives_done(nranks);
+  for (size_t i = 0; i < rounds; ++i) {
+    messages.clear();
+    links.clear();
+    for (int r = 0; r < nranks; ++r) {
+      if (i >= schedules[r].rounds.size()) continue;
+      const Round& round = schedules[r].rounds[i];
+      for (const Step& step : round.steps) {
+        if (step.kind != StepKind::recv_reduce && step.kind != StepKind::recv_copy) continue;
+        Message m;
+        m.src = step.peer;
+        m.dst = r;
+        m.bytes = bytes_of(step.dst, element);
+        m.reduce = step.kind == StepKind::recv_reduce;
+        for (const Step& other : round.steps)
+          m.after_sends = m.after_sends || (other.kind == StepKind::send && overlaps(other.src, step.dst));
+        route(machine, m, config.transport, links);
+        messages.push_back(m);
+      }
+    }
+    std::vector<FlowLinks> flows;
+    flows.reserve(messages.size());
+    for (const Message& m : messages) flows.push_back(m.links);
+    const std::vector<double> rates = max_min_rates(flows, links.capacities());
+
+    // Messages: each starts when both ends have reached the round.
+    for (int r = 0; r < nranks; ++r) {
+      sends_done[r] = receives_done[r] = ready[r];
+      pieces[r].clear();
+    }
+    for (size_t k = 0; k < messages.size(); ++k) {
+      Message& m = messages[k];
+      const double start = std::max(ready[m.src], ready[m.dst]) + m.alpha;
+      const double rate = m.shm_read && m.reduce ? std::min(rates[k], gamma) : rates[k];
+      m.end = start + m.bytes / rate;
+      sends_done[m.src] = std::max(sends_done[m.src], m.end);
+      result.bytes_moved += m.bytes;
+      ++result.messages;
+      if (!m.reduce || m.shm_read) {
+        receives_done[m.dst] = std::max(receives_done[m.dst], m.end);
+        continue;
+      }
+      // Pieces of the message land evenly over its transfer.
+      const size_t n = config.segment_bytes == 0
+                           ? 1
+                           : std::max<size_t>(1, static_cast<size_t>(std::ceil(m.bytes / static_cast<double>(config.segment_bytes))));
+      for (size_t p = 0; p < n; ++p)
+        pieces[m.dst].push_back({start + (m.end - start) * static_cast<double>(p + 1) / static_cast<double>(n),
+                                 m.bytes / static_cast<double>(n), m.after_sends});
+    }
+    // Each rank reduces its pieces one at a time in arrival order, then runs its local steps.
+    for (int r = 0; r < nranks; ++r) {
+      if (i >= schedules[r].rounds.size() || schedules[r].rounds[i].steps.empty()) continue;
+      std::sort(pieces[r].begin(), pieces[r].end(), [](const Piece& a, const Piece& b) { return a.arrival < b.arrival; });
+      double cpu = ready[r];
+      for (const Piece& p : pieces[r]) cpu = std::max({cpu, p.arrival, p.after_sends ? sends_done[r] : 0.0}) + p.bytes / gamma;
+      double done = std::max({sends_done[r], receives_done[r], cpu});
+      for (const Step& step : schedules[r].rounds[i].steps) {
+        if (step.kind == StepKind::reduce_local) done += bytes_of(step.dst, element) / gamma;
+        if (step.kind == StepKind::copy_local) done += bytes_of(step.dst, element) / machine.copy;
+      }
+      ready[r] = done;
+    }
+  }
+  result.finish_s = ready;
+  result.time_s = nranks > 0 ? *std::max_element(ready.begin(), ready.end()) : 0.0;
+  return result;
+}
+
+SimResult simulate_algorithm(const Machine& machine, const AllreduceAlgorithm& algorithm, const AlgorithmParams& params,
+                             int nranks, size_t count, const SimConfig& config) {
+  std::vector<Schedule> schedules;
+  schedules.reserve(nranks);
+  for (int r = 0; r < nranks; ++r) schedules.push_back(algorithm.build(r, nranks, count, params));
+  return simulate_schedules(machine, schedules, config);
+}
+
+}  // namespace sb::sim

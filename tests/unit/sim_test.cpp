@@ -1,0 +1,176 @@
+// The simulator against what is known exactly: on a contention-free machine of one level, the
+// schedules of ring, recursive doubling and Rabenseifner cost what the alpha-beta-gamma formulas
+// of Thakur, Rabenseifner and Gropp (2005) say; shared links never make a schedule faster; and a
+// machine file with a missing, negative or unknown figure is refused naming its line.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "collectives/algorithms/algorithms.hpp"
+#include "common/usage_error.hpp"
+#include "sim/fair_share.hpp"
+#include "sim/machine.hpp"
+#include "sim/schedule_sim.hpp"
+
+namespace sb::sim {
+namespace {
+
+const AllreduceAlgorithm& algorithm(std::string_view name) {
+  for (const AllreduceAlgorithm& a : allreduce_algorithms())
+    if (a.name == name) return a;
+  throw std::runtime_error("no algorithm " + std::string(name));
+}
+
+// alpha 3 us, beta 1 / (2 GB/s), gamma 1 / (5 GB/s): far apart, so a swapped term shows.
+constexpr double kAlpha = 3e-6, kBeta = 1 / 2e9, kGamma = 1 / 5e9;
+
+Machine flat_machine() {
+  return parse_machine(
+      "name flat\n"
+      "level net size 0 alpha 3us bandwidth 2GB/s\n"
+      "gamma float 5GB/s\n"
+      "copy 10GB/s\n",
+      "flat");
+}
+
+double simulate(const Machine& machine, std::string_view name, int p, size_t count, size_t segment_bytes = 0) {
+  SimConfig config;
+  config.segment_bytes = segment_bytes;
+  return simulate_algorithm(machine, algorithm(name), AlgorithmParams{}, p, count, config).time_s;
+}
+
+TEST(SimClosedForm, RingIsTwoPMinusOneAlphaPlusBandwidthAndReductionTerms) {
+  for (int p : {2, 3, 4, 5, 8, 16}) {
+    const size_t count = 1920 * 1024;  // divisible by every p here
+    const double n = count * 4.0;
+    const double expected = 2 * (p - 1) * kAlpha + 2.0 * (p - 1) / p * n * kBeta + (p - 1.0) / p * n * kGamma;
+    EXPECT_NEAR(simulate(flat_machine(), "ring", p, count), expected, expected * 1e-12) << "p=" << p;
+  }
+}
+
+TEST(SimClosedForm, RecursiveDoublingIsLogPRoundsOfTheWholeVector) {
+  for (int p : {2, 4, 8, 32}) {
+    const size_t count = 1 << 20;
+    const double n = count * 4.0, lg = std::log2(p);
+    const double expected = lg * kAlpha + lg * n * kBeta + lg * n * kGamma;
+    EXPECT_NEAR(simulate(flat_machine(), "rd", p, count), expected, expected * 1e-12) << "p=" << p;
+  }
+}
+
+TEST(SimClosedForm, RabenseifnerIsTwoLogPAlphaPlusRingBandwidth) {
+  for (int p : {2, 4, 8, 64}) {
+    const size_t count = 1 << 20;
+    const double n = count * 4.0, lg = std::log2(p);
+    const double expected = 2 * lg * kAlpha + 2.0 * (p - 1) / p * n * kBeta + (p - 1.0) / p * n * kGamma;
+    EXPECT_NEAR(simulate(flat_machine(), "rabenseifner", p, count), expected, expected * 1e-12) << "p=" << p;
+  }
+}
+
+TEST(SimPipelining, SegmentsHideTheReductionBehindTheTransfer) {
+  // Ring at 4 ranks, 4 MiB: with 64 KiB pieces each round costs about max(beta, gamma) per byte
+  // plus one piece's reduction, not beta + gamma.
+  const size_t count = 1 << 20;
+  const double whole = simulate(flat_machine(), "ring", 4, count, 0);
+  const double pieces = simulate(flat_machine(), "ring", 4, count, 64 << 10);
+  EXPECT_LT(pieces, whole);
+  const double n = count * 4.0;
+  const double floor = 6 * kAlpha + 1.5 * n * kBeta;  // the transfers alone
+  EXPECT_GT(pieces, floor);
+}
+
+// Two levels, nodes of two ranks; with `shared`, the two ranks of a node share one NIC and the
+// node's bus is limited; without, every rank has its own NIC and the bus is free. (Each level has
+// its own ports, so a two-level machine is not comparable with the flat one.)
+Machine two_level_machine(bool shared) {
+  return parse_machine(std::string("name two-level\n") +
+                           "level node size 2 alpha 3us bandwidth 2GB/s" + (shared ? " bus 3GB/s" : "") + "\n" +
+                           "level net size 0 alpha 3us bandwidth 2GB/s share " + (shared ? "group" : "rank") + "\n" +
+                           "gamma float 5GB/s\ncopy 10GB/s\n",
+                       "two-level");
+}
+Machine shared_machine() { return two_level_machine(true); }
+
+TEST(SimContention, SharedLinksNeverMakeAScheduleFaster) {
+  for (const AllreduceAlgorithm& a : allreduce_algorithms())
+    for (int p : {2, 3, 4, 6, 8})
+      for (size_t count : {size_t{1000}, size_t{1} << 18}) {
+        AlgorithmParams params;
+        params.node_size = 2;
+        SimConfig config;
+        const double free = simulate_algorithm(two_level_machine(false), a, params, p, count, config).time_s;
+        const double shared = simulate_algorithm(two_level_machine(true), a, params, p, count, config).time_s;
+        EXPECT_GE(shared, free * (1 - 1e-12)) << a.name << " p=" << p << " count=" << count;
+      }
+  // And the sharing is felt: at 4 ranks the ring crosses each NIC twice at once (0->1 and 2->3
+  // inside nodes ride the bus; 1->2 and 3->0 share the NICs with nothing), so check rd, whose
+  // second round sends both ranks of a node over the one NIC.
+  SimConfig config;
+  const double free = simulate_algorithm(two_level_machine(false), algorithm("rd"), {}, 4, 1 << 18, config).time_s;
+  const double shared = simulate_algorithm(two_level_machine(true), algorithm("rd"), {}, 4, 1 << 18, config).time_s;
+  EXPECT_GT(shared, free * 1.2);
+}
+
+TEST(SimContention, TwoMessagesThroughOneLinkShareIt) {
+  // Flows 0 and 1 share link 0 (capacity 2); flow 2 has link 1 (capacity 3) alone, which flow 1
+  // also crosses: max-min gives 1, 1 and 2.
+  FlowLinks a, b, c;
+  a.add(0);
+  b.add(0);
+  b.add(1);
+  c.add(1);
+  const std::vector<double> rates = max_min_rates({a, b, c}, {2.0, 3.0});
+  EXPECT_DOUBLE_EQ(rates[0], 1.0);
+  EXPECT_DOUBLE_EQ(rates[1], 1.0);
+  EXPECT_DOUBLE_EQ(rates[2], 2.0);
+}
+
+TEST(SimMachine, LevelsPlaceRanksConsecutively) {
+  const Machine m = parse_machine(
+      "name m\nlevel gpu size 4 alpha 1us bandwidth 1GB/s\nlevel leaf size 2 alpha 2us bandwidth 1GB/s\n"
+      "level spine size 0 alpha 3us bandwidth 1GB/s\ngamma float 1GB/s\ncopy 1GB/s\n",
+      "m");
+  EXPECT_EQ(m.level_between(0, 3), 0u);
+  EXPECT_EQ(m.level_between(3, 4), 1u);
+  EXPECT_EQ(m.level_between(0, 7), 1u);
+  EXPECT_EQ(m.level_between(0, 8), 2u);
+  EXPECT_EQ(m.ranks_per_group(1), 8u);
+  EXPECT_EQ(m.ranks_per_group(2), 0u);
+}
+
+TEST(SimMachine, FormatReadsBack) {
+  const Machine m = shared_machine();
+  const Machine again = parse_machine(format_machine(m), "again");
+  ASSERT_EQ(again.levels.size(), 2u);
+  EXPECT_DOUBLE_EQ(again.levels[0].bus, 3e9);
+  EXPECT_EQ(again.levels[1].share, Share::group);
+  EXPECT_DOUBLE_EQ(again.levels[1].alpha_s, 3e-6);
+  EXPECT_DOUBLE_EQ(again.reduce_rate(DataType::float32), 5e9);
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_machine(text, "bad.machine");
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST(SimMachine, BadFiguresAreRefusedNamingTheLine) {
+  const std::string head = "name m\n";
+  const std::string tail = "gamma float 1GB/s\ncopy 1GB/s\n";
+  EXPECT_EQ(error_of(head + "level l size 2 alpha 1us\n" + tail), "machine 'bad.machine' line 2: missing 'bandwidth'");
+  EXPECT_EQ(error_of(head + "level l size 2 alpha -1us bandwidth 1GB/s\n" + tail),
+            "machine 'bad.machine' line 2: alpha '-1us' is not a time >= 0 (e.g. 2us, 1.5ms)");
+  EXPECT_EQ(error_of(head + "level l size 2 alpha 1us bandwidth 1GB/s\ngamma float -5GB/s\ncopy 1GB/s\n"),
+            "machine 'bad.machine' line 3: gamma '-5GB/s' is not a rate > 0 (e.g. 12.5GB/s, 100Gb/s)");
+  EXPECT_EQ(error_of(head + "level l size 2 alpha 1us bandwidth 1GB/s links\n" + tail),
+            "machine 'bad.machine' line 2: 'links' has no value");
+  EXPECT_EQ(error_of(head + "level l size 2 alpha 1us bandwidth 1GB/s colour red\n" + tail),
+            "machine 'bad.machine' line 2: unknown key 'colour'");
+  EXPECT_EQ(error_of(head + "level l size 2 alpha 1us bandwidth 1GB/s\ncopy 1GB/s\n"), "machine 'bad.machine' has no 'gamma' line");
+  EXPECT_EQ(error_of(head + tail), "machine 'bad.machine' has no 'level' line");
+}
+
+}  // namespace
+}  // namespace sb::sim
