@@ -1,8 +1,12 @@
 #include "collectives/allreduce_impl.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+
+#include "common/text_fields.hpp"
+#include "common/usage_error.hpp"
 
 namespace sb {
 
@@ -25,6 +29,20 @@ std::string_view name_of(Transport transport) {
     case Transport::nccl: return "nccl";
   }
   return "?";
+}
+
+std::vector<Transport> parse_transports(const std::string& text) {
+  std::vector<Transport> transports;
+  for (const std::string& name : split_list(text)) {
+    const auto* known = std::find_if(std::begin(kAllTransports), std::end(kAllTransports),
+                                     [&](Transport t) { return name_of(t) == name; });
+    if (known == std::end(kAllTransports))
+      throw UsageError("--transport: unknown transport '" + name + "' (mpi, shm, nccl)");
+    if (std::find(transports.begin(), transports.end(), *known) != transports.end())
+      throw UsageError("--transport: '" + name + "' given twice");
+    transports.push_back(*known);
+  }
+  return transports;
 }
 
 void AllreduceImpl::upload(void* buffer, const void* host, size_t bytes) {

@@ -48,6 +48,8 @@ class AllreduceImpl {
 enum class Transport { mpi, shm, nccl };
 inline constexpr Transport kAllTransports[] = {Transport::mpi, Transport::shm, Transport::nccl};
 std::string_view name_of(Transport transport);
+// "mpi,shm" -> {mpi, shm}; throws UsageError (naming --transport) for an unknown or repeated one.
+std::vector<Transport> parse_transports(const std::string& text);
 
 // What the harness tells an implementation when creating it; the library baselines ignore it.
 struct ImplConfig {

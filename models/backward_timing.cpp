@@ -20,29 +20,34 @@ BackwardProfile measure_backward(ResNet& model, int64_t batch, int64_t image_siz
 
   const size_t count = model.parameters().size();
   std::vector<std::vector<double>> ready(count);
-  std::vector<double> totals;
+  std::vector<double> totals, forwards;
   Clock::time_point start;
   model.set_gradient_hook([&](size_t p) {
     backend.synchronize();
     ready[p].push_back(std::chrono::duration<double>(Clock::now() - start).count());
   });
   for (int s = 0; s <= steps; ++s) {
+    backend.synchronize();
+    const Clock::time_point forward_start = Clock::now();
     const Tensor& logits = model.forward(images, true);
     ensure_shape(backend, dlogits, logits.shape());
     backend.softmax_cross_entropy(logits, labels, 0.0f, dlogits);
     backend.synchronize();
     start = Clock::now();
+    forwards.push_back(std::chrono::duration<double>(start - forward_start).count());
     model.backward(dlogits);
     backend.synchronize();
     totals.push_back(std::chrono::duration<double>(Clock::now() - start).count());
     if (s == 0) {  // the warm-up step creates the primitives
       totals.clear();
+      forwards.clear();
       for (auto& r : ready) r.clear();
     }
   }
   model.set_gradient_hook({});
   BackwardProfile profile;
   profile.backward_s = percentile(totals, 50);
+  profile.forward_s = percentile(forwards, 50);
   for (size_t p = 0; p < count; ++p) {
     const Parameter& param = *model.parameters()[p];
     profile.tensors.push_back({param.name, static_cast<size_t>(param.value.count())});

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdio>
 
+#include "collectives/algorithms/algorithms.hpp"
 #include "collectives/allreduce_impl.hpp"
 #include "common/command_line.hpp"
 #include "common/sizes.hpp"
@@ -130,28 +131,11 @@ std::optional<AllreduceOptions> parse_allreduce_options(int argc, char** argv, b
   if (!factor_text.empty() && options.step_factor == 0)
     throw UsageError("--stepfactor must be at least 2");
   if (!torus_text.empty()) {
-    const size_t x = torus_text.find('x');
-    try {
-      if (x == std::string::npos) throw std::invalid_argument("no x");
-      size_t used_x = 0, used_y = 0;
-      options.torus_x = std::stoi(torus_text.substr(0, x), &used_x);
-      options.torus_y = std::stoi(torus_text.substr(x + 1), &used_y);
-      if (used_x != x || used_y != torus_text.size() - x - 1 || options.torus_x < 1 || options.torus_y < 1)
-        throw std::invalid_argument("bad");
-    } catch (const std::exception&) {
-      throw UsageError("--torus: '" + torus_text + "' is not XxY with positive X and Y (e.g. 4x2)");
-    }
+    const TorusShape torus = parse_torus(torus_text);
+    options.torus_x = torus.x;
+    options.torus_y = torus.y;
   }
-  options.transports.clear();
-  for (const std::string& name : split_list(transport_text)) {
-    const auto* known = std::find_if(std::begin(kAllTransports), std::end(kAllTransports),
-                                     [&](Transport t) { return name_of(t) == name; });
-    if (known == std::end(kAllTransports))
-      throw UsageError("--transport: unknown transport '" + name + "' (mpi, shm, nccl)");
-    if (std::find(options.transports.begin(), options.transports.end(), *known) != options.transports.end())
-      throw UsageError("--transport: '" + name + "' given twice");
-    options.transports.push_back(*known);
-  }
+  options.transports = parse_transports(transport_text);
   if (options.node_size < 0) throw UsageError("--node-size must be positive");
   if (!segment_text.empty()) options.segment_bytes = parse_size(segment_text, "--segment");
   options.type = parse_datatype(type_text);

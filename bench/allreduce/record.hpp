@@ -5,6 +5,7 @@
 
 #include "bench/allreduce/options.hpp"
 #include "bench/allreduce/sweep.hpp"
+#include "results/allreduce_record.hpp"
 #include "results/h5.hpp"
 #include "results/run_metadata.hpp"
 

@@ -12,32 +12,9 @@
 #include "common/memcpy_bandwidth.hpp"
 #include "common/mpi_env.hpp"
 #include "common/watchdog.hpp"
+#include "results/allreduce_record.hpp"
 
 namespace sb {
-
-// One placement (out-of-place or in-place) at one size. Times in microseconds.
-struct PlacementResult {
-  double time_us = 0;  // the row's time: per-rank mean times aggregated by -a
-  double rank_min_us = 0, rank_mean_us = 0, rank_max_us = 0;  // over the per-rank mean times
-  double median_us = 0, p99_us = 0;  // over iterations of the slowest rank's time
-  double algbw_GBps = 0, busbw_GBps = 0;
-  int64_t wrong = -1;                // summed over ranks; -1 when not checked
-  std::vector<double> iteration_us;  // [rank][iteration], row-major; rank 0 only
-};
-
-struct SizeResult {
-  uint64_t bytes = 0;
-  uint64_t count = 0;
-  PlacementResult out_of_place, in_place;
-};
-
-struct ImplResult {
-  std::string name;       // the implementation, and for a schedule "@transport" (ring@shm)
-  std::string description;
-  std::string transport;  // the schedule's transport; empty for the library baselines
-  std::vector<std::string> devices;  // per rank, for device implementations
-  std::vector<SizeResult> sizes;
-};
 
 // The results so far, shared between the main thread and the watchdog's fault handler.
 struct ResultsLog {

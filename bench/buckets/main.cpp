@@ -18,6 +18,7 @@
 #include "common/usage_error.hpp"
 #include "models/backward_timing.hpp"
 #include "models/onednn_backend.hpp"
+#include "results/buckets_record.hpp"
 #include "results/program_start.hpp"
 #include "results/results_file.hpp"
 #include "results/run_metadata.hpp"
@@ -28,12 +29,7 @@ namespace {
 constexpr const char* kProgram = "sb-buckets";
 constexpr double kMiB = 1024.0 * 1024.0;
 
-struct Row {
-  double bucket_mb = 0;
-  size_t buckets = 0;
-  double iteration_s = 0, exposed_s = 0, communication_s = 0, overlap = 0;
-  std::vector<double> bucket_start_s, bucket_end_s;  // of the last timed step, rank 0
-};
+using Row = BucketRow;
 
 // Median over steps of the slowest rank's iteration; the other figures from that same step.
 Row measure(const BucketsOptions& o, const BackwardProfile& profile, BucketStrategy strategy, double mb,
@@ -43,8 +39,7 @@ Row measure(const BucketsOptions& o, const BackwardProfile& profile, BucketStrat
   ExchangeConfig config = o.exchange;
   config.overlap = overlap;
   config.progress = progress;
-  const size_t partition = std::max<size_t>(static_cast<size_t>(mb * kMiB / sizeof(float)), 1);
-  GradientExchange exchange(MPI_COMM_WORLD, config, plan_buckets(profile.tensors, strategy, mb, partition), pointers);
+  GradientExchange exchange(MPI_COMM_WORLD, config, plan_buckets_swept(profile.tensors, strategy, mb), pointers);
   for (int i = 0; i < o.warmup_iters; ++i) replay_step(exchange, profile, MPI_COMM_WORLD);
   std::vector<std::pair<double, ReplayResult>> steps;
   for (int i = 0; i < o.iters; ++i) {
@@ -81,35 +76,14 @@ BackwardProfile obtain_profile(const BucketsOptions& o, const WorldLayout& layou
         profile.tensors.push_back({p->name, static_cast<size_t>(p->value.count())});
     profile.ready_s.resize(profile.tensors.size());
     SB_MPI_CHECK(MPI_Bcast(&profile.backward_s, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    SB_MPI_CHECK(MPI_Bcast(&profile.forward_s, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
     SB_MPI_CHECK(MPI_Bcast(profile.ready_s.data(), static_cast<int>(profile.ready_s.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD));
   }
   profile.backward_s *= o.compute_scale;
+  profile.forward_s *= o.compute_scale;
   for (double& t : profile.ready_s) t *= o.compute_scale;
   if (layout.rank == 0 && !o.write_profile.empty()) write_backward_profile(o.write_profile, profile);
   return profile;
-}
-
-void write_row_group(const h5::Node& group, const std::vector<Row>& rows) {
-  std::vector<double> mb, iteration, exposed, comm, overlap, starts, ends;
-  std::vector<int64_t> buckets;
-  for (const Row& r : rows) {
-    mb.push_back(r.bucket_mb);
-    buckets.push_back(static_cast<int64_t>(r.buckets));
-    iteration.push_back(r.iteration_s);
-    exposed.push_back(r.exposed_s);
-    comm.push_back(r.communication_s);
-    overlap.push_back(r.overlap);
-    starts.insert(starts.end(), r.bucket_start_s.begin(), r.bucket_start_s.end());
-    ends.insert(ends.end(), r.bucket_end_s.begin(), r.bucket_end_s.end());
-  }
-  group.write("bucket_mb", mb);
-  group.write("buckets", buckets);
-  group.write("iteration_s", iteration);
-  group.write("exposed_s", exposed);
-  group.write("communication_s", comm);
-  group.write("overlap_fraction", overlap);
-  group.write("bucket_start_s", starts);
-  group.write("bucket_end_s", ends);
 }
 
 int run(int argc, char** argv, const WorldLayout& layout) {
@@ -195,18 +169,15 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     std::printf("\n");
   }
   write_run_metadata(file->root(), metadata);
-  const h5::Node buckets = file->root().create_group("buckets");
-  buckets.set_attr("model", o.profile.empty() ? o.model : std::string("profile:") + o.profile);
-  buckets.set_attr("backward_s", profile.backward_s);
-  buckets.set_attr("compute_scale", o.compute_scale);
-  buckets.set_attr("gradient_bytes", static_cast<int64_t>(total * sizeof(float)));
-  buckets.set_attr("algo", o.exchange.algorithm);
-  buckets.set_attr("transport", std::string(name_of(o.exchange.impl.transport)));
-  buckets.set_attr("iters", static_cast<int64_t>(o.iters));
-  write_row_group(buckets.create_group("no-overlap"), {no_overlap});
-  write_row_group(buckets.create_group("fused"), {fused});
-  for (const Sweep& sweep : results) write_row_group(buckets.create_group(sweep.name), sweep.rows);
-  buckets.write("tensor_ready_s", profile.ready_s);
+  BucketsSettings settings;
+  settings.model = o.profile.empty() ? o.model : std::string("profile:") + o.profile;
+  settings.compute_scale = o.compute_scale;
+  settings.algo = o.exchange.algorithm;
+  settings.transport = std::string(name_of(o.exchange.impl.transport));
+  settings.iters = o.iters;
+  std::vector<BucketSweep> sweeps = {{"no-overlap", {no_overlap}}, {"fused", {fused}}};
+  for (const Sweep& sweep : results) sweeps.push_back({sweep.name, sweep.rows});
+  write_buckets_results(file->root(), settings, profile, sweeps);
   file->commit();
   std::printf("# Complete results: %s\n", file->final_path().c_str());
   return 0;

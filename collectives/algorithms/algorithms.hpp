@@ -2,6 +2,7 @@
 // The allreduce algorithms, each a pure function from (rank, nranks, count) to that rank's
 // schedule, correct for every nranks >= 1 and every count (remainders, count < nranks).
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -24,6 +25,8 @@ struct TorusShape {
 };
 // The grid torus2d runs on: x by y when both are set, otherwise the most square x >= y.
 TorusShape torus_shape(int nranks, int x, int y);
+// "4x2" -> {4, 2}; throws UsageError (naming --torus) for anything but positive X and Y.
+TorusShape parse_torus(const std::string& text);
 
 struct AllreduceAlgorithm {
   std::string_view name;

@@ -8,6 +8,8 @@
 #include <algorithm>
 
 #include "collectives/algorithms/algorithms.hpp"
+#include "common/text_fields.hpp"
+#include "common/usage_error.hpp"
 
 namespace sb {
 Schedule hierarchical_allreduce(int rank, int nranks, size_t count, const AlgorithmParams& params) {
@@ -61,6 +63,15 @@ TorusShape torus_shape(int nranks, int x, int y) {
   for (int d = 1; d * d <= nranks; ++d)
     if (nranks % d == 0) rows = d;
   return {nranks / rows, rows};
+}
+
+TorusShape parse_torus(const std::string& text) {
+  const size_t x = text.find('x');
+  const auto columns = parse_whole_integer(text.substr(0, x));
+  const auto rows = x == std::string::npos ? std::nullopt : parse_whole_integer(text.substr(x + 1));
+  if (!columns || !rows || *columns < 1 || *rows < 1 || *columns > 1 << 20 || *rows > 1 << 20)
+    throw UsageError("--torus: '" + text + "' is not XxY with positive X and Y (e.g. 4x2)");
+  return {static_cast<int>(*columns), static_cast<int>(*rows)};
 }
 
 Schedule torus2d_allreduce(int rank, int nranks, size_t count, const AlgorithmParams& params) {

@@ -31,6 +31,10 @@ BackwardProfile read_backward_profile(const std::string& path) {
       have_total = true;
       continue;
     }
+    if (name == "forward") {
+      profile.forward_s = seconds;
+      continue;
+    }
     long long count = 0;
     if (!(words >> count) || count <= 0) throw bad("expected a positive element count for '" + name + "'");
     profile.tensors.push_back({name, static_cast<size_t>(count)});
@@ -48,6 +52,7 @@ void write_backward_profile(const std::string& path, const BackwardProfile& prof
   if (!out) throw UsageError("cannot write profile '" + path + "'");
   out << "# scalebench backward profile: name, seconds after backward starts, fp32 elements\n";
   out << "backward " << profile.backward_s << "\n";
+  if (profile.forward_s > 0) out << "forward " << profile.forward_s << "\n";
   for (size_t k = 0; k < profile.tensors.size(); ++k)
     out << profile.tensors[k].name << " " << profile.ready_s[k] << " " << profile.tensors[k].count << "\n";
   if (!out) throw UsageError("cannot write profile '" + path + "'");

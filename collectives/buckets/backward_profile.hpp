@@ -5,6 +5,7 @@
 //
 //   # comment
 //   backward 0.412                 total backward time, seconds
+//   forward 0.205                  forward time, seconds (optional; sb-dryrun's training steps)
 //   fc.bias 0.0021 1000            tensor name, seconds after backward starts, fp32 elements
 //   ...                            one line per tensor, in the model's (forward) order
 #include <string>
@@ -16,6 +17,7 @@ namespace sb {
 
 struct BackwardProfile {
   double backward_s = 0;
+  double forward_s = 0;                 // 0: not known
   std::vector<GradientTensor> tensors;  // forward order
   std::vector<double> ready_s;          // per tensor, seconds after backward starts
 };

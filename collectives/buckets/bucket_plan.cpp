@@ -107,4 +107,9 @@ BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrate
   return plan;
 }
 
+BucketPlan plan_buckets_swept(const std::vector<GradientTensor>& tensors, BucketStrategy strategy, double bucket_mb) {
+  const size_t partition = std::max<size_t>(static_cast<size_t>(bucket_mb * 1024 * 1024 / sizeof(float)), 1);
+  return plan_buckets(tensors, strategy, bucket_mb, partition);
+}
+
 }  // namespace sb

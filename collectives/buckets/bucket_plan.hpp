@@ -54,5 +54,7 @@ struct BucketPlan {
 // tensors in forward (model) order; backward order is the reverse. bucket_mb in MiB of fp32.
 BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrategy strategy, double bucket_mb,
                         size_t partition_elements = size_t{1} << 20);
+// As sb-buckets sweeps them: one size, which is also partition's partition size.
+BucketPlan plan_buckets_swept(const std::vector<GradientTensor>& tensors, BucketStrategy strategy, double bucket_mb);
 
 }  // namespace sb

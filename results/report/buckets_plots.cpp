@@ -24,7 +24,7 @@ std::vector<Plot> buckets_plots(const std::vector<Run>& runs, const ReportOption
     std::vector<std::string> single;  // groups with one row: references
     double smallest = 0, largest = 0;
     for (const std::string& strategy : buckets.children()) {
-      if (strategy == "tensor_ready_s") continue;  // a dataset, not a strategy
+      if (strategy.rfind("tensor_", 0) == 0) continue;  // tensor_ready_s, tensor_elements: datasets, not strategies
       const h5::Node node = buckets.open_group(strategy);
       const std::vector<double> mb = node.read_doubles("bucket_mb");
       if (mb.size() == 1) {

@@ -1,0 +1,76 @@
+// sb-dryrun calibrate: measures this machine (sim/calibrate.hpp) under mpirun and writes its
+// description, with the measurements it came from as `source` lines. The file is written under
+// a temporary name and renamed, so a failed run leaves no half-written description.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "bench/dryrun/commands.hpp"
+#include "common/check.hpp"
+#include "common/mpi_env.hpp"
+#include "common/usage_error.hpp"
+#include "sim/calibrate.hpp"
+
+namespace sb {
+namespace {
+
+// Whether `path` can be written, tried on rank 0 before any measurement; "" when it can.
+std::string check_writable(const std::string& path) {
+  const std::string probe = path + ".tmp-" + std::to_string(::getpid());
+  std::ofstream out(probe);
+  if (!out) return "cannot write '" + path + "'";
+  out.close();
+  std::filesystem::remove(probe);
+  return "";
+}
+
+}  // namespace
+
+int calibrate_machine(const DryrunOptions& o, const RunMetadata& metadata) {
+  const WorldLayout layout = discover_world_layout();
+  const bool root = layout.rank == 0;
+  std::string name = o.name.empty() ? layout.hosts.front() : o.name;
+  for (char& c : name)
+    if (c == ' ' || c == '#') c = '-';
+  const std::string out = o.out.empty() ? "out/" + name + ".machine" : o.out;
+  // Every rank agrees on bad input before any collective measurement.
+  std::string problem;
+  if (layout.nranks < 2) problem = "calibrate needs 2 or more ranks (mpirun -np 2 sb-dryrun calibrate ...)";
+  else if (layout.hosts[1] != layout.hosts[0]) problem = "calibrate needs ranks 0 and 1 on one node (fill nodes in rank order)";
+  if (problem.empty() && root) {
+    if (o.out.empty()) std::filesystem::create_directories("out");
+    problem = check_writable(out);
+  }
+  int failed = problem.empty() ? 0 : 1, any = 0;
+  SB_MPI_CHECK(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  if (any) {
+    if (root) std::fprintf(stderr, "sb-dryrun: error: %s\n", problem.empty() ? "a rank refused the input" : problem.c_str());
+    return kExitUsage;
+  }
+
+  sim::CalibrationSettings settings{name, o.calibrate_max_bytes, o.repeats};
+  std::vector<std::string> log;
+  sim::Machine machine = sim::calibrate(settings, MPI_COMM_WORLD, log);
+  if (!root) return 0;
+  machine.sources.push_back("sb-dryrun calibrate, " + metadata.start_time_utc + ", " + std::to_string(layout.nranks) +
+                            " ranks on " + std::to_string(layout.nodes) + " node(s) (" + layout.hosts.front() + "): " +
+                            metadata.command_line);
+  for (const std::string& line : log) {
+    machine.sources.push_back(line);
+    std::printf("# %s\n", line.c_str());
+  }
+  const std::string temporary = out + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream file(temporary);
+    file << "# machine description measured by sb-dryrun calibrate (format: sim/README.md)\n" << sim::format_machine(machine);
+    if (!file) throw UsageError("cannot write '" + temporary + "'");
+  }
+  std::filesystem::rename(temporary, out);
+  std::fputs(sim::format_machine(machine).c_str(), stdout);
+  std::printf("# written: %s\n", out.c_str());
+  return 0;
+}
+
+}  // namespace sb

@@ -1,0 +1,131 @@
+// sb-dryrun train: a model's training step at each scale and allreduce. The profile's timeline is
+// scaled to the machine's compute rate for the model; at each rank count every bucket strategy and
+// size is simulated (sim/step_model.hpp) with the buckets' allreduces priced on the machine, and the
+// best gives the step: forward + backward + exposed communication. Printed as a scaling table
+// (images/s, speedup and efficiency against one rank) and written as one sb-buckets results file per
+// scale and allreduce (simulated = 1, with forward_s), which sb-report turns into scaling plots.
+#include <cstdio>
+
+#include "bench/dryrun/commands.hpp"
+#include "bench/dryrun/simulated_run.hpp"
+#include "common/usage_error.hpp"
+#include "results/buckets_record.hpp"
+#include "results/results_file.hpp"
+#include "sim/step_model.hpp"
+
+namespace sb {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// The profile's times scaled so that forward + backward of `batch` images take as long as the
+// machine's compute rate says (linear in the batch). A profile without a forward time is taken to
+// spend half its backward time in the forward pass (a backward pass costs about twice the FLOPs).
+BackwardProfile scaled_profile(BackwardProfile profile, const sim::ComputeRate& rate, int batch, double& scale) {
+  if (profile.forward_s <= 0) profile.forward_s = profile.backward_s / 2;
+  const double step_s = batch / rate.images_per_s;
+  scale = step_s / (profile.forward_s + profile.backward_s);
+  profile.forward_s *= scale;
+  profile.backward_s *= scale;
+  for (double& t : profile.ready_s) t *= scale;
+  return profile;
+}
+
+BucketRow row_of(const sim::StepPrediction& p, double mb, size_t buckets) {
+  return {mb, buckets, p.iteration_s, p.exposed_s, p.communication_s, p.overlap, p.bucket_start_s, p.bucket_end_s};
+}
+
+struct Best {
+  std::string strategy;
+  BucketRow row;
+};
+
+}  // namespace
+
+int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) {
+  const sim::Machine machine = sim::read_machine(o.machine);
+  // Without a compute line for the model, the profile's own times are the machine's (a profile
+  // measured on it), at --batch images per rank (sb-buckets' default 32).
+  const auto rate = machine.compute.find(o.model);
+  const bool scaled = rate != machine.compute.end();
+  const int batch = o.batch > 0 ? o.batch : scaled ? rate->second.batch : 32;
+  double scale = 1;
+  BackwardProfile profile = read_backward_profile(o.profile);
+  if (scaled) profile = scaled_profile(profile, rate->second, batch, scale);
+  else if (profile.forward_s <= 0) profile.forward_s = profile.backward_s / 2;
+  machine.reduce_rate(DataType::float32);
+  const std::string folder = results_folder(o);
+  size_t total = 0;
+  for (const GradientTensor& t : profile.tensors) total += t.count;
+  const double compute_s = profile.forward_s + profile.backward_s;
+
+  std::printf("# sb-dryrun train: %s on %s, batch %d per rank: forward %.2f ms + backward %.2f ms (profile x %.3g), "
+              "%zu tensors, %.1f MiB of fp32 gradients\n",
+              o.model.c_str(), machine.name.c_str(), batch, profile.forward_s * 1e3, profile.backward_s * 1e3, scale,
+              profile.tensors.size(), total * 4 / kMiB);
+  for (const std::string& algo : o.impls) {
+    const bool library = algo == "mpi" || algo == "nccl";
+    for (const Transport transport : library ? std::vector<Transport>{Transport::mpi} : o.transports) {
+      const std::string name = library ? algo : algo + "@" + std::string(name_of(transport));
+      std::printf("# %s\n%8s  %-22s %12s %12s %12s %9s %10s\n", name.c_str(), "ranks", "best bucketing",
+                  "step(ms)", "exposed(ms)", "images/s", "speedup", "efficiency");
+      for (const int nranks : o.ranks) {
+        const TorusShape torus = dryrun_torus(o, machine, nranks);
+        sim::AllreduceCase c;
+        c.impl = algo;
+        c.transport = transport;
+        c.nranks = nranks;
+        c.segment_bytes = o.segment_bytes;
+        c.node_size = o.node_size;
+        c.torus_x = torus.x;
+        c.torus_y = torus.y;
+        sim::AllreduceTimes allreduce(machine, c);
+        sim::AllreduceCase flags_case = c;
+        flags_case.impl = "mpi";
+        sim::AllreduceTimes flags(machine, flags_case);
+        const sim::StepModel model{&allreduce, &flags, machine.copy, nranks};
+
+        std::vector<BucketSweep> sweeps;
+        const BucketPlan per_tensor = plan_buckets_swept(profile.tensors, BucketStrategy::per_tensor, 0);
+        const BucketPlan fused = plan_buckets_swept(profile.tensors, BucketStrategy::fixed, total * 8.0 / kMiB);
+        sweeps.push_back({"no-overlap", {row_of(sim::predict_step(profile, per_tensor, model, false), 0, per_tensor.buckets.size())}});
+        sweeps.push_back({"fused", {row_of(sim::predict_step(profile, fused, model, false), total * 4 / kMiB, 1)}});
+        Best best{"fused", sweeps.back().rows.front()};
+        for (const BucketStrategy strategy : o.strategies) {
+          BucketSweep sweep{bucket_strategy_name(strategy), {}};
+          const std::vector<double> sizes =
+              strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes_mb();
+          for (const double mb : sizes) {
+            const BucketPlan plan = plan_buckets_swept(profile.tensors, strategy, mb);
+            sweep.rows.push_back(row_of(sim::predict_step(profile, plan, model, true), mb, plan.buckets.size()));
+            if (sweep.rows.back().iteration_s < best.row.iteration_s) best = {sweep.name, sweep.rows.back()};
+          }
+          sweeps.push_back(std::move(sweep));
+        }
+        const double step_s = profile.forward_s + best.row.iteration_s;
+        const double speedup = nranks * compute_s / step_s;
+        char bucketing[64];
+        std::snprintf(bucketing, sizeof bucketing, "%s %.2f MiB", best.strategy.c_str(), best.row.bucket_mb);
+        std::printf("%8d  %-22s %12.2f %12.2f %12.0f %9.2f %9.1f%%\n", nranks, bucketing, step_s * 1e3,
+                    best.row.exposed_s * 1e3, nranks * batch / step_s, speedup, 100 * speedup / nranks);
+
+        BucketsSettings settings;
+        settings.model = o.model;
+        settings.compute_scale = scale;
+        settings.algo = algo;
+        settings.transport = library ? std::string(algo == "nccl" ? "nccl" : "library") : std::string(name_of(transport));
+        ResultsFile file(folder + "/buckets-np" + std::to_string(nranks) + "-" + algo +
+                         (library ? "" : "-" + std::string(name_of(transport))) + ".h5");
+        write_run_metadata(file.root(), simulated_metadata(metadata, "sb-buckets", machine, nranks));
+        write_buckets_results(file.root(), settings, profile, sweeps);
+        file.root().open_group("buckets").set_attr("batch_per_rank", static_cast<int64_t>(batch));
+        mark_simulated(file.root(), machine, o.machine);
+        file.commit();
+      }
+    }
+  }
+  std::printf("# written: %s/buckets-np*.h5\n", folder.c_str());
+  return 0;
+}
+
+}  // namespace sb

@@ -1,0 +1,179 @@
+// sb-dryrun validate: every measured sb-allreduce row and sb-buckets row of a campaign predicted
+// again on a machine description, with the run's own settings (ranks, schedule, transport, type,
+// segment, node size, torus grid; the bucket run's profile, strategy and sizes), and the relative
+// error of each: predicted / measured - 1. A table per run and implementation, the campaign's
+// median and worst, and a results file of every case (/validate, results/SCHEMA.md).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "bench/dryrun/commands.hpp"
+#include "bench/dryrun/simulated_run.hpp"
+#include "collectives/algorithms/algorithms.hpp"
+#include "common/stats.hpp"
+#include "common/usage_error.hpp"
+#include "results/campaign.hpp"
+#include "results/results_file.hpp"
+#include "sim/step_model.hpp"
+
+namespace sb {
+namespace {
+
+struct Case {
+  std::string run, what;  // run name; implementation (allreduce) or strategy (buckets)
+  int64_t ranks = 0;
+  double size = 0;        // bytes (allreduce) or bucket MiB (buckets)
+  double measured_s = 0, predicted_s = 0;
+  double error() const { return predicted_s / measured_s - 1; }
+};
+
+void validate_allreduce(const Run& run, const sim::Machine& machine, std::vector<Case>& cases) {
+  const h5::Node sweep = run.root->open_group("allreduce");
+  const DataType type = parse_datatype(sweep.attr_string("datatype"));
+  const TorusShape torus = parse_torus(sweep.attr_string("torus"));
+  for (const std::string& impl : sweep.children()) {
+    const h5::Node node = sweep.open_group(impl);
+    const std::string transport = node.attr_string("transport");
+    sim::AllreduceCase c;
+    c.impl = node.attr_string("implementation");
+    if (transport != "library") c.transport = parse_transports(transport).front();
+    c.nranks = static_cast<int>(run.ranks);
+    c.type = type;
+    c.segment_bytes = static_cast<size_t>(sweep.attr_int("segment_bytes"));
+    c.node_size = static_cast<int>(sweep.attr_int("node_size"));
+    c.torus_x = torus.x;
+    c.torus_y = torus.y;
+    if (!sim::is_known_allreduce(c.impl) || c.nranks < 2) continue;
+    const std::vector<double> sizes = node.read_doubles("size_bytes");
+    const std::vector<double> counts = node.read_doubles("count");
+    const std::vector<double> measured = node.open_group("out_of_place").read_doubles("time_us");
+    for (size_t i = 0; i < sizes.size() && i < measured.size(); ++i) {
+      if (!(measured[i] > 0)) continue;
+      c.count = static_cast<size_t>(counts[i]);
+      const sim::AllreducePrediction p = sim::predict_allreduce(machine, c);
+      double mean = 0;
+      for (double t : p.finish_s) mean += t / static_cast<double>(p.finish_s.size());
+      cases.push_back({run.name, impl, run.ranks, sizes[i], measured[i] * 1e-6, mean});
+    }
+  }
+}
+
+void validate_buckets(const Run& run, const sim::Machine& machine, std::vector<Case>& cases) {
+  const h5::Node buckets = run.root->open_group("buckets");
+  if (!buckets.has("tensor_elements")) {
+    std::fprintf(stderr, "sb-dryrun: %s: no tensor_elements (written before schema 6): not validated\n", run.source.c_str());
+    return;
+  }
+  BackwardProfile profile;
+  profile.backward_s = buckets.attr_double("backward_s");
+  profile.ready_s = buckets.read_doubles("tensor_ready_s");
+  for (int64_t n : buckets.read_ints("tensor_elements")) profile.tensors.push_back({"", static_cast<size_t>(n)});
+  sim::AllreduceCase c;
+  c.impl = buckets.attr_string("algo");
+  const std::string transport = buckets.attr_string("transport");
+  if (transport != "library") c.transport = parse_transports(transport).front();
+  c.nranks = static_cast<int>(run.ranks);
+  if (!sim::is_known_allreduce(c.impl)) return;
+  sim::AllreduceTimes allreduce(machine, c);
+  sim::AllreduceCase flags_case = c;
+  flags_case.impl = "mpi";
+  sim::AllreduceTimes flags(machine, flags_case);
+  const sim::StepModel model{&allreduce, &flags, machine.copy, c.nranks};
+  for (const std::string& group : buckets.children()) {
+    if (group.rfind("tensor_", 0) == 0 || group.find('@') != std::string::npos) continue;  // datasets; polled sweeps
+    const bool overlap = group != "no-overlap" && group != "fused";
+    const BucketStrategy strategy = group == "no-overlap" ? BucketStrategy::per_tensor
+                                    : group == "fused"    ? BucketStrategy::fixed
+                                                          : parse_bucket_strategy(group);
+    const h5::Node node = buckets.open_group(group);
+    const std::vector<double> mb = node.read_doubles("bucket_mb"), measured = node.read_doubles("iteration_s");
+    for (size_t i = 0; i < mb.size() && i < measured.size(); ++i) {
+      // fused was planned as one bucket twice the gradients' size.
+      const double planned_mb = group == "fused" ? 1e9 : mb[i];
+      const sim::StepPrediction p = sim::predict_step(profile, plan_buckets_swept(profile.tensors, strategy, planned_mb), model, overlap);
+      cases.push_back({run.name, "buckets:" + group, run.ranks, mb[i], measured[i], p.iteration_s});
+    }
+  }
+}
+
+}  // namespace
+
+int validate_campaign(const DryrunOptions& o, const RunMetadata& metadata) {
+  const sim::Machine machine = sim::read_machine(o.machine);
+  const Campaign campaign = load_campaign(o.inputs);
+  for (const SkippedFile& skipped : campaign.skipped)
+    std::fprintf(stderr, "sb-dryrun: skipped %s: %s\n", skipped.path.c_str(), skipped.reason.c_str());
+  std::vector<Case> cases;
+  for (const Run& run : campaign.runs) {
+    if (run.root->has_attr("simulated") && run.root->attr_int("simulated") == 1) continue;
+    if (run.program == "sb-allreduce" && run.root->has("allreduce")) validate_allreduce(run, machine, cases);
+    if (run.program == "sb-buckets" && run.root->has("buckets")) validate_buckets(run, machine, cases);
+  }
+  if (cases.empty()) throw UsageError("validate: no measured sb-allreduce or sb-buckets rows in the inputs");
+
+  if (o.print_rows) {
+    std::printf("%-34s %-22s %6s %12s %14s %14s %9s\n", "run", "implementation", "ranks", "size", "measured(us)",
+                "predicted(us)", "error");
+    for (const Case& c : cases)
+      std::printf("%-34s %-22s %6lld %12.6g %14.2f %14.2f %+8.1f%%\n", c.run.c_str(), c.what.c_str(),
+                  static_cast<long long>(c.ranks), c.size, c.measured_s * 1e6, c.predicted_s * 1e6, 100 * c.error());
+  }
+  std::printf("# sb-dryrun validate on %s (%s): predicted / measured - 1, by run and implementation\n",
+              machine.name.c_str(), o.machine.c_str());
+  std::printf("%-34s %-22s %6s %6s %12s %12s %12s\n", "run", "implementation", "ranks", "rows", "median|err|",
+              "max|err|", "mean err");
+  std::vector<double> all;
+  for (size_t first = 0; first < cases.size();) {
+    size_t last = first;
+    std::vector<double> errors;
+    double signed_sum = 0;
+    while (last < cases.size() && cases[last].run == cases[first].run && cases[last].what == cases[first].what) {
+      errors.push_back(std::fabs(cases[last].error()));
+      signed_sum += cases[last].error();
+      all.push_back(errors.back());
+      ++last;
+    }
+    std::printf("%-34s %-22s %6lld %6zu %11.1f%% %11.1f%% %+11.1f%%\n", cases[first].run.c_str(), cases[first].what.c_str(),
+                static_cast<long long>(cases[first].ranks), errors.size(), 100 * percentile(errors, 50),
+                100 * *std::max_element(errors.begin(), errors.end()), 100 * signed_sum / errors.size());
+    first = last;
+  }
+  const size_t over = static_cast<size_t>(std::count_if(all.begin(), all.end(), [](double e) { return e > 0.25; }));
+  std::printf("# all %zu rows: median |error| %.1f%%, max %.1f%%, %zu above 25%%\n", all.size(), 100 * percentile(all, 50),
+              100 * *std::max_element(all.begin(), all.end()), over);
+
+  ResultsFile file(o.out.empty() ? default_results_path("validate") : o.out);
+  RunMetadata m = metadata;
+  m.program = "sb-dryrun validate";
+  m.labels = o.labels;
+  write_run_metadata(file.root(), m);
+  file.root().set_attr("status", std::string("complete"));
+  file.root().set_attr("end_time_utc", utc_now());
+  const h5::Node group = file.root().create_group("validate");
+  group.set_attr("machine_name", machine.name);
+  group.set_attr("machine", sim::format_machine(machine));
+  std::vector<std::string> runs, whats;
+  std::vector<int64_t> ranks;
+  std::vector<double> sizes, measured, predicted, errors;
+  for (const Case& c : cases) {
+    runs.push_back(c.run);
+    whats.push_back(c.what);
+    ranks.push_back(c.ranks);
+    sizes.push_back(c.size);
+    measured.push_back(c.measured_s);
+    predicted.push_back(c.predicted_s);
+    errors.push_back(c.error());
+  }
+  group.set_attr("run", runs);
+  group.set_attr("implementation", whats);
+  group.write("ranks", ranks);
+  group.write("size", sizes);
+  group.write("measured_s", measured);
+  group.write("predicted_s", predicted);
+  group.write("rel_error", errors);
+  file.commit();
+  std::printf("# written: %s\n", file.final_path().c_str());
+  return 0;
+}
+
+}  // namespace sb

@@ -1,0 +1,53 @@
+#include "results/buckets_record.hpp"
+
+namespace sb {
+namespace {
+
+void write_rows(const h5::Node& group, const std::vector<BucketRow>& rows) {
+  std::vector<double> mb, iteration, exposed, comm, overlap, starts, ends;
+  std::vector<int64_t> buckets;
+  for (const BucketRow& r : rows) {
+    mb.push_back(r.bucket_mb);
+    buckets.push_back(static_cast<int64_t>(r.buckets));
+    iteration.push_back(r.iteration_s);
+    exposed.push_back(r.exposed_s);
+    comm.push_back(r.communication_s);
+    overlap.push_back(r.overlap);
+    starts.insert(starts.end(), r.bucket_start_s.begin(), r.bucket_start_s.end());
+    ends.insert(ends.end(), r.bucket_end_s.begin(), r.bucket_end_s.end());
+  }
+  group.write("bucket_mb", mb);
+  group.write("buckets", buckets);
+  group.write("iteration_s", iteration);
+  group.write("exposed_s", exposed);
+  group.write("communication_s", comm);
+  group.write("overlap_fraction", overlap);
+  group.write("bucket_start_s", starts);
+  group.write("bucket_end_s", ends);
+}
+
+}  // namespace
+
+void write_buckets_results(const h5::Node& root, const BucketsSettings& s, const BackwardProfile& profile,
+                           const std::vector<BucketSweep>& sweeps) {
+  const h5::Node buckets = root.create_group("buckets");
+  size_t total = 0;
+  std::vector<uint64_t> elements;
+  for (const GradientTensor& t : profile.tensors) {
+    total += t.count;
+    elements.push_back(t.count);
+  }
+  buckets.set_attr("model", s.model);
+  buckets.set_attr("backward_s", profile.backward_s);
+  if (profile.forward_s > 0) buckets.set_attr("forward_s", profile.forward_s);
+  buckets.set_attr("compute_scale", s.compute_scale);
+  buckets.set_attr("gradient_bytes", static_cast<int64_t>(total * sizeof(float)));
+  buckets.set_attr("algo", s.algo);
+  buckets.set_attr("transport", s.transport);
+  buckets.set_attr("iters", static_cast<int64_t>(s.iters));
+  for (const BucketSweep& sweep : sweeps) write_rows(buckets.create_group(sweep.name), sweep.rows);
+  buckets.write("tensor_ready_s", profile.ready_s);
+  buckets.write("tensor_elements", elements);
+}
+
+}  // namespace sb

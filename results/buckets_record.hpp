@@ -1,0 +1,40 @@
+#pragma once
+// A bucket sweep's results and their `/buckets` group as results/SCHEMA.md describes it.
+// sb-buckets fills them by replaying a profile against real allreduces; sb-dryrun train by
+// simulating the same exchange, so that sb-report reads predicted and measured sweeps alike.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives/buckets/backward_profile.hpp"
+#include "results/h5.hpp"
+
+namespace sb {
+
+// One bucket size of one strategy.
+struct BucketRow {
+  double bucket_mb = 0;
+  size_t buckets = 0;
+  double iteration_s = 0, exposed_s = 0, communication_s = 0, overlap = 0;
+  std::vector<double> bucket_start_s, bucket_end_s;  // of one step, rank 0
+};
+
+// A strategy's rows under its group name (per-tensor, ddp, ddp@poll, no-overlap, fused, ...).
+struct BucketSweep {
+  std::string name;
+  std::vector<BucketRow> rows;
+};
+
+struct BucketsSettings {
+  std::string model;  // the model, or profile:FILE
+  double compute_scale = 1;
+  std::string algo, transport;
+  int iters = 1;
+};
+
+// Writes /buckets: the settings, the profile (backward_s, forward_s when known, tensor_ready_s,
+// tensor_elements) and one group per sweep.
+void write_buckets_results(const h5::Node& root, const BucketsSettings& settings, const BackwardProfile& profile,
+                           const std::vector<BucketSweep>& sweeps);
+
+}  // namespace sb

@@ -1,0 +1,68 @@
+#include "sim/allreduce_model.hpp"
+
+#include "common/usage_error.hpp"
+
+namespace sb::sim {
+namespace {
+
+const AllreduceAlgorithm* find_algorithm(const std::string& name) {
+  for (const AllreduceAlgorithm& a : allreduce_algorithms())
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+}  // namespace
+
+bool is_known_allreduce(const std::string& impl) {
+  return impl == "mpi" || impl == "nccl" || find_algorithm(impl) != nullptr;
+}
+
+AllreducePrediction predict_allreduce(const Machine& machine, const AllreduceCase& c) {
+  std::string schedule = c.impl;
+  Transport transport = c.transport;
+  size_t segment = c.segment_bytes;
+  const size_t bytes = c.count * size_of(c.type);
+  if (c.impl == "mpi") {
+    schedule = bytes < 10000 ? "rd" : power_of_two(c.nranks) ? "rabenseifner" : "ring";
+    transport = Transport::mpi;
+    segment = 0;
+  } else if (c.impl == "nccl") {
+    schedule = "ring";
+    transport = Transport::nccl;
+  }
+  const AllreduceAlgorithm* algorithm = find_algorithm(schedule);
+  if (!algorithm) throw UsageError("unknown allreduce '" + c.impl + "'");
+  AlgorithmParams params;
+  params.segment = std::max<size_t>(1, c.segment_bytes / size_of(c.type));
+  params.node_size = c.node_size > 0 ? c.node_size : std::max(1, machine.levels.front().size);
+  params.torus_x = c.torus_x;
+  params.torus_y = c.torus_y;
+  SimConfig config;
+  config.transport = transport;
+  config.type = c.type;
+  config.segment_bytes = segment;
+  AllreducePrediction prediction;
+  if (c.nranks > 1) {
+    SimResult result = simulate_algorithm(machine, *algorithm, params, c.nranks, c.count, config);
+    prediction.time_s = result.time_s;
+    prediction.finish_s = std::move(result.finish_s);
+  } else {
+    prediction.finish_s.assign(1, 0.0);
+  }
+  prediction.modelled_as = schedule + "@" + std::string(name_of(transport));
+  return prediction;
+}
+
+double AllreduceTimes::seconds(size_t count) {
+  const auto it = cache_.find(count);
+  if (it != cache_.end()) return it->second;
+  AllreduceCase c = base_;
+  c.count = count;
+  const double t = predict_allreduce(machine_, c).time_s;
+  cache_[count] = t;
+  return t;
+}
+
+}  // namespace sb::sim

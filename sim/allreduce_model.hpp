@@ -1,0 +1,60 @@
+#pragma once
+// Predicted allreduce times of everything sb-allreduce runs: the schedules on their transports,
+// executed by the simulator, and the library baselines, modelled as the schedule the library is
+// known to pick at that size and scale:
+//   mpi   Open MPI's `tuned` component, fixed decision rules for commutative operations, reduced
+//         to their shape: recursive doubling below 10 KB (Open MPI's intermediate_message),
+//         Rabenseifner on a power-of-two communicator, ring otherwise; run on the mpi transport
+//         without segmentation (tuned's ring reduces whole blocks).
+//   nccl  NCCL's ring (its protocol choice and the tree it prefers across nodes at small sizes
+//         are not modelled), on device buffers with the machine's gamma.
+#include <cstddef>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "collectives/algorithms/algorithms.hpp"
+#include "collectives/allreduce_impl.hpp"
+#include "sim/machine.hpp"
+#include "sim/schedule_sim.hpp"
+
+namespace sb::sim {
+
+struct AllreduceCase {
+  std::string impl;  // "mpi", "nccl", or a schedule: ring, rd, rabenseifner, tree, dbtree, hier, torus2d
+  Transport transport = Transport::mpi;  // a schedule's
+  int nranks = 2;
+  size_t count = 0;
+  DataType type = DataType::float32;
+  size_t segment_bytes = 256 << 10;
+  int node_size = 0;  // hier's ranks per node; 0: the machine's level-0 group
+  int torus_x = 0, torus_y = 0;
+};
+
+struct AllreducePrediction {
+  double time_s = 0;              // the slowest rank's
+  std::vector<double> finish_s;   // every rank's, from the common start
+  std::string modelled_as;  // the schedule and transport that were priced, e.g. "rabenseifner@mpi"
+};
+
+// Throws UsageError for an unknown implementation.
+AllreducePrediction predict_allreduce(const Machine& machine, const AllreduceCase& c);
+
+// Whether `impl` names a library baseline or a schedule.
+bool is_known_allreduce(const std::string& impl);
+
+// Predictions of one implementation at one scale, cached by element count: a training step asks
+// for the same bucket sizes again and again.
+class AllreduceTimes {
+ public:
+  AllreduceTimes(const Machine& machine, AllreduceCase base) : machine_(machine), base_(std::move(base)) {}
+  double seconds(size_t count);
+
+ private:
+  const Machine& machine_;
+  AllreduceCase base_;
+  std::map<size_t, double> cache_;
+};
+
+}  // namespace sb::sim

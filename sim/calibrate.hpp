@@ -1,0 +1,41 @@
+#pragma once
+// Measures the figures of a machine description on the machine the job runs on (collective over
+// MPI_COMM_WORLD, 2+ ranks):
+//   level 0 (the ranks of one node): alpha and bandwidth fitted to a ping-pong between two ranks
+//     of node 0 over a size sweep (least squares on the relative error, so that small sizes fix
+//     alpha and large ones the bandwidth); the bus from every rank exchanging at once, kept when
+//     the total falls short of what independent ports would carry;
+//   level 1 (nodes), when the job spans nodes: the same fit between rank 0 and a rank of node 1;
+//   gamma per datatype: the host reduction kernel's rate with every rank reducing at once;
+//   copy: memcpy with every rank copying at once;
+//   shm: alpha from a tiny ring on the shm transport, per round; bandwidth from one rank's memcpy.
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/machine.hpp"
+
+namespace sb::sim {
+
+struct LinkFit {
+  double alpha_s = 0, bandwidth = 0;
+  std::vector<uint64_t> sizes;
+  std::vector<double> one_way_s;  // median half round trip per size
+};
+
+// Fits t = alpha + bytes / bandwidth to the points, minimising the squared relative error.
+// alpha is clamped at 0; pure.
+LinkFit fit_link(const std::vector<uint64_t>& sizes, const std::vector<double>& seconds);
+
+struct CalibrationSettings {
+  std::string name;
+  uint64_t max_bytes = 16 << 20;
+  int repeats = 5;
+};
+
+// Collective; the machine is complete on rank 0 (other ranks get a partial copy).
+Machine calibrate(const CalibrationSettings& settings, MPI_Comm comm, std::vector<std::string>& log);
+
+}  // namespace sb::sim
