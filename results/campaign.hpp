@@ -20,6 +20,7 @@ struct Run {
   std::string source;  // where it came from: path, or path:/group for a merged run
   std::string program;
   int64_t ranks = 0;
+  bool simulated = false;  // written by sb-dryrun: a prediction, drawn as "(predicted)"
   std::map<std::string, std::string> labels;
   std::shared_ptr<const ResultsReader> file;  // keeps the file open while root is used
   std::shared_ptr<const h5::Node> root;

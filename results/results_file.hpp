@@ -10,8 +10,8 @@
 
 namespace sb {
 
-inline constexpr int64_t kSchemaVersion = 5;
-// The oldest version whose groups sb-report reads: 5 only added the merged campaign file.
+inline constexpr int64_t kSchemaVersion = 6;
+// The oldest version whose groups sb-report reads: 5 and 6 only added groups and attributes.
 inline constexpr int64_t kOldestReadableSchemaVersion = 4;
 
 class ResultsFile {

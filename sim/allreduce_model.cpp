@@ -44,8 +44,11 @@ AllreducePrediction predict_allreduce(const Machine& machine, const AllreduceCas
   config.type = c.type;
   config.segment_bytes = segment;
   AllreducePrediction prediction;
+  // Host collectives whose buffers fit in the node's cache run at the cached rates.
+  const size_t node_ranks = machine.levels.front().size > 0 ? std::min(machine.levels.front().size, c.nranks) : c.nranks;
+  const bool cached = machine.fits_in_cache(2.0 * static_cast<double>(bytes) * static_cast<double>(node_ranks));
   if (c.nranks > 1) {
-    SimResult result = simulate_algorithm(machine, *algorithm, params, c.nranks, c.count, config);
+    SimResult result = simulate_algorithm(cached ? machine.in_cache() : machine, *algorithm, params, c.nranks, c.count, config);
     prediction.time_s = result.time_s;
     prediction.finish_s = std::move(result.finish_s);
   } else {

@@ -8,6 +8,8 @@
 //         without segmentation (tuned's ring reduces whole blocks).
 //   nccl  NCCL's ring (its protocol choice and the tree it prefers across nodes at small sizes
 //         are not modelled), on device buffers with the machine's gamma.
+// A collective whose working set on a node (2 x bytes x the node's ranks) fits in the machine's
+// cache is priced with its cached rates (machine.hpp).
 #include <cstddef>
 #include <map>
 #include <string>

@@ -1,7 +1,9 @@
 #include "sim/calibrate.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <vector>
 
 #include "collectives/algorithms/algorithms.hpp"
@@ -51,7 +53,52 @@ LinkFit ping_pong(int a, int b, uint64_t max_bytes, int repeats, MPI_Comm comm) 
     sizes.push_back(bytes);
     times.push_back(t);
   }
-  return fit_link(sizes, times);
+  LinkFit points;
+  points.sizes = sizes;
+  points.one_way_s = times;
+  return points;
+}
+
+// alpha and bandwidth from the sizes whose working set (2 x size on each of 2 ranks) fits in the
+// cache, the memory bandwidth from the others; both from all sizes when the cache is unknown.
+struct TwoRegimeFit {
+  double alpha_s = 0, cached = 0, memory = 0;
+};
+TwoRegimeFit fit_regimes(const LinkFit& points, double cache_bytes) {
+  std::vector<uint64_t> small_sizes, large_sizes;
+  std::vector<double> small_times, large_times;
+  for (size_t i = 0; i < points.sizes.size(); ++i) {
+    const bool fits = cache_bytes > 0 && 4.0 * static_cast<double>(points.sizes[i]) <= cache_bytes;
+    (fits ? small_sizes : large_sizes).push_back(points.sizes[i]);
+    (fits ? small_times : large_times).push_back(points.one_way_s[i]);
+  }
+  TwoRegimeFit fit;
+  if (small_sizes.size() < 2 || large_sizes.empty()) {
+    const LinkFit all = fit_link(points.sizes, points.one_way_s);
+    fit.alpha_s = all.alpha_s;
+    fit.memory = all.bandwidth;
+    return fit;
+  }
+  const LinkFit small = fit_link(small_sizes, small_times);
+  fit.alpha_s = small.alpha_s;
+  fit.cached = small.bandwidth;
+  fit.memory = fit_bandwidth(large_sizes, large_times, small.alpha_s);
+  return fit;
+}
+
+// The last-level cache of this node from sysfs (the highest cache index of cpu0), 0 if unknown.
+double last_level_cache_bytes() {
+  double bytes = 0;
+  for (int index = 0; index < 8; ++index) {
+    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+    std::string text;
+    if (!(in >> text)) continue;
+    double value = std::atof(text.c_str());
+    if (!text.empty() && (text.back() == 'K' || text.back() == 'k')) value *= 1024;
+    if (!text.empty() && (text.back() == 'M' || text.back() == 'm')) value *= 1024 * 1024;
+    bytes = std::max(bytes, value);
+  }
+  return bytes;
 }
 
 // Every rank of `comm` exchanges `bytes` with its partner (rank ^ 1; an odd last rank idles) at
@@ -138,6 +185,7 @@ LinkFit fit_link(const std::vector<uint64_t>& sizes, const std::vector<double>& 
   LinkFit fit;
   fit.sizes = sizes;
   fit.one_way_s = seconds;
+  if (sizes.empty()) return fit;
   const double det = sw * swnn - swn * swn;
   double alpha = det != 0 ? (swt * swnn - swn * swnt) / det : 0;
   double beta = det != 0 ? (sw * swnt - swn * swt) / det : 0;
@@ -150,61 +198,89 @@ LinkFit fit_link(const std::vector<uint64_t>& sizes, const std::vector<double>& 
   return fit;
 }
 
+double fit_bandwidth(const std::vector<uint64_t>& sizes, const std::vector<double>& seconds, double alpha_s) {
+  double swnn = 0, swnt = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const double n = static_cast<double>(sizes[i]), t = seconds[i], w = 1 / (t * t);
+    swnn += w * n * n;
+    swnt += w * n * (t - alpha_s);
+  }
+  return swnt > 0 ? swnn / swnt : 0;
+}
+
 Machine calibrate(const CalibrationSettings& s, MPI_Comm comm, std::vector<std::string>& log) {
   const WorldLayout layout = discover_world_layout();
   Machine m;
   m.name = s.name;
   MPI_Comm node = MPI_COMM_NULL;
   SB_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int node_rank = 0, node_size = 1;
-  SB_MPI_CHECK(MPI_Comm_rank(node, &node_rank));
+  int node_size = 1;
   SB_MPI_CHECK(MPI_Comm_size(node, &node_size));
+  double cache = layout.rank == 0 ? last_level_cache_bytes() : 0;
+  SB_MPI_CHECK(MPI_Bcast(&cache, 1, MPI_DOUBLE, 0, comm));
+  m.cache_bytes = cache;
+  // Buffers that fit in the cache with every rank of a node holding two (input and result), and
+  // buffers that do not.
+  const uint64_t large = s.max_bytes;
+  const uint64_t small = cache > 0 ? std::clamp<uint64_t>(static_cast<uint64_t>(cache / (4.0 * node_size)), 4096, 4 << 20) : 0;
+  if (cache > 0) log.push_back(figure("last-level cache %.3g MiB; cached figures on %.3g KiB buffers", cache / 1048576, small / 1024.0));
 
-  // Level 0: two ranks of node 0 (ranks 0 and 1 when node 0 has two; the run is refused otherwise).
-  const LinkFit local = ping_pong(0, 1, s.max_bytes, s.repeats, comm);
-  Level node_level{"node", layout.nodes > 1 ? layout.max_ranks_per_node : 0, local.alpha_s, local.bandwidth, 1, Share::rank, 0};
-  log.push_back(figure("ping-pong inside a node: alpha %.3g us, bandwidth %.3g GB/s", local.alpha_s * 1e6, local.bandwidth / 1e9));
-  int flows = 0;
-  const double aggregate = all_pairs_exchange(s.max_bytes, s.repeats, node, flows);
-  double node0_aggregate = aggregate;
-  SB_MPI_CHECK(MPI_Bcast(&node0_aggregate, 1, MPI_DOUBLE, 0, comm));
-  int node0_flows = flows;
-  SB_MPI_CHECK(MPI_Bcast(&node0_flows, 1, MPI_INT, 0, comm));
-  log.push_back(figure("every rank of node 0 exchanging at once: %.3g GB/s in all, over %.0f flows", node0_aggregate / 1e9, node0_flows));
-  if (node0_aggregate < 0.9 * node0_flows * local.bandwidth) node_level.bus = node0_aggregate;
+  // Level 0: ranks 0 and 1, which share a node (calibrate_machine checks).
+  const TwoRegimeFit local = fit_regimes(ping_pong(0, 1, s.max_bytes, s.repeats, comm), cache);
+  Level node_level{"node", layout.nodes > 1 ? layout.max_ranks_per_node : 0, local.alpha_s, local.memory, 1, Share::rank, 0};
+  node_level.cached_bandwidth = local.cached;
+  log.push_back(figure("ping-pong inside a node: alpha %.3g us, bandwidth %.3g GB/s", local.alpha_s * 1e6, local.memory / 1e9) +
+                figure(" (%.3g GB/s cached)", local.cached / 1e9));
+  // The bus: every rank of node 0 exchanging with a partner at once, kept when the total falls
+  // short of what independent ports would carry.
+  const auto bus = [&](uint64_t bytes, double port, const char* what) {
+    int flows = 0;
+    double total = all_pairs_exchange(bytes, s.repeats, node, flows);
+    SB_MPI_CHECK(MPI_Bcast(&total, 1, MPI_DOUBLE, 0, comm));
+    SB_MPI_CHECK(MPI_Bcast(&flows, 1, MPI_INT, 0, comm));
+    log.push_back("every rank of node 0 exchanging at once, " + std::string(what) +
+                  figure(" buffers: %.3g GB/s in all over %.0f flows", total / 1e9, flows));
+    return total < 0.9 * flows * port ? total : 0.0;
+  };
+  node_level.bus = bus(large, local.memory, "memory");
+  if (small > 0) node_level.cached_bus = bus(small, local.cached, "cached");
   m.levels.push_back(node_level);
 
   if (layout.nodes > 1) {
-    // The first rank that is not on rank 0's host.
-    int other = 1;
+    int other = 1;  // the first rank that is not on rank 0's host
     while (other < layout.nranks && layout.hosts[other] == layout.hosts[0]) ++other;
     const LinkFit remote = ping_pong(0, other, s.max_bytes, s.repeats, comm);
-    m.levels.push_back({"net", 0, remote.alpha_s, remote.bandwidth, 1, Share::rank, 0});
-    log.push_back(figure("ping-pong between nodes: alpha %.3g us, bandwidth %.3g GB/s", remote.alpha_s * 1e6, remote.bandwidth / 1e9));
+    const LinkFit fit = fit_link(remote.sizes, remote.one_way_s);
+    m.levels.push_back({"net", 0, fit.alpha_s, fit.bandwidth, 1, Share::rank, 0});
+    log.push_back(figure("ping-pong between nodes: alpha %.3g us, bandwidth %.3g GB/s", fit.alpha_s * 1e6, fit.bandwidth / 1e9));
   }
 
   for (DataType type : kAllDataTypes) {
-    m.gamma[type] = reduction_rate(type, s.max_bytes, s.repeats, comm);
-    log.push_back(figure((std::string("reduction, ") + std::string(name_of(type)) + ", every rank at once: %.3g GB/s per rank").c_str(),
-                         m.gamma[type] / 1e9));
+    m.gamma[type] = reduction_rate(type, large, s.repeats, comm);
+    if (small > 0) m.cached_gamma[type] = reduction_rate(type, small, s.repeats * 4, comm);
+    log.push_back(figure(("reduction, " + std::string(name_of(type)) + ", every rank at once: %.3g GB/s per rank").c_str(),
+                         m.gamma[type] / 1e9) +
+                  figure(" (%.3g GB/s cached)", small > 0 ? m.cached_gamma[type] / 1e9 : 0));
   }
-  m.copy = measure_memcpy_bandwidth(s.max_bytes, s.repeats, comm).GBps * 1e9;
-  log.push_back(figure("memcpy, every rank at once: %.3g GB/s per rank", m.copy / 1e9));
+  m.copy = measure_memcpy_bandwidth(large, s.repeats, comm).GBps * 1e9;
+  if (small > 0) m.cached_copy = measure_memcpy_bandwidth(small, s.repeats * 4, comm).GBps * 1e9;
+  log.push_back(figure("memcpy, every rank at once: %.3g GB/s per rank (%.3g GB/s cached)", m.copy / 1e9, m.cached_copy / 1e9));
 
-  double alone = 0;
-  {
-    MPI_Comm self = MPI_COMM_SELF;
-    const int rank0 = layout.rank == 0;
-    if (rank0) alone = measure_memcpy_bandwidth(s.max_bytes, s.repeats, self).GBps * 1e9;
-    SB_MPI_CHECK(MPI_Bcast(&alone, 1, MPI_DOUBLE, 0, comm));
+  // The shm transport: one rank's copy rate (a receiver reads its peer's memory alone), and the
+  // per-round latency of its flag handshakes.
+  double alone[2] = {0, 0};
+  if (layout.rank == 0) {
+    alone[0] = measure_memcpy_bandwidth(large, s.repeats, MPI_COMM_SELF).GBps * 1e9;
+    if (small > 0) alone[1] = measure_memcpy_bandwidth(small, s.repeats * 4, MPI_COMM_SELF).GBps * 1e9;
   }
+  SB_MPI_CHECK(MPI_Bcast(alone, 2, MPI_DOUBLE, 0, comm));
   double shm_alpha = shm_round_latency(node, s.repeats);
   SB_MPI_CHECK(MPI_Bcast(&shm_alpha, 1, MPI_DOUBLE, 0, comm));
-  if (node_size > 1 || layout.rank != 0) {
-    m.shm_alpha_s = shm_alpha;
-    m.shm_bandwidth = alone;
-    log.push_back(figure("shm transport: %.3g us per round; one rank's memcpy %.3g GB/s", shm_alpha * 1e6, alone / 1e9));
-  }
+  m.shm_alpha_s = shm_alpha;
+  m.shm_bandwidth = alone[0];
+  m.cached_shm_bandwidth = alone[1];
+  log.push_back(figure("shm transport: %.3g us per round; one rank's memcpy %.3g GB/s", shm_alpha * 1e6, alone[0] / 1e9) +
+                figure(" (%.3g GB/s cached)", alone[1] / 1e9));
   SB_MPI_CHECK(MPI_Comm_free(&node));
   return m;
 }

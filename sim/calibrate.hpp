@@ -8,7 +8,10 @@
 //   level 1 (nodes), when the job spans nodes: the same fit between rank 0 and a rank of node 1;
 //   gamma per datatype: the host reduction kernel's rate with every rank reducing at once;
 //   copy: memcpy with every rank copying at once;
-//   shm: alpha from a tiny ring on the shm transport, per round; bandwidth from one rank's memcpy.
+//   shm: alpha from a tiny ring on the shm transport, per round; bandwidth from one rank's memcpy;
+//   cache: the last-level cache's size (sysfs); every rate above is measured twice, on buffers
+//     that fit in it and on buffers that do not (the ping-pong: alpha and the cached bandwidth from
+//     the sizes that fit, the memory bandwidth from the rest).
 #include <mpi.h>
 
 #include <cstdint>
@@ -28,10 +31,12 @@ struct LinkFit {
 // Fits t = alpha + bytes / bandwidth to the points, minimising the squared relative error.
 // alpha is clamped at 0; pure.
 LinkFit fit_link(const std::vector<uint64_t>& sizes, const std::vector<double>& seconds);
+// The bandwidth of t = alpha + bytes / bandwidth with alpha given, by the same criterion; pure.
+double fit_bandwidth(const std::vector<uint64_t>& sizes, const std::vector<double>& seconds, double alpha_s);
 
 struct CalibrationSettings {
   std::string name;
-  uint64_t max_bytes = 16 << 20;
+  uint64_t max_bytes = 64 << 20;
   int repeats = 5;
 };
 

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/sizes.hpp"
 #include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 
@@ -86,7 +87,7 @@ std::string require(LineReader& line, std::map<std::string, std::string>& pairs,
 Level parse_level(LineReader& line) {
   Level level;
   level.name = line.word("a level name");
-  auto pairs = line.pairs({"size", "alpha", "bandwidth", "links", "share", "bus"});
+  auto pairs = line.pairs({"size", "alpha", "bandwidth", "links", "share", "bus", "cached", "cached-bus"});
   level.size = static_cast<int>(line.integer("size", require(line, pairs, "size"), 0));
   level.alpha_s = line.seconds("alpha", require(line, pairs, "alpha"));
   level.bandwidth = line.rate("bandwidth", require(line, pairs, "bandwidth"));
@@ -97,6 +98,8 @@ Level parse_level(LineReader& line) {
     else throw line.error("share must be rank or group, not '" + pairs["share"] + "'");
   }
   if (pairs.count("bus")) level.bus = line.rate("bus", pairs["bus"]);
+  if (pairs.count("cached")) level.cached_bandwidth = line.rate("cached", pairs["cached"]);
+  if (pairs.count("cached-bus")) level.cached_bus = line.rate("cached-bus", pairs["cached-bus"]);
   return level;
 }
 
@@ -152,6 +155,18 @@ double Machine::reduce_rate(DataType type) const {
   return it->second;
 }
 
+Machine Machine::in_cache() const {
+  Machine m = *this;
+  for (Level& level : m.levels) {
+    if (level.cached_bandwidth > 0) level.bandwidth = level.cached_bandwidth;
+    if (level.cached_bus > 0) level.bus = level.cached_bus;
+  }
+  for (const auto& [type, rate] : cached_gamma) m.gamma[type] = rate;
+  if (cached_copy > 0) m.copy = cached_copy;
+  if (cached_shm_bandwidth > 0) m.shm_bandwidth = cached_shm_bandwidth;
+  return m;
+}
+
 Machine parse_machine(const std::string& text, const std::string& what) {
   Machine machine;
   std::istringstream in(text);
@@ -186,15 +201,26 @@ Machine parse_machine(const std::string& text, const std::string& what) {
         throw reader.error("unknown datatype '" + type + "'");
       }
       machine.gamma[parsed] = reader.rate("gamma", reader.word("a reduction rate"));
-      reader.end();
+      auto pairs = reader.pairs({"cached"});
+      if (pairs.count("cached")) machine.cached_gamma[parsed] = reader.rate("cached", pairs["cached"]);
     } else if (keyword == "copy") {
       machine.copy = reader.rate("copy", reader.word("a copy rate"));
       have_copy = true;
-      reader.end();
+      auto pairs = reader.pairs({"cached"});
+      if (pairs.count("cached")) machine.cached_copy = reader.rate("cached", pairs["cached"]);
     } else if (keyword == "shm") {
-      auto pairs = reader.pairs({"alpha", "bandwidth"});
+      auto pairs = reader.pairs({"alpha", "bandwidth", "cached"});
       machine.shm_alpha_s = reader.seconds("alpha", require(reader, pairs, "alpha"));
       machine.shm_bandwidth = reader.rate("bandwidth", require(reader, pairs, "bandwidth"));
+      if (pairs.count("cached")) machine.cached_shm_bandwidth = reader.rate("cached", pairs["cached"]);
+    } else if (keyword == "cache") {
+      const std::string size = reader.word("the last-level cache size (e.g. 32M)");
+      try {
+        machine.cache_bytes = static_cast<double>(parse_size(size, "cache"));
+      } catch (const UsageError&) {
+        throw reader.error("cache '" + size + "' is not a size (e.g. 32M)");
+      }
+      reader.end();
     } else if (keyword == "compute") {
       const std::string model = reader.word("a model name");
       ComputeRate rate;
@@ -236,12 +262,20 @@ std::string format_machine(const Machine& m) {
     if (level.links != 1) out << " links " << level.links;
     out << " share " << (level.share == Share::rank ? "rank" : "group");
     if (level.bus > 0) out << " bus " << format_rate(level.bus);
+    if (level.cached_bandwidth > 0) out << " cached " << format_rate(level.cached_bandwidth);
+    if (level.cached_bus > 0) out << " cached-bus " << format_rate(level.cached_bus);
     out << "\n";
   }
-  for (const auto& [type, rate] : m.gamma) out << "gamma " << name_of(type) << " " << format_rate(rate) << "\n";
-  out << "copy " << format_rate(m.copy) << "\n";
+  const auto cached = [](double rate) { return rate > 0 ? " cached " + format_rate(rate) : std::string(); };
+  for (const auto& [type, rate] : m.gamma) {
+    const auto c = m.cached_gamma.find(type);
+    out << "gamma " << name_of(type) << " " << format_rate(rate) << cached(c == m.cached_gamma.end() ? 0 : c->second) << "\n";
+  }
+  out << "copy " << format_rate(m.copy) << cached(m.cached_copy) << "\n";
   if (m.has_shm())
-    out << "shm alpha " << format_seconds(m.shm_alpha_s) << " bandwidth " << format_rate(m.shm_bandwidth) << "\n";
+    out << "shm alpha " << format_seconds(m.shm_alpha_s) << " bandwidth " << format_rate(m.shm_bandwidth)
+        << cached(m.cached_shm_bandwidth) << "\n";
+  if (m.cache_bytes > 0) out << "cache " << format_size(static_cast<uint64_t>(m.cache_bytes)) << "\n";
   for (const auto& [model, rate] : m.compute) out << "compute " << model << " " << rate.images_per_s << " " << rate.batch << "\n";
   return out.str();
 }

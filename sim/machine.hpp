@@ -13,6 +13,11 @@
 //   shm alpha 1us bandwidth 9GB/s      # the shm transport's one-copy reads inside level 0
 //   compute resnet50 2800 256          # images/s per rank at a per-rank batch
 //
+// Host memory makes rates depend on size: a collective whose buffers fit in the last-level cache
+// (`cache 32M`) copies and reduces faster. Each memory-bound rate (a level's bandwidth and bus,
+// gamma, copy, shm) may carry a second figure, `cached RATE` (`cached-bus` for the bus), used when
+// the collective's working set on a node (2 x bytes x the node's ranks: input and result) fits.
+//
 // Ranks are placed consecutively: ranks 0..size0-1 share the first group of level 0, and so on.
 // Two ranks talk over the innermost level whose group holds both.
 #include <cstddef>
@@ -39,6 +44,7 @@ struct Level {
   int links = 1;            // links in a port
   Share share = Share::rank;
   double bus = 0;           // bytes/s through a whole group of this level at once; 0: no limit
+  double cached_bandwidth = 0, cached_bus = 0;  // when the working set fits in the cache; 0: as above
   double port_bandwidth() const { return bandwidth * links; }
 };
 
@@ -54,6 +60,9 @@ struct Machine {
   std::map<DataType, double> gamma;      // reduction rate, bytes of one operand per second
   double copy = 0;                       // local copy rate, bytes/s
   double shm_alpha_s = 0, shm_bandwidth = 0;  // the shm transport inside level 0; 0: not described
+  double cache_bytes = 0;                // last-level cache of a node; 0: no cached rates
+  std::map<DataType, double> cached_gamma;
+  double cached_copy = 0, cached_shm_bandwidth = 0;
   std::map<std::string, ComputeRate> compute;  // by model name
 
   // Ranks in one group of `level` (the product of the sizes up to it); 0 when unbounded.
@@ -65,6 +74,10 @@ struct Machine {
   // The reduction rate of a type; throws UsageError naming the machine when it has none.
   double reduce_rate(DataType type) const;
   bool has_shm() const { return shm_bandwidth > 0; }
+  // Whether a working set of this many bytes on one node fits in the cache.
+  bool fits_in_cache(double bytes) const { return cache_bytes > 0 && bytes <= cache_bytes; }
+  // This machine with its cached rates in place of the others (where it has them).
+  Machine in_cache() const;
 };
 
 // Throws UsageError "machine 'PATH' line N: ..." for a missing, negative or unknown figure.

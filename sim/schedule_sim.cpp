@@ -21,13 +21,13 @@ struct Message {
   double end = 0;            // when the last byte has landed (shm: has been read and reduced)
 };
 
-enum LinkKind : uint64_t { egress = 0, ingress = 1, bus = 2, reader = 3 };
+enum LinkKind : uint64_t { egress = 0, ingress = 1, bus = 2, reader = 3, shm_memory = 4 };
 
 // The round's links, numbered as messages first use them.
 class RoundLinks {
  public:
   int index(uint64_t level, LinkKind kind, uint64_t owner, double capacity) {
-    const uint64_t key = (level << 58) | (static_cast<uint64_t>(kind) << 56) | owner;
+    const uint64_t key = (level << 56) | (static_cast<uint64_t>(kind) << 52) | owner;
     const auto [it, added] = index_.try_emplace(key, static_cast<int>(capacities_.size()));
     if (added) capacities_.push_back(capacity);
     return it->second;
@@ -45,13 +45,18 @@ class RoundLinks {
 
 // The links a message holds: the sender's way out and the receiver's way in at the level that
 // joins them (a rank's own port, or its group's), and that level's bus when it has one.
-void route(const Machine& machine, Message& m, Transport transport, RoundLinks& links) {
+void route(const Machine& machine, Message& m, Transport transport, size_t ranks, RoundLinks& links) {
   const size_t level = machine.level_between(m.src, m.dst);
   const bool shm = transport == Transport::shm && level == 0 && machine.has_shm();
   m.shm_read = shm;
   if (shm) {
+    // The reader copies at its own rate, and all the readers of a node share its memory, which
+    // carries `copy` per rank when every rank copies at once (the level's bus is MPI's).
     m.alpha = machine.shm_alpha_s;
     m.links.add(links.index(0, reader, static_cast<uint64_t>(m.dst), machine.shm_bandwidth));
+    const size_t node_ranks = machine.levels.front().size > 0 ? static_cast<size_t>(machine.levels.front().size) : ranks;
+    m.links.add(links.index(0, shm_memory, machine.group_of(m.dst, 0), machine.copy * static_cast<double>(node_ranks)));
+    return;
   } else {
     const Level& l = machine.levels[level];
     m.alpha = l.alpha_s;
@@ -103,7 +108,7 @@ SimResult simulate_schedules(const Machine& machine, const std::vector<Schedule>
         m.reduce = step.kind == StepKind::recv_reduce;
         for (const Step& other : round.steps)
           m.after_sends = m.after_sends || (other.kind == StepKind::send && overlaps(other.src, step.dst));
-        route(machine, m, config.transport, links);
+        route(machine, m, config.transport, schedules.size(), links);
         messages.push_back(m);
       }
     }

@@ -13,8 +13,9 @@
 //         round is reduced only once its sends are done (as MpiTransport stages it).
 //   shm   inside level 0 a receive is the receiver reading the peer's memory: shm alpha, then
 //         a copy at the shm bandwidth or a reduction at the slower of that and gamma, fused
-//         (one pass); the sender's round ends when its readers are done. Steps to another group
-//         of level 0 go over MPI, as with the mpi transport.
+//         (one pass), with the node's memory (copy x its ranks) shared by its readers; the
+//         sender's round ends when its readers are done. Steps to another group of level 0 go
+//         over MPI, as with the mpi transport.
 //   nccl  as mpi, on device buffers: the machine's gamma is the GPU's reduction rate.
 #include <cstddef>
 #include <vector>

@@ -107,7 +107,7 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
   CLI::App* calibrate = app.add_subcommand("calibrate", "measure alpha, bandwidth and gamma here (under mpirun, 2+ ranks)");
   calibrate->add_option("--out", o.out, "machine file to write [out/<name>.machine]");
   calibrate->add_option("--name", o.name, "the machine's name [the host name]");
-  calibrate->add_option("--max-bytes", calibrate_max, "largest message of the sweeps [16M]");
+  calibrate->add_option("--max-bytes", calibrate_max, "largest message of the sweeps; above the cache [64M]");
   calibrate->add_option("--repeats", o.repeats, "timed repetitions per size (median) [5]");
 
   try {

@@ -43,7 +43,7 @@ struct DryrunOptions {
 
   // calibrate
   std::string name;             // the machine's name
-  uint64_t calibrate_max_bytes = 16 << 20;
+  uint64_t calibrate_max_bytes = 64 << 20;
   int repeats = 5;
 
   std::vector<uint64_t> sizes() const;

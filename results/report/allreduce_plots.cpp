@@ -42,7 +42,7 @@ std::vector<Plot> allreduce_plots(const std::vector<Run>& runs, const ReportOpti
         if (!b.x.empty()) busbw.series.push_back(std::move(b));
         latency.series.push_back(std::move(t));
       }
-      if (sweep.has_attr("memcpy_GBps") && largest > 0 && !busbw.series.empty()) {
+      if (sweep.has_attr("memcpy_GBps") && sweep.attr_double("memcpy_GBps") > 0 && largest > 0 && !busbw.series.empty()) {
         Series ceiling{line_title("memcpy (host ceiling)", *run, options) + suffix};
         ceiling.reference = true;
         ceiling.add(smallest, sweep.attr_double("memcpy_GBps"));

@@ -5,9 +5,13 @@
 namespace sb::report {
 
 std::string line_title(const std::string& what, const Run& run, const ReportOptions& options) {
-  if (options.by.empty()) return what;
-  const std::string value = run.label(options.by);
-  return what + " " + options.by + "=" + (value.empty() ? "(none)" : value);
+  std::string title = what;
+  if (!options.by.empty()) {
+    const std::string value = run.label(options.by);
+    title += " " + options.by + "=" + (value.empty() ? "(none)" : value);
+  }
+  if (run.simulated) title += " (predicted)";
+  return title;
 }
 
 std::string ranks_text(int64_t ranks) { return std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks"); }

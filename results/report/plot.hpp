@@ -51,7 +51,8 @@ struct ReportOptions {
   uint64_t size_bytes = 0;  // --size: the message size of the allreduce scaling plots; 0: the largest common one
 };
 
-// A line's title: the thing it shows, plus "KEY=value" when --by is given.
+// A line's title: the thing it shows, plus "KEY=value" when --by is given, and "(predicted)" for
+// a simulated run (sb-dryrun), so predicted and measured lines are told apart and never merged.
 std::string line_title(const std::string& what, const Run& run, const ReportOptions& options);
 
 // "1 rank", "4 ranks".

@@ -4,7 +4,8 @@
 // where p0 is the line's smallest rank count and repeated runs at one scale give their median.
 //   allreduce at one message size: rate = p x busbw, the bus bytes all ranks move per second
 //     (busbw is 0 at one rank by definition, so allreduce lines start at two ranks);
-//   training throughput: rate = images/s; time to accuracy: rate = 1 / time_to_target_s.
+//   training throughput: rate = images/s; time to accuracy: rate = 1 / time_to_target_s;
+//   bucketed training steps (sb-buckets, sb-dryrun train): rate = ranks / step time.
 // Training is strong scaling when every run of a line has the same global batch, weak when the
 // per-rank batch is the same; a `scaling` label on the runs overrides that inference.
 #include <algorithm>
@@ -155,12 +156,38 @@ void train_scaling(const std::vector<Run>& runs, const ReportOptions& options, s
   tta.finish(plots);
 }
 
+// Bucketed training steps (sb-buckets, and sb-dryrun train's predictions): the best strategy and
+// bucket size at each scale; rate = ranks / (forward + backward-to-averaged), the steps of all
+// ranks per second at a fixed per-rank batch (weak scaling).
+void buckets_scaling(const std::vector<Run>& runs, const ReportOptions& options, std::vector<Plot>& plots) {
+  std::map<std::string, RatesByRanks> lines;
+  for (const Run& run : runs) {
+    if (run.program != "sb-buckets" || !run.root->has("buckets")) continue;
+    const h5::Node buckets = run.root->open_group("buckets");
+    double best = 0;
+    for (const std::string& group : buckets.children()) {
+      if (group.rfind("tensor_", 0) == 0) continue;
+      for (double t : buckets.open_group(group).read_doubles("iteration_s"))
+        if (t > 0 && (best == 0 || t < best)) best = t;
+    }
+    if (best == 0) continue;
+    const double forward = buckets.has_attr("forward_s") ? buckets.attr_double("forward_s") : 0.0;
+    const std::string what = buckets.attr_string("model") + " " + buckets.attr_string("algo") + "@" +
+                             buckets.attr_string("transport");
+    lines[line_title(what, run, options)][run.ranks].push_back(static_cast<double>(run.ranks) / (forward + best));
+  }
+  ScalingPlots scaling("buckets-step", "training step, best bucketing (rate: ranks / step time, fixed batch per rank)");
+  for (const auto& [title, rates] : lines) scaling.add_line(title, rates);
+  scaling.finish(plots);
+}
+
 }  // namespace
 
 std::vector<Plot> scaling_plots(const std::vector<Run>& runs, const ReportOptions& options) {
   std::vector<Plot> plots;
   allreduce_scaling(runs, options, plots);
   train_scaling(runs, options, plots);
+  buckets_scaling(runs, options, plots);
   return plots;
 }
 

@@ -10,8 +10,9 @@ check "run exits 0" test $? -eq 0
 check "baselines: no overlap and one fused allreduce" grep -qE '^  no-overlap .*' "$WORK/run.txt"
 check "rows: 1 per-tensor + 3 sizes x 3 strategies" test "$(grep -cE '^  (per-tensor|fixed|ddp|partition) ' "$WORK/run.txt")" -eq 10
 check "a best size per strategy" test "$(grep -c '^#   ' "$WORK/run.txt")" -eq 4
-check "the profile lists 65 tensors and the backward time" \
-  test "$(grep -vc '^#\|^backward ' "$WORK/profile.txt")" -eq 65 -a "$(grep -c '^backward ' "$WORK/profile.txt")" -eq 1
+check "the profile lists 65 tensors, the backward and the forward time" \
+  test "$(grep -vc '^#\|^backward \|^forward ' "$WORK/profile.txt")" -eq 65 -a "$(grep -c '^backward ' "$WORK/profile.txt")" -eq 1 \
+  -a "$(grep -c '^forward ' "$WORK/profile.txt")" -eq 1
 check "overlap lies in [0, 1]" bash -c "grep -E '^  (ddp|fixed) ' '$WORK/run.txt' | awk '{ sub(\"%\", \"\", \$7); v = \$7 + 0; if (v < 0 || v > 100) bad = 1 } END { exit bad }'"
 $MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy ddp -b 1 -e 1 -n 1 --out "$WORK/again.h5" \
   >"$WORK/again.txt" 2>&1

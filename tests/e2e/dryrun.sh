@@ -1,0 +1,90 @@
+# sb-dryrun end to end: calibrate under mpirun writes a description that the other subcommands
+# read; allreduce writes sb-allreduce files (simulated = 1) whose ring time on a flat machine is
+# the closed form; train writes sb-buckets files and a scaling table; validate re-predicts measured
+# runs; sb-report draws predicted lines beside measured ones; bad input exits 2 with one line.
+source "$(dirname "$0")/helpers.bash"
+h5value() { h5dump -m '%.17g' -y -w 0 -d "$2" "$1" | sed -n '/DATA {/,/}/p' | grep -oE -- '-?[0-9.]+(e[-+]?[0-9]+)?' | sed -n "${3:-1}p"; }
+
+# calibrate: two ranks, small sweeps.
+$MPIRUN -np 2 "$BIN/sb-dryrun" calibrate --max-bytes 1M --repeats 2 --name e2e --out "$WORK/here.machine" >"$WORK/cal.out" 2>&1
+check "calibrate exits 0" test $? -eq 0
+check "calibrate writes a level, gamma and copy" grep -qE '^level node size 0 alpha [0-9.e+-]+us bandwidth' "$WORK/here.machine"
+check "calibrate's gamma float and copy are there" bash -c "grep -q '^gamma float ' '$WORK/here.machine' && grep -q '^copy ' '$WORK/here.machine'"
+check "calibrate records how it measured" grep -q '^source ping-pong inside a node' "$WORK/here.machine"
+$MPIRUN -np 1 "$BIN/sb-dryrun" calibrate --out "$WORK/one.machine" >"$WORK/cal1.out" 2>&1
+check "calibrate on one rank exits 2" test $? -eq 2
+check "it says why" grep -q 'calibrate needs 2 or more ranks' "$WORK/cal1.out"
+check "and writes nothing" test ! -e "$WORK/one.machine"
+
+# allreduce on the calibrated machine, and the closed form on a flat one.
+"$BIN/sb-dryrun" allreduce --machine "$WORK/here.machine" --ranks 2,4 --transport mpi,shm -b 64K -e 1M -f 4 \
+  --out "$WORK/pred" >"$WORK/pred.out" 2>&1
+check "allreduce exits 0" test $? -eq 0
+check "one sb-allreduce file per rank count" test -s "$WORK/pred/allreduce-np2.h5" -a -s "$WORK/pred/allreduce-np4.h5"
+check "marked simulated, as sb-allreduce" bash -c "h5dump -a /simulated '$WORK/pred/allreduce-np4.h5' | grep -q '(0): 1' &&
+  h5dump -a /program '$WORK/pred/allreduce-np4.h5' | grep -q 'sb-allreduce'"
+schedules=$(for a in ring rd rabenseifner tree dbtree hier torus2d; do echo "$a@mpi $a@shm"; done)
+check_schema "$WORK/pred/allreduce-np4.h5" $schedules
+cat >"$WORK/flat.machine" <<'M'
+name flat
+level net size 0 alpha 10us bandwidth 1GB/s
+gamma float 2GB/s
+copy 1GB/s
+M
+"$BIN/sb-dryrun" allreduce --machine "$WORK/flat.machine" --ranks 4 --impl ring,rd -b 4M -e 4M --segment 4M \
+  --out "$WORK/flat" >/dev/null 2>&1
+# ring: 2(p-1) alpha + 2(p-1)/p n/B + (p-1)/p n/gamma = 60 + 6291.456 + 1572.864 us;
+# rd: lg p (alpha + n/B + n/gamma) = 2 (10 + 4194.304 + 2097.152) us.
+ring=$(h5value "$WORK/flat/allreduce-np4.h5" /allreduce/ring@mpi/out_of_place/time_us)
+rd=$(h5value "$WORK/flat/allreduce-np4.h5" /allreduce/rd@mpi/out_of_place/time_us)
+check "ring's predicted time is the closed form ($ring us)" awk -v t="$ring" 'BEGIN { exit !(t > 7924.319 && t < 7924.321) }'
+check "rd's predicted time is the closed form ($rd us)" awk -v t="$rd" 'BEGIN { exit !(t > 12602.911 && t < 12602.913) }'
+
+# train on a shipped machine with a small hand-written profile.
+cat >"$WORK/p.profile" <<'P'
+backward 0.2
+forward 0.1
+fc.weight 0.01 4000000
+layer.weight 0.1 4000000
+conv1.weight 0.2 4000000
+P
+"$BIN/sb-dryrun" train --machine sim/machines/ethernet-100g.machine --profile "$WORK/p.profile" --ranks 1,8,16 \
+  --algo ring,hier --transport nccl --min-mb 1 --max-mb 16 --out "$WORK/train" >"$WORK/train.out" 2>&1
+check "train exits 0" test $? -eq 0
+check "one rank is 100% efficient" grep -qE '^ +1 .* 1\.00 +100\.0%' "$WORK/train.out"
+check "one sb-buckets file per scale and allreduce" test -s "$WORK/train/buckets-np16-hier-nccl.h5"
+check_schema "$WORK/train/buckets-np16-hier-nccl.h5"
+eff() { awk -v n="$2" '/^# /{ on = index($0, "'"$1"'") > 0 } on && $1 == n { sub("%", "", $NF); print $NF }' "$WORK/train.out" | head -1; }
+check "hier beats ring across nodes sharing one NIC ($(eff hier@nccl 16)% vs $(eff ring@nccl 16)%)" \
+  awk -v h="$(eff hier@nccl 16)" -v r="$(eff ring@nccl 16)" 'BEGIN { exit !(h > r) }'
+
+# validate: measured runs re-predicted, each with a row.
+mkdir -p "$WORK/meas"
+$MPIRUN -np 2 "$BIN/sb-allreduce" --impl mpi,ring --transport mpi,shm -b 64K -e 1M -f 4 -n 3 -w 1 \
+  --out "$WORK/meas/ar.h5" >/dev/null 2>&1
+"$BIN/sb-dryrun" validate --machine "$WORK/here.machine" "$WORK/meas" "$WORK/pred" --out "$WORK/v.h5" >"$WORK/v.out" 2>&1
+check "validate exits 0" test $? -eq 0
+check "validate has a row per implementation measured" test "$(grep -cE '^ar +(mpi|ring@mpi|ring@shm) ' "$WORK/v.out")" -eq 3
+check "validate skips the simulated runs" bash -c "! grep -q '^allreduce-np' '$WORK/v.out'"
+check "validate's summary line" grep -qE '^# all 9 rows: median \|error\|' "$WORK/v.out"
+check_schema "$WORK/v.h5"
+
+# sb-report draws predicted lines beside measured ones.
+"$BIN/sb-report" --no-render --out "$WORK/report" "$WORK/meas" "$WORK/pred" >/dev/null 2>&1
+check "sb-report reads the simulated runs" grep -q 'ring@mpi (predicted)' "$WORK/report/allreduce-busbw-np2.gp"
+
+# Bad input.
+printf 'name bad\nlevel l size 2 alpha -3us bandwidth 1GB/s\ngamma float 1GB/s\ncopy 1GB/s\n' >"$WORK/bad.machine"
+"$BIN/sb-dryrun" allreduce --machine "$WORK/bad.machine" --out "$WORK/x" >"$WORK/bad.out" 2>&1
+check "a negative figure exits 2" test $? -eq 2
+check "naming the file and line" grep -q "machine '$WORK/bad.machine' line 2: alpha '-3us' is not a time" "$WORK/bad.out"
+"$BIN/sb-dryrun" allreduce --machine "$WORK/nothing.machine" >"$WORK/bad.out" 2>&1
+check "a missing machine file exits 2" test $? -eq 2
+"$BIN/sb-dryrun" allreduce --machine "$WORK/flat.machine" --ranks 0 >"$WORK/bad.out" 2>&1
+check "--ranks 0 exits 2" test $? -eq 2
+"$BIN/sb-dryrun" allreduce --machine "$WORK/flat.machine" --impl warp >"$WORK/bad.out" 2>&1
+check "an unknown --impl exits 2" test $? -eq 2
+"$BIN/sb-dryrun" validate --machine "$WORK/flat.machine" "$WORK/pred" >"$WORK/bad.out" 2>&1
+check "validate without measured runs exits 2" test $? -eq 2
+"$BIN/sb-dryrun" train --machine "$WORK/flat.machine" --profile "$WORK/none.profile" >"$WORK/bad.out" 2>&1
+check "a missing profile exits 2" test $? -eq 2
