@@ -13,6 +13,10 @@ const AllreduceAlgorithm* find_algorithm(const std::string& name) {
 
 bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
+// A rank's working set, in buffers of the allreduce's size: its input and result, and the
+// staging and library buffers that the peers' data passes through.
+constexpr double kWorkingSetFactor = 4;
+
 }  // namespace
 
 bool is_known_allreduce(const std::string& impl) {
@@ -46,10 +50,15 @@ AllreducePrediction predict_allreduce(const Machine& machine, const AllreduceCas
   AllreducePrediction prediction;
   // Host collectives whose buffers fit in the node's cache run at the cached rates.
   const size_t node_ranks = machine.levels.front().size > 0 ? std::min(machine.levels.front().size, c.nranks) : c.nranks;
-  const bool cached = machine.fits_in_cache(2.0 * static_cast<double>(bytes) * static_cast<double>(node_ranks));
+  const bool cached = machine.fits_in_cache(kWorkingSetFactor * static_cast<double>(bytes) * static_cast<double>(node_ranks));
+  const Machine priced = transport == Transport::nccl ? machine : (cached ? machine.in_cache() : machine).oversubscribed(static_cast<int>(node_ranks));
   if (c.nranks > 1) {
-    SimResult result = simulate_algorithm(cached ? machine.in_cache() : machine, *algorithm, params, c.nranks, c.count, config);
-    prediction.time_s = result.time_s;
+    SimResult result = simulate_algorithm(priced, *algorithm, params, c.nranks, c.count, config);
+    // The schedules pay their transport's fixed cost per call; the libraries' own is unknown.
+    const auto call = priced.call_s.find(std::string(name_of(transport)));
+    const double fixed = c.impl != "mpi" && c.impl != "nccl" && call != priced.call_s.end() ? call->second : 0.0;
+    prediction.time_s = result.time_s + fixed;
+    for (double& t : result.finish_s) t += fixed;
     prediction.finish_s = std::move(result.finish_s);
   } else {
     prediction.finish_s.assign(1, 0.0);

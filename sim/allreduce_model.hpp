@@ -8,8 +8,10 @@
 //         without segmentation (tuned's ring reduces whole blocks).
 //   nccl  NCCL's ring (its protocol choice and the tree it prefers across nodes at small sizes
 //         are not modelled), on device buffers with the machine's gamma.
-// A collective whose working set on a node (2 x bytes x the node's ranks) fits in the machine's
-// cache is priced with its cached rates (machine.hpp).
+// A host collective whose working set on a node (4 x bytes x the node's ranks: input, result, and
+// the staging and library buffers the peers' data passes through) fits in the machine's cache is
+// priced with its cached rates, and one with more ranks on a node than cores with the node's
+// rates shared among them (machine.hpp).
 #include <cstddef>
 #include <map>
 #include <string>

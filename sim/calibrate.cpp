@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 #include <fstream>
 #include <vector>
 
 #include "collectives/algorithms/algorithms.hpp"
+#include "collectives/transports/mpi_transport.hpp"
 #include "collectives/transports/shm_transport.hpp"
 #include "common/check.hpp"
 #include "common/memcpy_bandwidth.hpp"
@@ -59,7 +61,7 @@ LinkFit ping_pong(int a, int b, uint64_t max_bytes, int repeats, MPI_Comm comm) 
   return points;
 }
 
-// alpha and bandwidth from the sizes whose working set (2 x size on each of 2 ranks) fits in the
+// alpha and bandwidth from the sizes whose working set (4 x size on each of 2 ranks) fits in the
 // cache, the memory bandwidth from the others; both from all sizes when the cache is unknown.
 struct TwoRegimeFit {
   double alpha_s = 0, cached = 0, memory = 0;
@@ -68,7 +70,7 @@ TwoRegimeFit fit_regimes(const LinkFit& points, double cache_bytes) {
   std::vector<uint64_t> small_sizes, large_sizes;
   std::vector<double> small_times, large_times;
   for (size_t i = 0; i < points.sizes.size(); ++i) {
-    const bool fits = cache_bytes > 0 && 4.0 * static_cast<double>(points.sizes[i]) <= cache_bytes;
+    const bool fits = cache_bytes > 0 && 8.0 * static_cast<double>(points.sizes[i]) <= cache_bytes;
     (fits ? small_sizes : large_sizes).push_back(points.sizes[i]);
     (fits ? small_times : large_times).push_back(points.one_way_s[i]);
   }
@@ -144,29 +146,97 @@ double reduction_rate(DataType type, uint64_t bytes, int repeats, MPI_Comm comm)
   return sum / nranks;
 }
 
-// The shm transport's per-round latency: a ring allreduce of one element per rank on the ranks
-// of one node, over its 2(p-1) rounds.
-double shm_round_latency(MPI_Comm node, int repeats) {
+// Rank 0 copying a buffer that rank 1 of the node has just written, out of a shared window: the
+// shm transport's one-copy read between cores (from the peer's cache when the buffer fits).
+double shm_read_rate(MPI_Comm node, uint64_t bytes, int repeats) {
   int rank = 0, nranks = 1;
   SB_MPI_CHECK(MPI_Comm_rank(node, &rank));
   SB_MPI_CHECK(MPI_Comm_size(node, &nranks));
   if (nranks < 2) return 0;
+  MPI_Win win = MPI_WIN_NULL;
+  unsigned char* mine = nullptr;
+  SB_MPI_CHECK(MPI_Win_allocate_shared(rank == 1 ? static_cast<MPI_Aint>(bytes) : 0, 1, MPI_INFO_NULL, node, &mine, &win));
+  MPI_Aint size = 0;
+  int unit = 1;
+  unsigned char* peer = nullptr;
+  SB_MPI_CHECK(MPI_Win_shared_query(win, 1, &size, &unit, &peer));
+  std::vector<unsigned char> into(rank == 0 ? bytes : 0, 0);
+  std::vector<double> samples;
+  for (int r = -2; r < repeats * 4; ++r) {
+    if (rank == 1) std::memset(mine, r & 0xff, bytes);
+    SB_MPI_CHECK(MPI_Win_sync(win));
+    SB_MPI_CHECK(MPI_Barrier(node));
+    SB_MPI_CHECK(MPI_Win_sync(win));
+    if (rank == 0) {
+      const double start = MPI_Wtime();
+      std::memcpy(into.data(), peer, bytes);
+      if (r >= 0) samples.push_back(MPI_Wtime() - start);
+    }
+    SB_MPI_CHECK(MPI_Barrier(node));
+  }
+  SB_MPI_CHECK(MPI_Win_free(&win));
+  return rank == 0 ? static_cast<double>(bytes) / percentile(samples, 50) : 0.0;
+}
+
+struct TransportLatency {
+  double per_round_s = 0, per_call_s = 0;
+};
+
+// A transport's fixed costs, from two tiny allreduces (one element per rank) on the ranks of one
+// node: the ring's 2(p-1) rounds and recursive doubling's fewer. Their difference gives the cost of
+// a round, the rest is the cost of a call (setup, fills, the harness's timing).
+template <class Execute>
+TransportLatency transport_latency(MPI_Comm node, int repeats, Execute&& execute) {
+  int rank = 0, nranks = 1;
+  SB_MPI_CHECK(MPI_Comm_rank(node, &rank));
+  SB_MPI_CHECK(MPI_Comm_size(node, &nranks));
+  if (nranks < 2) return {};
+  const size_t count = static_cast<size_t>(nranks);
+  const Schedule ring = ring_allreduce(rank, nranks, count, AlgorithmParams{});
+  const Schedule rd = recursive_doubling_allreduce(rank, nranks, count, AlgorithmParams{});
+  auto time = [&](const Schedule& schedule) {
+    std::vector<double> samples;
+    for (int r = -10; r < repeats * 20; ++r) {
+      SB_MPI_CHECK(MPI_Barrier(node));
+      const double start = MPI_Wtime();
+      execute(schedule);
+      double mine = MPI_Wtime() - start, mean = 0;
+      SB_MPI_CHECK(MPI_Allreduce(&mine, &mean, 1, MPI_DOUBLE, MPI_SUM, node));
+      if (r >= 0) samples.push_back(mean / nranks);
+    }
+    return percentile(samples, 50);
+  };
+  const double t_ring = time(ring), t_rd = time(rd);
+  const double rounds_ring = static_cast<double>(ring.rounds.size()), rounds_rd = static_cast<double>(rd.rounds.size());
+  TransportLatency latency;
+  latency.per_round_s = std::max(0.0, (t_ring - t_rd) / std::max(1.0, rounds_ring - rounds_rd));
+  latency.per_call_s = std::max(0.0, t_ring - rounds_ring * latency.per_round_s);
+  return latency;
+}
+
+TransportLatency shm_latency(MPI_Comm node, int repeats) {
+  int nranks = 1;
+  SB_MPI_CHECK(MPI_Comm_size(node, &nranks));
+  if (nranks < 2) return {};
   ShmTransport shm(node, 0);
   const size_t count = static_cast<size_t>(nranks);
   float* input = static_cast<float*>(shm.allocate(count * sizeof(float)));
   float* work = static_cast<float*>(shm.allocate(count * sizeof(float)));
   std::fill(input, input + count, 1.0f);
-  const Schedule schedule = ring_allreduce(rank, nranks, count, AlgorithmParams{});
-  std::vector<double> samples;
-  for (int r = -10; r < repeats * 20; ++r) {
-    SB_MPI_CHECK(MPI_Barrier(node));
-    const double start = MPI_Wtime();
-    shm.execute(schedule, input, work, DataType::float32, RedOp::sum);
-    if (r >= 0) samples.push_back(MPI_Wtime() - start);
-  }
+  const TransportLatency latency = transport_latency(
+      node, repeats, [&](const Schedule& s) { shm.execute(s, input, work, DataType::float32, RedOp::sum); });
   shm.release(work);
   shm.release(input);
-  return percentile(samples, 50) / (2.0 * (nranks - 1));
+  return latency;
+}
+
+TransportLatency mpi_latency(MPI_Comm node, int repeats) {
+  int nranks = 1;
+  SB_MPI_CHECK(MPI_Comm_size(node, &nranks));
+  MpiTransport mpi(node, 65536);
+  std::vector<float> input(static_cast<size_t>(nranks), 1.0f), work(input.size());
+  return transport_latency(node, repeats,
+                           [&](const Schedule& s) { mpi.execute(s, input.data(), work.data(), DataType::float32, RedOp::sum); });
 }
 
 }  // namespace
@@ -219,16 +289,20 @@ Machine calibrate(const CalibrationSettings& s, MPI_Comm comm, std::vector<std::
   double cache = layout.rank == 0 ? last_level_cache_bytes() : 0;
   SB_MPI_CHECK(MPI_Bcast(&cache, 1, MPI_DOUBLE, 0, comm));
   m.cache_bytes = cache;
-  // Buffers that fit in the cache with every rank of a node holding two (input and result), and
-  // buffers that do not.
+  // Buffers that fit in the cache with every rank of a node holding four (allreduce_model.hpp's
+  // working set), and buffers that do not.
   const uint64_t large = s.max_bytes;
-  const uint64_t small = cache > 0 ? std::clamp<uint64_t>(static_cast<uint64_t>(cache / (4.0 * node_size)), 4096, 4 << 20) : 0;
+  const uint64_t small = cache > 0 ? std::clamp<uint64_t>(static_cast<uint64_t>(cache / (16.0 * node_size)), 4096, 4 << 20) : 0;
   if (cache > 0) log.push_back(figure("last-level cache %.3g MiB; cached figures on %.3g KiB buffers", cache / 1048576, small / 1024.0));
 
   // Level 0: ranks 0 and 1, which share a node (calibrate_machine checks).
   const TwoRegimeFit local = fit_regimes(ping_pong(0, 1, s.max_bytes, s.repeats, comm), cache);
   Level node_level{"node", layout.nodes > 1 ? layout.max_ranks_per_node : 0, local.alpha_s, local.memory, 1, Share::rank, 0};
   node_level.cached_bandwidth = local.cached;
+  node_level.engine = Engine::cpu;  // MPI between processes of a node: the receiver's core copies
+  long cores = layout.rank == 0 ? ::sysconf(_SC_NPROCESSORS_ONLN) : 0;
+  SB_MPI_CHECK(MPI_Bcast(&cores, 1, MPI_LONG, 0, comm));
+  m.cores = static_cast<int>(std::max(cores, 1L));
   log.push_back(figure("ping-pong inside a node: alpha %.3g us, bandwidth %.3g GB/s", local.alpha_s * 1e6, local.memory / 1e9) +
                 figure(" (%.3g GB/s cached)", local.cached / 1e9));
   // The bus: every rank of node 0 exchanging with a partner at once, kept when the total falls
@@ -266,21 +340,23 @@ Machine calibrate(const CalibrationSettings& s, MPI_Comm comm, std::vector<std::
   if (small > 0) m.cached_copy = measure_memcpy_bandwidth(small, s.repeats * 4, comm).GBps * 1e9;
   log.push_back(figure("memcpy, every rank at once: %.3g GB/s per rank (%.3g GB/s cached)", m.copy / 1e9, m.cached_copy / 1e9));
 
-  // The shm transport: one rank's copy rate (a receiver reads its peer's memory alone), and the
-  // per-round latency of its flag handshakes.
-  double alone[2] = {0, 0};
-  if (layout.rank == 0) {
-    alone[0] = measure_memcpy_bandwidth(large, s.repeats, MPI_COMM_SELF).GBps * 1e9;
-    if (small > 0) alone[1] = measure_memcpy_bandwidth(small, s.repeats * 4, MPI_COMM_SELF).GBps * 1e9;
-  }
-  SB_MPI_CHECK(MPI_Bcast(alone, 2, MPI_DOUBLE, 0, comm));
-  double shm_alpha = shm_round_latency(node, s.repeats);
-  SB_MPI_CHECK(MPI_Bcast(&shm_alpha, 1, MPI_DOUBLE, 0, comm));
-  m.shm_alpha_s = shm_alpha;
-  m.shm_bandwidth = alone[0];
-  m.cached_shm_bandwidth = alone[1];
-  log.push_back(figure("shm transport: %.3g us per round; one rank's memcpy %.3g GB/s", shm_alpha * 1e6, alone[0] / 1e9) +
-                figure(" (%.3g GB/s cached)", alone[1] / 1e9));
+  // The shm transport: a core reading what another core of the node has just written, and the
+  // fixed costs of its rounds and calls; the mpi transport's cost of a call (its rounds cost the
+  // level's alpha).
+  double read[2] = {shm_read_rate(node, large, s.repeats), small > 0 ? shm_read_rate(node, small, s.repeats) : 0.0};
+  SB_MPI_CHECK(MPI_Bcast(read, 2, MPI_DOUBLE, 0, comm));
+  TransportLatency shm = shm_latency(node, s.repeats);
+  SB_MPI_CHECK(MPI_Bcast(&shm, 2, MPI_DOUBLE, 0, comm));
+  m.shm_alpha_s = shm.per_round_s;
+  m.shm_bandwidth = read[0];
+  m.cached_shm_bandwidth = read[1];
+  m.call_s["shm"] = shm.per_call_s;
+  log.push_back(figure("shm transport: %.3g us per round, %.3g us per call", shm.per_round_s * 1e6, shm.per_call_s * 1e6) +
+                figure("; reading a peer's buffer %.3g GB/s (%.3g GB/s cached)", read[0] / 1e9, read[1] / 1e9));
+  TransportLatency mpi = mpi_latency(node, s.repeats);
+  SB_MPI_CHECK(MPI_Bcast(&mpi, 2, MPI_DOUBLE, 0, comm));
+  m.call_s["mpi"] = std::max(0.0, mpi.per_call_s + static_cast<double>(2 * (node_size - 1)) * (mpi.per_round_s - local.alpha_s));
+  log.push_back(figure("mpi transport: %.3g us per call beyond the link's alpha", m.call_s["mpi"] * 1e6));
   SB_MPI_CHECK(MPI_Comm_free(&node));
   return m;
 }

@@ -1,7 +1,9 @@
 #pragma once
 // Measures the figures of a machine description on the machine the job runs on (collective over
 // MPI_COMM_WORLD, 2+ ranks):
-//   level 0 (the ranks of one node): alpha and bandwidth fitted to a ping-pong between two ranks
+//   cores: the node's online processors (ranks beyond them share cores);
+//   level 0 (the ranks of one node, `engine cpu`: MPI's copies between processes are made by the
+//     receiving core): alpha and bandwidth fitted to a ping-pong between two ranks
 //     of node 0 over a size sweep (least squares on the relative error, so that small sizes fix
 //     alpha and large ones the bandwidth); the bus from every rank exchanging at once, kept when
 //     the total falls short of what independent ports would carry;

@@ -87,7 +87,7 @@ std::string require(LineReader& line, std::map<std::string, std::string>& pairs,
 Level parse_level(LineReader& line) {
   Level level;
   level.name = line.word("a level name");
-  auto pairs = line.pairs({"size", "alpha", "bandwidth", "links", "share", "bus", "cached", "cached-bus"});
+  auto pairs = line.pairs({"size", "alpha", "bandwidth", "links", "share", "bus", "cached", "cached-bus", "engine"});
   level.size = static_cast<int>(line.integer("size", require(line, pairs, "size"), 0));
   level.alpha_s = line.seconds("alpha", require(line, pairs, "alpha"));
   level.bandwidth = line.rate("bandwidth", require(line, pairs, "bandwidth"));
@@ -96,6 +96,11 @@ Level parse_level(LineReader& line) {
     if (pairs["share"] == "rank") level.share = Share::rank;
     else if (pairs["share"] == "group") level.share = Share::group;
     else throw line.error("share must be rank or group, not '" + pairs["share"] + "'");
+  }
+  if (pairs.count("engine")) {
+    if (pairs["engine"] == "dma") level.engine = Engine::dma;
+    else if (pairs["engine"] == "cpu") level.engine = Engine::cpu;
+    else throw line.error("engine must be dma or cpu, not '" + pairs["engine"] + "'");
   }
   if (pairs.count("bus")) level.bus = line.rate("bus", pairs["bus"]);
   if (pairs.count("cached")) level.cached_bandwidth = line.rate("cached", pairs["cached"]);
@@ -167,6 +172,22 @@ Machine Machine::in_cache() const {
   return m;
 }
 
+Machine Machine::oversubscribed(int ranks) const {
+  if (cores <= 0 || ranks <= cores) return *this;
+  const double share = static_cast<double>(cores) / ranks;
+  Machine m = *this;
+  Level& l = m.levels.front();
+  l.alpha_s /= share;
+  for (double* rate : {&l.bandwidth, &l.bus, &l.cached_bandwidth, &l.cached_bus, &m.copy, &m.cached_copy,
+                       &m.shm_bandwidth, &m.cached_shm_bandwidth})
+    *rate *= share;
+  m.shm_alpha_s /= share;
+  for (auto& [transport, seconds] : m.call_s) seconds /= share;
+  for (auto* rates : {&m.gamma, &m.cached_gamma})
+    for (auto& [type, rate] : *rates) rate *= share;
+  return m;
+}
+
 Machine parse_machine(const std::string& text, const std::string& what) {
   Machine machine;
   std::istringstream in(text);
@@ -213,6 +234,15 @@ Machine parse_machine(const std::string& text, const std::string& what) {
       machine.shm_alpha_s = reader.seconds("alpha", require(reader, pairs, "alpha"));
       machine.shm_bandwidth = reader.rate("bandwidth", require(reader, pairs, "bandwidth"));
       if (pairs.count("cached")) machine.cached_shm_bandwidth = reader.rate("cached", pairs["cached"]);
+    } else if (keyword == "call") {
+      const std::string transport = reader.word("a transport (mpi, shm, nccl)");
+      if (transport != "mpi" && transport != "shm" && transport != "nccl")
+        throw reader.error("call: unknown transport '" + transport + "' (mpi, shm, nccl)");
+      machine.call_s[transport] = reader.seconds("call", reader.word("a time"));
+      reader.end();
+    } else if (keyword == "cores") {
+      machine.cores = static_cast<int>(reader.integer("cores", reader.word("the cores of a node"), 1));
+      reader.end();
     } else if (keyword == "cache") {
       const std::string size = reader.word("the last-level cache size (e.g. 32M)");
       try {
@@ -261,6 +291,7 @@ std::string format_machine(const Machine& m) {
         << " bandwidth " << format_rate(level.bandwidth);
     if (level.links != 1) out << " links " << level.links;
     out << " share " << (level.share == Share::rank ? "rank" : "group");
+    if (level.engine == Engine::cpu) out << " engine cpu";
     if (level.bus > 0) out << " bus " << format_rate(level.bus);
     if (level.cached_bandwidth > 0) out << " cached " << format_rate(level.cached_bandwidth);
     if (level.cached_bus > 0) out << " cached-bus " << format_rate(level.cached_bus);
@@ -275,6 +306,8 @@ std::string format_machine(const Machine& m) {
   if (m.has_shm())
     out << "shm alpha " << format_seconds(m.shm_alpha_s) << " bandwidth " << format_rate(m.shm_bandwidth)
         << cached(m.cached_shm_bandwidth) << "\n";
+  for (const auto& [transport, seconds] : m.call_s) out << "call " << transport << " " << format_seconds(seconds) << "\n";
+  if (m.cores > 0) out << "cores " << m.cores << "\n";
   if (m.cache_bytes > 0) out << "cache " << format_size(static_cast<uint64_t>(m.cache_bytes)) << "\n";
   for (const auto& [model, rate] : m.compute) out << "compute " << model << " " << rate.images_per_s << " " << rate.batch << "\n";
   return out.str();

@@ -12,11 +12,13 @@
 //   copy 1500GB/s
 //   shm alpha 1us bandwidth 9GB/s      # the shm transport's one-copy reads inside level 0
 //   compute resnet50 2800 256          # images/s per rank at a per-rank batch
+//   cores 64                           # cores of a node, for host ranks that outnumber them
+//   call shm 4us                       # a transport's fixed cost per collective call
 //
 // Host memory makes rates depend on size: a collective whose buffers fit in the last-level cache
 // (`cache 32M`) copies and reduces faster. Each memory-bound rate (a level's bandwidth and bus,
 // gamma, copy, shm) may carry a second figure, `cached RATE` (`cached-bus` for the bus), used when
-// the collective's working set on a node (2 x bytes x the node's ranks: input and result) fits.
+// the collective's working set on a node (4 x bytes x the node's ranks) fits.
 //
 // Ranks are placed consecutively: ranks 0..size0-1 share the first group of level 0, and so on.
 // Two ranks talk over the innermost level whose group holds both.
@@ -36,6 +38,11 @@ enum class Share {
   group,  // the ranks of one group of the level below share one port (a node's NIC)
 };
 
+// Who moves a message's bytes: a DMA engine (NIC, NVLink, copy engine) alongside the receiver's
+// reductions, or the receiver's own core (MPI's single copy between processes of a node), which
+// then copies and reduces one after the other.
+enum class Engine { dma, cpu };
+
 struct Level {
   std::string name;
   int size = 0;             // level 0: ranks per group; above: groups of the level below; 0: unbounded
@@ -45,6 +52,7 @@ struct Level {
   Share share = Share::rank;
   double bus = 0;           // bytes/s through a whole group of this level at once; 0: no limit
   double cached_bandwidth = 0, cached_bus = 0;  // when the working set fits in the cache; 0: as above
+  Engine engine = Engine::dma;
   double port_bandwidth() const { return bandwidth * links; }
 };
 
@@ -61,6 +69,8 @@ struct Machine {
   double copy = 0;                       // local copy rate, bytes/s
   double shm_alpha_s = 0, shm_bandwidth = 0;  // the shm transport inside level 0; 0: not described
   double cache_bytes = 0;                // last-level cache of a node; 0: no cached rates
+  int cores = 0;                         // cores of a node; 0: unknown (never oversubscribed)
+  std::map<std::string, double> call_s;  // fixed cost of one collective call, by transport (mpi, shm, nccl)
   std::map<DataType, double> cached_gamma;
   double cached_copy = 0, cached_shm_bandwidth = 0;
   std::map<std::string, ComputeRate> compute;  // by model name
@@ -78,6 +88,10 @@ struct Machine {
   bool fits_in_cache(double bytes) const { return cache_bytes > 0 && bytes <= cache_bytes; }
   // This machine with its cached rates in place of the others (where it has them).
   Machine in_cache() const;
+  // This machine with `ranks` host ranks on each node of `cores` cores: every rate of level 0
+  // (links, bus, gamma, copy, shm) scaled by cores / ranks and its latencies by ranks / cores,
+  // as ranks share the cores that run their copies and reductions. Itself when ranks <= cores.
+  Machine oversubscribed(int ranks) const;
 };
 
 // Throws UsageError "machine 'PATH' line N: ..." for a missing, negative or unknown figure.

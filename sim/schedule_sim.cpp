@@ -16,7 +16,9 @@ struct Message {
   bool reduce = false;       // recv_reduce (else recv_copy)
   bool after_sends = false;  // the receiver also sends this range this round
   bool shm_read = false;     // the shm transport's direct read inside level 0
+  bool cpu_copy = false;     // the receiver's core moves the bytes (a level with `engine cpu`)
   double alpha = 0;
+  double start = 0, rate = 0;
   FlowLinks links;
   double end = 0;            // when the last byte has landed (shm: has been read and reduced)
 };
@@ -68,7 +70,13 @@ void route(const Machine& machine, Message& m, Transport transport, size_t ranks
     m.links.add(links.index(level, ingress, port_owner(m.dst), l.port_bandwidth()));
   }
   const Level& l = machine.levels[level];
+  m.cpu_copy = l.engine == Engine::cpu;
   if (l.bus > 0) m.links.add(links.index(level, bus, machine.group_of(m.src, level), l.bus));
+}
+
+size_t pieces_of(double bytes, size_t segment_bytes) {
+  if (segment_bytes == 0) return 1;
+  return std::max<size_t>(1, static_cast<size_t>(std::ceil(bytes / static_cast<double>(segment_bytes))));
 }
 
 double bytes_of(const Chunk& chunk, size_t element) { return static_cast<double>(chunk.count * element); }
@@ -92,7 +100,8 @@ SimResult simulate_schedules(const Machine& machine, const std::vector<Schedule>
     bool after_sends;
   };
   std::vector<std::vector<Piece>> pieces(nranks);
-  std::vector<double> receives_done(nranks);
+  std::vector<std::vector<size_t>> cpu_messages(nranks);
+  std::vector<double> receives_done(nranks), cpu_free(nranks), deferred_bytes(nranks);
   for (size_t i = 0; i < rounds; ++i) {
     messages.clear();
     links.clear();
@@ -119,35 +128,59 @@ SimResult simulate_schedules(const Machine& machine, const std::vector<Schedule>
 
     // Messages: each starts when both ends have reached the round.
     for (int r = 0; r < nranks; ++r) {
-      sends_done[r] = receives_done[r] = ready[r];
+      sends_done[r] = receives_done[r] = cpu_free[r] = ready[r];
+      deferred_bytes[r] = 0;
       pieces[r].clear();
+      cpu_messages[r].clear();
     }
     for (size_t k = 0; k < messages.size(); ++k) {
       Message& m = messages[k];
-      const double start = std::max(ready[m.src], ready[m.dst]) + m.alpha;
-      const double rate = m.shm_read && m.reduce ? std::min(rates[k], gamma) : rates[k];
-      m.end = start + m.bytes / rate;
-      sends_done[m.src] = std::max(sends_done[m.src], m.end);
+      m.start = std::max(ready[m.src], ready[m.dst]) + m.alpha;
+      m.rate = m.shm_read && m.reduce ? std::min(rates[k], gamma) : rates[k];
       result.bytes_moved += m.bytes;
       ++result.messages;
+      if (m.cpu_copy && !m.shm_read) {
+        cpu_messages[m.dst].push_back(k);
+        continue;
+      }
+      m.end = m.start + m.bytes / m.rate;
+      sends_done[m.src] = std::max(sends_done[m.src], m.end);
       if (!m.reduce || m.shm_read) {
         receives_done[m.dst] = std::max(receives_done[m.dst], m.end);
         continue;
       }
       // Pieces of the message land evenly over its transfer.
-      const size_t n = config.segment_bytes == 0
-                           ? 1
-                           : std::max<size_t>(1, static_cast<size_t>(std::ceil(m.bytes / static_cast<double>(config.segment_bytes))));
+      const size_t n = pieces_of(m.bytes, config.segment_bytes);
       for (size_t p = 0; p < n; ++p)
-        pieces[m.dst].push_back({start + (m.end - start) * static_cast<double>(p + 1) / static_cast<double>(n),
+        pieces[m.dst].push_back({m.start + (m.end - m.start) * static_cast<double>(p + 1) / static_cast<double>(n),
                                  m.bytes / static_cast<double>(n), m.after_sends});
+    }
+    // Messages the receiver's core copies: one after another in the order they start, each piece
+    // copied and then reduced (a range the rank also sends waits for its sends, below).
+    for (int r = 0; r < nranks; ++r) {
+      std::sort(cpu_messages[r].begin(), cpu_messages[r].end(),
+                [&](size_t a, size_t b) { return messages[a].start < messages[b].start; });
+      for (size_t k : cpu_messages[r]) {
+        Message& m = messages[k];
+        const size_t n = pieces_of(m.bytes, config.segment_bytes);
+        const double piece = m.bytes / static_cast<double>(n);
+        for (size_t p = 0; p < n; ++p) {
+          cpu_free[r] = std::max(cpu_free[r], m.start) + piece / m.rate;
+          if (m.reduce && !m.after_sends) cpu_free[r] += piece / gamma;
+        }
+        if (m.reduce && m.after_sends) deferred_bytes[r] += m.bytes;
+        m.end = cpu_free[r];
+        sends_done[m.src] = std::max(sends_done[m.src], m.end);
+        receives_done[r] = std::max(receives_done[r], m.end);
+      }
     }
     // Each rank reduces its pieces one at a time in arrival order, then runs its local steps.
     for (int r = 0; r < nranks; ++r) {
       if (i >= schedules[r].rounds.size() || schedules[r].rounds[i].steps.empty()) continue;
       std::sort(pieces[r].begin(), pieces[r].end(), [](const Piece& a, const Piece& b) { return a.arrival < b.arrival; });
-      double cpu = ready[r];
+      double cpu = cpu_free[r];
       for (const Piece& p : pieces[r]) cpu = std::max({cpu, p.arrival, p.after_sends ? sends_done[r] : 0.0}) + p.bytes / gamma;
+      if (deferred_bytes[r] > 0) cpu = std::max(cpu, sends_done[r]) + deferred_bytes[r] / gamma;
       double done = std::max({sends_done[r], receives_done[r], cpu});
       for (const Step& step : schedules[r].rounds[i].steps) {
         if (step.kind == StepKind::reduce_local) done += bytes_of(step.dst, element) / gamma;

@@ -102,6 +102,8 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
   validate->add_option("inputs", o.inputs, "results files or campaign folders")->required();
   validate->add_option("--out", o.out, "results file of the comparison [out/validate-<time>-<pid>.h5]");
   validate->add_flag("--rows", o.print_rows, "print every row's measured and predicted time too");
+  validate->add_option("--reference", o.reference,
+                       "instead of predicting, compare with the same rows measured again here (the noise floor)");
   validate->add_option("--label", labels, "key=value tag recorded in the results (repeatable)");
 
   CLI::App* calibrate = app.add_subcommand("calibrate", "measure alpha, bandwidth and gamma here (under mpirun, 2+ ranks)");

@@ -40,6 +40,7 @@ struct DryrunOptions {
   // validate
   std::vector<std::string> inputs;
   bool print_rows = false;  // --rows: every row's measured and predicted time
+  std::vector<std::string> reference;  // --reference: compare with these measurements instead of the model
 
   // calibrate
   std::string name;             // the machine's name

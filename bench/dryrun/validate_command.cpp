@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <tuple>
 
 #include "bench/dryrun/commands.hpp"
 #include "bench/dryrun/simulated_run.hpp"
@@ -46,14 +48,13 @@ void validate_allreduce(const Run& run, const sim::Machine& machine, std::vector
     if (!sim::is_known_allreduce(c.impl) || c.nranks < 2) continue;
     const std::vector<double> sizes = node.read_doubles("size_bytes");
     const std::vector<double> counts = node.read_doubles("count");
-    const std::vector<double> measured = node.open_group("out_of_place").read_doubles("time_us");
+    // The median over iterations of the slowest rank's time: robust to the outliers of a shared
+    // machine, and what the simulator's slowest finish predicts.
+    const std::vector<double> measured = node.open_group("out_of_place").read_doubles("median_us");
     for (size_t i = 0; i < sizes.size() && i < measured.size(); ++i) {
       if (!(measured[i] > 0)) continue;
       c.count = static_cast<size_t>(counts[i]);
-      const sim::AllreducePrediction p = sim::predict_allreduce(machine, c);
-      double mean = 0;
-      for (double t : p.finish_s) mean += t / static_cast<double>(p.finish_s.size());
-      cases.push_back({run.name, impl, run.ranks, sizes[i], measured[i] * 1e-6, mean});
+      cases.push_back({run.name, impl, run.ranks, sizes[i], measured[i] * 1e-6, sim::predict_allreduce(machine, c).time_s});
     }
   }
 }
@@ -96,20 +97,44 @@ void validate_buckets(const Run& run, const sim::Machine& machine, std::vector<C
   }
 }
 
-}  // namespace
-
-int validate_campaign(const DryrunOptions& o, const RunMetadata& metadata) {
-  const sim::Machine machine = sim::read_machine(o.machine);
-  const Campaign campaign = load_campaign(o.inputs);
+// Every measured row of the inputs with its prediction.
+std::vector<Case> collect_cases(const std::vector<std::string>& inputs, const sim::Machine& machine) {
+  const Campaign campaign = load_campaign(inputs);
   for (const SkippedFile& skipped : campaign.skipped)
     std::fprintf(stderr, "sb-dryrun: skipped %s: %s\n", skipped.path.c_str(), skipped.reason.c_str());
   std::vector<Case> cases;
   for (const Run& run : campaign.runs) {
-    if (run.root->has_attr("simulated") && run.root->attr_int("simulated") == 1) continue;
+    if (run.simulated) continue;
     if (run.program == "sb-allreduce" && run.root->has("allreduce")) validate_allreduce(run, machine, cases);
     if (run.program == "sb-buckets" && run.root->has("buckets")) validate_buckets(run, machine, cases);
   }
   if (cases.empty()) throw UsageError("validate: no measured sb-allreduce or sb-buckets rows in the inputs");
+  return cases;
+}
+
+// --reference: each row's "prediction" is the same row measured again in another campaign (the
+// median if it holds several), so the table shows how far two measurements differ: the floor
+// under any model's error on this machine. Rows without a match are dropped.
+void replace_by_reference(std::vector<Case>& cases, const std::vector<Case>& reference) {
+  std::map<std::tuple<int64_t, std::string, double>, std::vector<double>> again;
+  for (const Case& c : reference) again[{c.ranks, c.what, c.size}].push_back(c.measured_s);
+  std::vector<Case> kept;
+  for (Case c : cases) {
+    const auto it = again.find({c.ranks, c.what, c.size});
+    if (it == again.end()) continue;
+    c.predicted_s = percentile(it->second, 50);
+    kept.push_back(c);
+  }
+  if (kept.empty()) throw UsageError("--reference: no row of the inputs is measured there too");
+  cases = std::move(kept);
+}
+
+}  // namespace
+
+int validate_campaign(const DryrunOptions& o, const RunMetadata& metadata) {
+  const sim::Machine machine = sim::read_machine(o.machine);
+  std::vector<Case> cases = collect_cases(o.inputs, machine);
+  if (!o.reference.empty()) replace_by_reference(cases, collect_cases(o.reference, machine));
 
   if (o.print_rows) {
     std::printf("%-34s %-22s %6s %12s %14s %14s %9s\n", "run", "implementation", "ranks", "size", "measured(us)",
@@ -118,8 +143,11 @@ int validate_campaign(const DryrunOptions& o, const RunMetadata& metadata) {
       std::printf("%-34s %-22s %6lld %12.6g %14.2f %14.2f %+8.1f%%\n", c.run.c_str(), c.what.c_str(),
                   static_cast<long long>(c.ranks), c.size, c.measured_s * 1e6, c.predicted_s * 1e6, 100 * c.error());
   }
-  std::printf("# sb-dryrun validate on %s (%s): predicted / measured - 1, by run and implementation\n",
-              machine.name.c_str(), o.machine.c_str());
+  if (o.reference.empty())
+    std::printf("# sb-dryrun validate on %s (%s): predicted / measured - 1, by run and implementation\n",
+                machine.name.c_str(), o.machine.c_str());
+  else
+    std::printf("# sb-dryrun validate --reference: measured again / measured - 1, by run and implementation\n");
   std::printf("%-34s %-22s %6s %6s %12s %12s %12s\n", "run", "implementation", "ranks", "rows", "median|err|",
               "max|err|", "mean err");
   std::vector<double> all;

@@ -59,12 +59,13 @@ std::string line_title(const std::string& what, const Run& run, const ReportOpti
 std::string ranks_text(int64_t ranks);
 
 // Every plot the campaign's runs allow, in a stable order: allreduce, compression, buckets,
-// training, then scaling across rank counts.
+// training, scaling across rank counts, then sb-dryrun validate's predicted-vs-measured scatter.
 std::vector<Plot> allreduce_plots(const std::vector<Run>& runs, const ReportOptions& options);
 std::vector<Plot> compress_plots(const std::vector<Run>& runs, const ReportOptions& options);
 std::vector<Plot> buckets_plots(const std::vector<Run>& runs, const ReportOptions& options);
 std::vector<Plot> train_plots(const std::vector<Run>& runs, const ReportOptions& options);
 std::vector<Plot> scaling_plots(const std::vector<Run>& runs, const ReportOptions& options);
+std::vector<Plot> validate_plots(const std::vector<Run>& runs, const ReportOptions& options);
 std::vector<Plot> build_plots(const std::vector<Run>& runs, const ReportOptions& options);
 
 }  // namespace sb::report

@@ -8,6 +8,7 @@
 
 #include "collectives/algorithms/algorithms.hpp"
 #include "common/usage_error.hpp"
+#include "sim/allreduce_model.hpp"
 #include "sim/fair_share.hpp"
 #include "sim/machine.hpp"
 #include "sim/schedule_sim.hpp"
@@ -90,6 +91,62 @@ Machine two_level_machine(bool shared) {
 }
 Machine shared_machine() { return two_level_machine(true); }
 
+TEST(SimEngine, ACoreThatCopiesCannotReduceAtTheSameTime) {
+  // With `engine cpu` the receiver copies each piece and then reduces it, so pieces no longer hide
+  // the reduction: the ring costs the unpipelined closed form whatever the segment.
+  const Machine cpu = parse_machine("name cpu\nlevel net size 0 alpha 3us bandwidth 2GB/s engine cpu\ngamma float 5GB/s\ncopy 10GB/s\n", "cpu");
+  const size_t count = 1920 * 1024;
+  const double n = count * 4.0;
+  const int p = 4;
+  const double closed = 2 * (p - 1) * kAlpha + 2.0 * (p - 1) / p * n * kBeta + (p - 1.0) / p * n * kGamma;
+  EXPECT_NEAR(simulate(cpu, "ring", p, count, 64 << 10), closed, closed * 1e-9);
+  EXPECT_LT(simulate(flat_machine(), "ring", p, count, 64 << 10), closed * 0.95);  // a DMA engine overlaps them
+}
+
+// The flat machine with a cache, cached rates, 2 cores per node and fixed call costs.
+Machine host_machine(const std::string& extra = "") {
+  return parse_machine(
+      "name host\n"
+      "level node size 0 alpha 3us bandwidth 2GB/s cached 4GB/s\n"
+      "gamma float 5GB/s cached 10GB/s\n"
+      "copy 10GB/s\n"
+      "cache 8M\n" + extra,
+      "host");
+}
+
+double predict(const Machine& machine, const std::string& impl, int p, size_t count) {
+  AllreduceCase c;
+  c.impl = impl;
+  c.nranks = p;
+  c.count = count;
+  c.segment_bytes = 1 << 30;  // whole messages: the closed forms
+  return predict_allreduce(machine, c).time_s;
+}
+
+TEST(SimHostEffects, CachedRatesApplyWhenTheWorkingSetFits) {
+  // Ring at 2 ranks: 4 x bytes x 2 ranks must fit in 8 MiB: 1 MiB does, 2 MiB does not.
+  const auto ring2 = [](double alpha, double beta, double gamma, double n) { return 2 * alpha + n * beta + n / 2 * gamma; };
+  EXPECT_NEAR(predict(host_machine(), "ring", 2, 1 << 18), ring2(3e-6, 1 / 4e9, 1 / 10e9, 1 << 20), 1e-12);
+  EXPECT_NEAR(predict(host_machine(), "ring", 2, 1 << 19), ring2(3e-6, 1 / 2e9, 1 / 5e9, 2 << 20), 1e-12);
+}
+
+TEST(SimHostEffects, RanksBeyondTheCoresShareThem) {
+  // Four ranks on a node of two cores: every node rate halves and every latency doubles.
+  const double alone = predict(host_machine(), "ring", 4, 1 << 20);
+  const Machine halved = parse_machine(
+      "name half\nlevel node size 0 alpha 6us bandwidth 1GB/s cached 2GB/s\ngamma float 2.5GB/s cached 5GB/s\n"
+      "copy 5GB/s\ncache 8M\n",
+      "half");
+  EXPECT_NEAR(predict(host_machine("cores 2\n"), "ring", 4, 1 << 20), predict(halved, "ring", 4, 1 << 20), 1e-12);
+  EXPECT_NEAR(predict(host_machine("cores 4\n"), "ring", 4, 1 << 20), alone, 1e-12);  // no more ranks than cores
+}
+
+TEST(SimHostEffects, ATransportsCallCostIsPaidOncePerCall) {
+  const double plain = predict(host_machine(), "ring", 4, 1 << 20);
+  EXPECT_NEAR(predict(host_machine("call mpi 7us\n"), "ring", 4, 1 << 20), plain + 7e-6, 1e-12);
+  EXPECT_NEAR(predict(host_machine("call mpi 7us\n"), "mpi", 4, 1 << 20), predict(host_machine(), "mpi", 4, 1 << 20), 1e-12);
+}
+
 TEST(SimContention, SharedLinksNeverMakeAScheduleFaster) {
   for (const AllreduceAlgorithm& a : allreduce_algorithms())
     for (int p : {2, 3, 4, 6, 8})
@@ -170,6 +227,10 @@ TEST(SimMachine, BadFiguresAreRefusedNamingTheLine) {
             "machine 'bad.machine' line 2: unknown key 'colour'");
   EXPECT_EQ(error_of(head + "level l size 2 alpha 1us bandwidth 1GB/s\ncopy 1GB/s\n"), "machine 'bad.machine' has no 'gamma' line");
   EXPECT_EQ(error_of(head + tail), "machine 'bad.machine' has no 'level' line");
+  EXPECT_EQ(error_of(head + "level l size 2 alpha 1us bandwidth 1GB/s engine warp\n" + tail),
+            "machine 'bad.machine' line 2: engine must be dma or cpu, not 'warp'");
+  EXPECT_EQ(error_of(head + "level l size 2 alpha 1us bandwidth 1GB/s\n" + tail + "cache lots\n"),
+            "machine 'bad.machine' line 5: cache 'lots' is not a size (e.g. 32M)");
 }
 
 }  // namespace
