@@ -17,25 +17,25 @@ std::vector<double> max_min_rates(const std::vector<FlowLinks>& flows, const std
   std::vector<char> fixed(flows.size(), 0);
   size_t remaining = flows.size();
   while (remaining > 0) {
-    // The link that is full first when every unfixed flow grows at the same rate.
-    int bottleneck = -1;
+    // The share at which the first links fill when every unfixed flow grows at the same rate.
     double share = std::numeric_limits<double>::infinity();
     for (size_t l = 0; l < capacities.size(); ++l)
-      if (unfixed_on[l] > 0 && left[l] / unfixed_on[l] < share) {
-        share = left[l] / unfixed_on[l];
-        bottleneck = static_cast<int>(l);
-      }
-    if (bottleneck < 0) break;  // flows without links: left at rate 0 (callers give every flow one)
-    for (int f : flows_on[bottleneck]) {
-      if (fixed[f]) continue;
-      fixed[f] = 1;
-      --remaining;
-      rates[f] = share;
-      for (int k = 0; k < flows[f].count; ++k) {
-        const int l = flows[f].link[k];
-        left[l] -= share;
-        if (left[l] < 0) left[l] = 0;
-        --unfixed_on[l];
+      if (unfixed_on[l] > 0) share = std::min(share, left[l] / unfixed_on[l]);
+    if (share == std::numeric_limits<double>::infinity()) break;  // flows without links stay at 0
+    // Every link that fills at that share (many at once in a symmetric round) fixes its flows.
+    const double full = share * (1 + 1e-12);
+    for (size_t l = 0; l < capacities.size(); ++l) {
+      if (unfixed_on[l] == 0 || left[l] / unfixed_on[l] > full) continue;
+      for (int f : flows_on[l]) {
+        if (fixed[f]) continue;
+        fixed[f] = 1;
+        --remaining;
+        rates[f] = share;
+        for (int k = 0; k < flows[f].count; ++k) {
+          const int other = flows[f].link[k];
+          left[other] = std::max(0.0, left[other] - share);
+          --unfixed_on[other];
+        }
       }
     }
   }
