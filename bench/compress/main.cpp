@@ -13,6 +13,7 @@
 
 #include "bench/compress/options.hpp"
 #include "collectives/compress/compressed_allreduce.hpp"
+#include "collectives/compress/ef_convergence.hpp"
 #include "collectives/compress/synthetic_gradient.hpp"
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
@@ -38,6 +39,7 @@ struct CompressorResults {
   std::string name;
   Carrier carrier;
   std::vector<Row> rows;
+  ConvergenceResult convergence;  // when the check ran
 };
 
 // Median over iterations of the slowest rank's time of `body`, each iteration started together.
@@ -112,6 +114,13 @@ Row measure(const std::string& name, uint64_t bytes, const CompressOptions& o, i
   return row;
 }
 
+ConvergenceSettings convergence_settings(const CompressOptions& o) {
+  ConvergenceSettings settings;
+  settings.reference_steps = o.convergence_steps;
+  settings.max_steps = 20 * o.convergence_steps;
+  return settings;
+}
+
 void write_results(ResultsFile& file, const RunMetadata& metadata, const CompressOptions& o,
                    const std::vector<CompressorResults>& results) {
   h5::Node& root = file.root();
@@ -126,9 +135,22 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const Compres
   compress.set_attr("iters", static_cast<int64_t>(o.iters));
   compress.set_attr("warmup_iters", static_cast<int64_t>(o.warmup_iters));
   compress.set_attr("gradient", std::string("synthetic heavy-tailed: normal times log-normal(sigma 1), seed 1000 + rank"));
-  for (const auto& [name, carrier, rows] : results) {
+  if (o.convergence_steps > 0) {
+    const ConvergenceSettings settings = convergence_settings(o);
+    compress.set_attr("convergence_problem",
+                      "least squares, " + std::to_string(settings.dimension) + " unknowns, " +
+                          std::to_string(settings.rows_per_rank) + " rows per rank, full-batch descent at 1/L");
+    compress.set_attr("convergence_reference_steps", static_cast<int64_t>(settings.reference_steps));
+    compress.set_attr("convergence_max_steps", static_cast<int64_t>(settings.max_steps));
+    compress.set_attr("convergence_target_loss", results.empty() ? 0.0 : results.front().convergence.target_loss);
+  }
+  for (const auto& [name, carrier, rows, convergence] : results) {
     const h5::Node group = compress.create_group(name);
     group.set_attr("carrier", std::string(carrier == Carrier::allreduce ? "allreduce" : "allgather"));
+    if (o.convergence_steps > 0) {
+      group.set_attr("convergence_steps", static_cast<int64_t>(convergence.steps));
+      group.set_attr("convergence_final_loss", convergence.final_loss);
+    }
     auto column = [&](auto field) {
       std::vector<double> values;
       for (const Row& row : rows) values.push_back(static_cast<double>(row.*field));
@@ -172,7 +194,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   }
   std::vector<CompressorResults> results;
   for (const std::string& name : o.compressors) {
-    results.push_back({name, make_compressor(name, o.params)->carrier(), {}});
+    results.push_back({name, make_compressor(name, o.params)->carrier(), {}, {}});
     for (uint64_t bytes : o.sizes()) {
       const Row row = measure(name, bytes, o, layout.rank, layout.nranks);
       results.back().rows.push_back(row);
@@ -182,6 +204,25 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                     row.decompress_GBps, row.allreduce_us, row.mpi_allreduce_us, row.speedup);
         std::fflush(stdout);
       }
+    }
+  }
+  if (o.convergence_steps > 0) {
+    const ConvergenceSettings settings = convergence_settings(o);
+    if (root)
+      std::printf("# convergence (error feedback %s): least squares, %d unknowns, %d rows per rank; steps to come within\n"
+                  "# 1%% of uncompressed descent's loss after %d steps (at most %d)\n#   %-10s  %8s  %12s  %10s\n",
+                  o.error_feedback ? "on" : "off", settings.dimension, settings.rows_per_rank, settings.reference_steps,
+                  settings.max_steps, "compressor", "steps", "final loss", "vs none");
+    for (CompressorResults& r : results) {
+      r.convergence = ef_convergence(r.name, o.params, o.error_feedback, settings, MPI_COMM_WORLD);
+      if (!root) continue;
+      if (r.convergence.steps >= 0)
+        std::printf("    %-10s  %8d  %12.4e  %9.2fx\n", r.name.c_str(), r.convergence.steps, r.convergence.final_loss,
+                    static_cast<double>(r.convergence.steps) / settings.reference_steps);
+      else
+        std::printf("    %-10s  %8s  %12.4e  %10s\n", r.name.c_str(),
+                    r.convergence.steps == ConvergenceResult::kDiverged ? "diverged" : "never", r.convergence.final_loss, "-");
+      std::fflush(stdout);
     }
   }
   if (root) {

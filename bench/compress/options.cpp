@@ -27,8 +27,11 @@ std::optional<CompressOptions> parse_compress_options(int argc, char** argv, boo
   app.add_option("-f,--stepfactor", factor_text, "grow sizes by this factor [4]");
   app.add_option("-n,--iters", o.iters, "timed iterations per measurement [10]");
   app.add_option("-w,--warmup_iters", o.warmup_iters, "untimed iterations first [2]");
+  app.add_option("--convergence", o.convergence_steps,
+                 "steps of uncompressed descent on the least-squares check; each compressor reports the steps it needs "
+                 "to come within 1% of that loss (0: skip the check) [200]");
   app.add_option("--compressor", compressor_text, "comma-separated, or all");
-  app.add_option("--ratio", o.params.ratio, "top-k and random-k: fraction of values sent, in (0, 1] [0.01]");
+  app.add_option("--ratio", o.params.ratio, "top-k, threshold and random-k: fraction of values sent, in (0, 1] [0.01]");
   app.add_option("--levels", o.params.levels, "QSGD's quantisation levels, 1..127 [16]");
   app.add_option("--seed", o.params.seed, "shared seed of random-k's indices [42]");
   app.add_option("--error-feedback", error_feedback, "1: carry what compression drops into the next step [1]");
@@ -45,6 +48,7 @@ std::optional<CompressOptions> parse_compress_options(int argc, char** argv, boo
   if (o.max_bytes > (uint64_t{1} << 31)) throw UsageError("--maxbytes over 2G: payloads must fit MPI's int counts");
   if (o.iters < 1 || o.warmup_iters < 0) throw UsageError("--iters must be at least 1 and --warmup_iters at least 0");
   if (error_feedback != 0 && error_feedback != 1) throw UsageError("--error-feedback must be 0 or 1");
+  if (o.convergence_steps < 0 || o.convergence_steps > 100000) throw UsageError("--convergence must be in 0..100000");
   o.error_feedback = error_feedback == 1;
   // Names, checked with the parameters by building each compressor once.
   for (const std::string& name : split_list(compressor_text)) {

@@ -17,6 +17,7 @@ struct CompressOptions {
   std::vector<std::string> compressors;  // default: all
   CompressorParams params;
   bool error_feedback = true;
+  int convergence_steps = 200;  // --convergence: reference steps of the least-squares check; 0: skip it
   std::string out;  // empty: out/compress-<UTC time>-<pid>.h5
   std::map<std::string, std::string> labels;
 

@@ -41,15 +41,15 @@ void CompressedAllreduce::run(float* gradient, size_t count, uint64_t step) {
     SB_MPI_CHECK(MPI_Allreduce(payload_.data(), received_.data(), static_cast<int>(compressor_->payload_elements(count)),
                                mpi_datatype(type), mpi_op(type, RedOp::sum), comm_));
     compressor_->decompress_add(received_.data(), count, step, gradient);
+    compressor_->combine(received_.data(), count, nranks_, gradient);
   } else {
     received_.resize(bytes * static_cast<size_t>(nranks_));
     SB_MPI_CHECK(MPI_Allgather(payload_.data(), static_cast<int>(bytes), MPI_BYTE, received_.data(),
                                static_cast<int>(bytes), MPI_BYTE, comm_));
     for (int r = 0; r < nranks_; ++r)
       compressor_->decompress_add(received_.data() + static_cast<size_t>(r) * bytes, count, step, gradient);
+    compressor_->combine(received_.data(), count, nranks_, gradient);
   }
-  const float scale = 1.0f / static_cast<float>(nranks_);
-  for (size_t i = 0; i < count; ++i) gradient[i] *= scale;
 }
 
 const std::vector<float>& CompressedAllreduce::sent() const {

@@ -6,7 +6,7 @@
 //
 // Carriers: payloads that can be summed as they are (fp16, bf16, random-k with indices every
 // rank draws from the same seed) go through an allreduce of `payload_type` elements; the others
-// (top-k, scaled sign, 1-bit, QSGD, TernGrad), whose encodings do not add up, through an allgather,
+// (top-k, threshold, sign, scaled sign, 1-bit, QSGD, TernGrad), whose encodings do not add up, through an allgather,
 // after which every rank decodes every rank's payload.
 #include <cstddef>
 #include <cstdint>
@@ -22,7 +22,7 @@ namespace sb {
 enum class Carrier { allreduce, allgather };
 
 struct CompressorParams {
-  double ratio = 0.01;  // top-k, random-k: fraction of the values sent, in (0, 1]
+  double ratio = 0.01;  // top-k, threshold, random-k: fraction of the values sent, in (0, 1]
   int levels = 16;      // QSGD: quantisation levels s, 1..127
   uint64_t seed = 42;   // shared by all ranks: random-k's choice of indices
   uint64_t stream = 0;  // this rank's own random stream (stochastic rounding): set to the rank
@@ -42,9 +42,14 @@ class Compressor {
   virtual void compress(const float* values, size_t count, uint64_t step, unsigned char* payload) = 0;
   // out[i] += decoded value i. For an allreduce carrier the payload may be a sum of payloads.
   virtual void decompress_add(const unsigned char* payload, size_t count, uint64_t step, float* out) const = 0;
+  // The aggregate, once every payload is decoded into `out` (their sum): by default the average.
+  // `payloads` is what the collective delivered (the summed payload, or every rank's payload one
+  // after another), for aggregates that are not a sum: signSGD's majority vote.
+  virtual void combine(const unsigned char* payloads, size_t count, int nranks, float* out) const;
 };
 
-// The compressors by name: none, fp16, bf16, topk, randomk, efsign, onebit, qsgd, terngrad. Throws
+// The compressors by name: none, fp16, bf16, topk, threshold, randomk, sign, efsign, onebit, qsgd,
+// terngrad. Throws
 // UsageError for an unknown name or a parameter out of range.
 std::unique_ptr<Compressor> make_compressor(std::string_view name, const CompressorParams& params);
 const std::vector<std::string_view>& compressor_names();

@@ -11,8 +11,10 @@ std::unique_ptr<Compressor> make_none_compressor();                             
 std::unique_ptr<Compressor> make_fp16_compressor();
 std::unique_ptr<Compressor> make_bf16_compressor();
 std::unique_ptr<Compressor> make_topk_compressor(const CompressorParams& params);  // sparse_compressors.cpp
+std::unique_ptr<Compressor> make_threshold_compressor(const CompressorParams& params);
 std::unique_ptr<Compressor> make_randomk_compressor(const CompressorParams& params);
-std::unique_ptr<Compressor> make_efsign_compressor();                              // quantised_compressors.cpp
+std::unique_ptr<Compressor> make_sign_compressor();                                // quantised_compressors.cpp
+std::unique_ptr<Compressor> make_efsign_compressor();
 std::unique_ptr<Compressor> make_onebit_compressor();
 std::unique_ptr<Compressor> make_qsgd_compressor(const CompressorParams& params);
 std::unique_ptr<Compressor> make_terngrad_compressor(const CompressorParams& params);

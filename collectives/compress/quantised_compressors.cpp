@@ -1,6 +1,8 @@
 // The quantisers: every value is sent, in a few bits, with one fp32 scale per tensor.
 //   efsign   sign bits and the mean magnitude (the scaled sign of EF-signSGD; run it with error
 //            feedback, which is what makes it converge);
+//   sign     the same payload aggregated by majority vote (signSGD, Bernstein et al. 2018): each
+//            value becomes the sign most ranks sent (0 on a tie) times the ranks' mean magnitude;
 //   qsgd     s levels of |x| / ||x||_2, stochastically rounded so that the decoding is unbiased,
 //            one signed byte per value (s <= 127);
 //   terngrad -1, 0 or +1 times max |x|, +-1 with probability |x| / max |x| (unbiased);
@@ -12,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "collectives/compress/compressors.hpp"
 #include "kernels/random.hpp"
@@ -28,7 +31,8 @@ void write_scale(unsigned char* payload, float scale) { std::memcpy(payload, &sc
 
 class ScaledSign final : public Compressor {
  public:
-  std::string_view name() const override { return "efsign"; }
+  explicit ScaledSign(bool majority) : majority_(majority) {}
+  std::string_view name() const override { return majority_ ? "sign" : "efsign"; }
   Carrier carrier() const override { return Carrier::allgather; }
   size_t payload_bytes(size_t count) const override { return sizeof(float) + (count + 7) / 8; }
   void compress(const float* values, size_t count, uint64_t, unsigned char* payload) override {
@@ -45,6 +49,22 @@ class ScaledSign final : public Compressor {
     const unsigned char* bits = payload + sizeof(float);
     for (size_t i = 0; i < count; ++i) out[i] += (bits[i / 8] >> (i % 8)) & 1u ? -scale : scale;
   }
+  void combine(const unsigned char* payloads, size_t count, int nranks, float* out) const override {
+    if (!majority_) return Compressor::combine(payloads, count, nranks, out);
+    const size_t bytes = payload_bytes(count);
+    double scale = 0;
+    for (int r = 0; r < nranks; ++r) scale += read_scale(payloads + static_cast<size_t>(r) * bytes);
+    const float magnitude = static_cast<float>(scale / nranks);
+    std::vector<int> votes(count, 0);
+    for (int r = 0; r < nranks; ++r) {
+      const unsigned char* bits = payloads + static_cast<size_t>(r) * bytes + sizeof(float);
+      for (size_t i = 0; i < count; ++i) votes[i] += (bits[i / 8] >> (i % 8)) & 1u ? -1 : 1;
+    }
+    for (size_t i = 0; i < count; ++i) out[i] = votes[i] > 0 ? magnitude : votes[i] < 0 ? -magnitude : 0.0f;
+  }
+
+ private:
+  bool majority_;
 };
 
 class OneBit final : public Compressor {
@@ -152,7 +172,9 @@ class TernGrad final : public ByteQuantiser {
 
 }  // namespace
 
-std::unique_ptr<Compressor> make_efsign_compressor() { return std::make_unique<ScaledSign>(); }
+std::unique_ptr<Compressor> make_sign_compressor() { return std::make_unique<ScaledSign>(true); }
+
+std::unique_ptr<Compressor> make_efsign_compressor() { return std::make_unique<ScaledSign>(false); }
 std::unique_ptr<Compressor> make_onebit_compressor() { return std::make_unique<OneBit>(); }
 std::unique_ptr<Compressor> make_qsgd_compressor(const CompressorParams& params) {
   return std::make_unique<Qsgd>(params.levels, params.stream);

@@ -7,8 +7,13 @@
 namespace sb {
 
 const std::vector<std::string_view>& compressor_names() {
-  static const std::vector<std::string_view> names = {"none", "fp16", "bf16", "topk", "randomk", "efsign", "onebit", "qsgd", "terngrad"};
+  static const std::vector<std::string_view> names = {"none", "fp16", "bf16", "topk", "threshold", "randomk", "sign", "efsign", "onebit", "qsgd", "terngrad"};
   return names;
+}
+
+void Compressor::combine(const unsigned char*, size_t count, int nranks, float* out) const {
+  const float scale = 1.0f / static_cast<float>(nranks);
+  for (size_t i = 0; i < count; ++i) out[i] *= scale;
 }
 
 size_t sparse_k(double ratio, size_t count) {
@@ -25,7 +30,9 @@ std::unique_ptr<Compressor> make_compressor(std::string_view name, const Compres
   if (name == "fp16") return make_fp16_compressor();
   if (name == "bf16") return make_bf16_compressor();
   if (name == "topk") return make_topk_compressor(params);
+  if (name == "threshold") return make_threshold_compressor(params);
   if (name == "randomk") return make_randomk_compressor(params);
+  if (name == "sign") return make_sign_compressor();
   if (name == "efsign") return make_efsign_compressor();
   if (name == "onebit") return make_onebit_compressor();
   if (name == "qsgd") return make_qsgd_compressor(params);

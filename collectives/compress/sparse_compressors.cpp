@@ -1,5 +1,6 @@
 // The sparsifiers. top-k sends the k values of largest magnitude with their indices; each rank
-// picks its own k, so the payloads do not add up and an allgather carries them. random-k sends
+// picks its own k, so the payloads do not add up and an allgather carries them. threshold (DGC)
+// sends the same k-slot payload, chosen from a sampled threshold instead of an exact top-k. random-k sends
 // the values at k indices that every rank draws from the shared seed and the step, so the
 // payloads are aligned and an allreduce of k floats carries them (no indices on the wire).
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "collectives/compress/compressors.hpp"
 #include "kernels/random.hpp"
+#include "kernels/threshold.hpp"
 #include "kernels/topk.hpp"
 
 namespace sb {
@@ -36,6 +38,62 @@ class TopK final : public Compressor {
 
  private:
   double ratio_;
+};
+
+// Deep Gradient Compression's selection: the threshold of the top 2 x ratio is estimated from 1%
+// of the values (at least 1024), every value above it is a candidate (when fewer than k are, the
+// threshold is halved and the pass repeated, up to three times, as DGC does), and the exact top-k
+// is settled among the candidates only. With k or more candidates that is exactly top-k (every
+// value of the top k is above the threshold); with fewer, all of them are sent and the rest of
+// the k slots are empty (index kNoIndex).
+class Threshold final : public Compressor {
+ public:
+  static constexpr uint32_t kNoIndex = UINT32_MAX;
+  Threshold(double ratio, uint64_t seed) : ratio_(ratio), seed_(seed) {}
+  std::string_view name() const override { return "threshold"; }
+  Carrier carrier() const override { return Carrier::allgather; }
+  size_t payload_bytes(size_t count) const override { return sparse_k(ratio_, count) * (sizeof(uint32_t) + sizeof(float)); }
+  void compress(const float* values, size_t count, uint64_t step, unsigned char* payload) override {
+    const size_t k = sparse_k(ratio_, count);
+    uint32_t* indices = reinterpret_cast<uint32_t*>(payload);
+    float* sent = reinterpret_cast<float*>(payload + k * sizeof(uint32_t));
+    const size_t samples = std::max<size_t>(count / 100, 1024);
+    float threshold = sampled_threshold(values, count, std::min(1.0, 2 * ratio_), samples, random_key(seed_, 0x64676374, step));
+    candidates_.clear();
+    select_at_least(values, count, threshold, candidates_);
+    for (int retry = 0; retry < 3 && candidates_.size() < k && threshold > 0; ++retry) {  // the sample undershot
+      threshold /= 2;
+      candidates_.clear();
+      select_at_least(values, count, threshold, candidates_);
+    }
+    size_t taken = candidates_.size();
+    if (taken > k) {  // exact top-k among the candidates
+      gathered_.resize(taken);
+      for (size_t j = 0; j < taken; ++j) gathered_[j] = values[candidates_[j]];
+      chosen_.resize(k);
+      topk_cpu(gathered_.data(), taken, k, chosen_.data());
+      for (size_t j = 0; j < k; ++j) chosen_[j] = candidates_[chosen_[j]];
+      candidates_.swap(chosen_);
+      taken = k;
+    }
+    for (size_t j = 0; j < k; ++j) {
+      indices[j] = j < taken ? candidates_[j] : kNoIndex;
+      sent[j] = j < taken ? values[candidates_[j]] : 0.0f;
+    }
+  }
+  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out) const override {
+    const size_t k = sparse_k(ratio_, count);
+    const uint32_t* indices = reinterpret_cast<const uint32_t*>(payload);
+    const float* sent = reinterpret_cast<const float*>(payload + k * sizeof(uint32_t));
+    for (size_t j = 0; j < k; ++j)
+      if (indices[j] != kNoIndex) out[indices[j]] += sent[j];
+  }
+
+ private:
+  double ratio_;
+  uint64_t seed_;
+  std::vector<uint32_t> candidates_, chosen_;
+  std::vector<float> gathered_;
 };
 
 class RandomK final : public Compressor {
@@ -92,6 +150,10 @@ class RandomK final : public Compressor {
 std::unique_ptr<Compressor> make_topk_compressor(const CompressorParams& params) {
   return std::make_unique<TopK>(params.ratio);
 }
+std::unique_ptr<Compressor> make_threshold_compressor(const CompressorParams& params) {
+  return std::make_unique<Threshold>(params.ratio, params.seed);
+}
+
 std::unique_ptr<Compressor> make_randomk_compressor(const CompressorParams& params) {
   return std::make_unique<RandomK>(params.ratio, params.seed);
 }

@@ -1,5 +1,6 @@
 // The compressed allreduce at 1..5 ranks: every rank ends with the average of all ranks' decoded
-// payloads (gathered here and averaged naively); and error feedback's bookkeeping on each rank
+// payloads (gathered here and averaged naively), or for signSGD their majority vote; and error
+// feedback's bookkeeping on each rank
 // alone (MPI_COMM_SELF): over many steps, what was sent plus the residual is everything given.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "collectives/compress/compressed_allreduce.hpp"
+#include "collectives/compress/ef_convergence.hpp"
 #include "collectives/compress/synthetic_gradient.hpp"
 
 namespace sb {
@@ -36,9 +38,17 @@ TEST(CompressedAllreduce, EveryRankGetsTheAverageOfTheDecodedPayloads) {
         size_t wrong = 0;
         for (size_t i = 0; i < n; ++i) {
           double sum = 0, magnitude = 0;
+          int votes = 0;
           for (int r = 0; r < nranks; ++r) {
-            sum += all[static_cast<size_t>(r) * n + i];
-            magnitude += std::fabs(all[static_cast<size_t>(r) * n + i]);
+            const float sent = all[static_cast<size_t>(r) * n + i];
+            sum += sent;
+            magnitude += std::fabs(sent);
+            votes += sent < 0 ? -1 : 1;
+          }
+          if (name == "sign") {  // the sign most ranks sent, times their mean magnitude; 0 on a tie
+            const float mean = static_cast<float>(magnitude / nranks);
+            if (g[i] != (votes > 0 ? mean : votes < 0 ? -mean : 0.0f)) ++wrong;
+            continue;
           }
           // fp16/bf16 payloads are summed in their own precision by the allreduce, one rounding
           // per rank; the others in fp32.
@@ -53,7 +63,7 @@ TEST(CompressedAllreduce, EveryRankGetsTheAverageOfTheDecodedPayloads) {
 }
 
 TEST(ErrorFeedback, SentPlusResidualAddsUpToEveryGradientGiven) {
-  for (const char* name : {"topk", "randomk", "efsign", "onebit", "qsgd", "terngrad", "fp16"}) {  // on this rank alone
+  for (const char* name : {"topk", "threshold", "randomk", "sign", "efsign", "onebit", "qsgd", "terngrad", "fp16"}) {  // one rank
     CompressorParams params;
     params.ratio = 0.02;
     CompressedAllreduce allreduce(make_compressor(name, params), /*error_feedback=*/true, MPI_COMM_SELF);
@@ -75,6 +85,33 @@ TEST(ErrorFeedback, SentPlusResidualAddsUpToEveryGradientGiven) {
     }
     EXPECT_LE(worst, 1e-5 * scale * 25) << name;  // fp32 rounding of the running sums only
   }
+}
+
+}  // namespace
+}  // namespace sb
+
+namespace sb {
+namespace {
+
+TEST(EfConvergence, UncompressedDescentSetsTheTargetAndErrorFeedbackReachesIt) {
+  ConvergenceSettings settings;
+  settings.reference_steps = 100;
+  settings.max_steps = 1000;
+  CompressorParams params;
+  const ConvergenceResult none = ef_convergence("none", params, false, settings, MPI_COMM_WORLD);
+  EXPECT_GE(none.steps, 1);
+  EXPECT_LE(none.steps, 100);  // the target is its own loss at 100 steps, plus 1%
+  EXPECT_LE(none.final_loss, none.target_loss);
+  params.ratio = 0.1;
+  for (const char* name : {"efsign", "topk"}) {
+    const ConvergenceResult r = ef_convergence(name, params, true, settings, MPI_COMM_WORLD);
+    EXPECT_DOUBLE_EQ(r.target_loss, none.target_loss) << name;
+    EXPECT_GT(r.steps, 0) << name;
+    EXPECT_LE(r.steps, 300) << name;
+  }
+  // Top-k at 10% without error feedback drops 90% of every gradient for good: never as close.
+  const ConvergenceResult dropped = ef_convergence("topk", params, false, settings, MPI_COMM_WORLD);
+  EXPECT_TRUE(dropped.steps == ConvergenceResult::kNotReached || dropped.steps > 300) << dropped.steps;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "collectives/compress/compressor.hpp"
 #include "collectives/compress/synthetic_gradient.hpp"
 #include "common/usage_error.hpp"
+#include "kernels/threshold.hpp"
 #include "kernels/topk.hpp"
 
 namespace sb {
@@ -50,6 +51,69 @@ TEST(Compressors, TopKKeepsExactlyTheKLargestMagnitudes) {
     kept += out[i] != 0.0f;
   }
   EXPECT_EQ(kept, 50u);
+}
+
+TEST(Threshold, TheSampledThresholdIsTheQuantileAndTheSelectionEverythingAboveIt) {
+  const std::vector<float> g = heavy_tailed_gradient(20000, 5);
+  // With every value read, the threshold is the exact 200th magnitude.
+  const float exact = sampled_threshold(g.data(), g.size(), 0.01, g.size(), 1);
+  const std::vector<uint32_t> top = topk_reference(g.data(), g.size(), 200);
+  float smallest = INFINITY;
+  for (uint32_t i : top) smallest = std::min(smallest, std::fabs(g[i]));
+  EXPECT_EQ(exact, smallest);
+  std::vector<uint32_t> above;
+  select_at_least(g.data(), g.size(), exact, above);
+  EXPECT_EQ(above, top);  // no ties in this data
+  // From a 2000-value sample the estimate lands near it.
+  const float sampled = sampled_threshold(g.data(), g.size(), 0.01, 2000, 7);
+  above.clear();
+  select_at_least(g.data(), g.size(), sampled, above);
+  EXPECT_GT(above.size(), 100u);
+  EXPECT_LT(above.size(), 400u);
+}
+
+TEST(Threshold, SendsExactlyTheTopKWhenTheSampleOvershootsAndASubsetOfItOtherwise) {
+  CompressorParams params;
+  params.ratio = 0.01;
+  for (unsigned seed : {2u, 3u, 4u}) {
+    const std::vector<float> g = heavy_tailed_gradient(100000, seed);
+    const auto out = round_trip(*make_compressor("threshold", params), g);
+    const std::vector<uint32_t> want = topk_reference(g.data(), g.size(), 1000);
+    size_t kept = 0, outside = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (out[i] == 0.0f) continue;
+      ++kept;
+      EXPECT_EQ(out[i], g[i]) << i;
+      outside += !std::binary_search(want.begin(), want.end(), static_cast<uint32_t>(i));
+    }
+    EXPECT_EQ(outside, 0u) << "seed " << seed;
+    EXPECT_EQ(kept, 1000u) << "seed " << seed;  // the 2x margin (and the retries): the sample overshoots
+  }
+  // A gradient where the sample cannot see the few large values: fewer than k are sent, and the
+  // empty slots decode to nothing.
+  std::vector<float> spiky(100000, 0.0f);
+  for (size_t i = 0; i < 30; ++i) spiky[i * 3331] = 5.0f + static_cast<float>(i);
+  const auto out = round_trip(*make_compressor("threshold", params), spiky);
+  EXPECT_EQ(out, spiky);
+}
+
+TEST(Sign, MajorityVoteTakesTheSignMostRanksSentTimesTheirMeanMagnitude) {
+  // Three ranks' payloads for four values; rank scales 1, 2 and 6 (mean 3).
+  const auto sign = make_compressor("sign", {});
+  const std::vector<std::vector<float>> ranks = {{1, -1, 1, -1}, {2, 2, -2, -2}, {-6, 6, 6, -6}};
+  const size_t bytes = sign->payload_bytes(4);
+  std::vector<unsigned char> payloads(3 * bytes);
+  std::vector<float> out(4, 0.0f);
+  for (size_t r = 0; r < 3; ++r) {
+    sign->compress(ranks[r].data(), 4, 0, payloads.data() + r * bytes);
+    sign->decompress_add(payloads.data() + r * bytes, 4, 0, out.data());
+  }
+  sign->combine(payloads.data(), 4, 3, out.data());
+  EXPECT_EQ(out, (std::vector<float>{3, 3, 3, -3}));  // votes +1, +1, +1, -3: the big rank is outvoted
+  // Two ranks that disagree: a tie, 0.
+  std::fill(out.begin(), out.end(), 0.0f);
+  sign->combine(payloads.data(), 4, 2, out.data());
+  EXPECT_EQ(out, (std::vector<float>{1.5f, 0, 0, -1.5f}));
 }
 
 TEST(Compressors, RandomKDrawsTheSameIndicesOnEveryRankAndNewOnesEachStep) {
