@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "collectives/compress/compressor.hpp"
 #include "collectives/compress/synthetic_gradient.hpp"
 #include "kernels/convert.hpp"
 #include "kernels/reduce.hpp"
@@ -130,6 +131,33 @@ void BM_topk(benchmark::State& state) {
   state.counters["x_nth_element"] = nth[1] / (seconds / static_cast<double>(state.iterations()));
 }
 
+// DGC's selection (the threshold compressor: sampled threshold, candidates, exact top-k among
+// them) at density range(1) per mille, against the exact top-k compressor on the same data.
+void BM_threshold_select(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  CompressorParams params;
+  params.ratio = static_cast<double>(state.range(1)) / 1000;
+  const std::vector<float> values = heavy_tailed_gradient(n, 1, 1.5f, 1e-3f);
+  const auto threshold = make_compressor("threshold", params), topk = make_compressor("topk", params);
+  std::vector<unsigned char> payload(threshold->payload_bytes(n));
+  std::vector<double> exact;
+  for (int i = 0; i < 3; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    topk->compress(values.data(), n, 0, payload.data());
+    exact.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(exact.begin(), exact.end());
+  uint64_t step = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    threshold->compress(values.data(), n, step++, payload.data());
+    benchmark::DoNotOptimize(payload.data());
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(n * sizeof(float)));
+  state.counters["x_topk"] = exact[1] / (seconds / static_cast<double>(state.iterations()));
+}
+
 BENCHMARK(BM_memcpy)->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
 BENCHMARK(BM_triad)->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
 BENCHMARK(BM_reduce_sum_fp32)->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
@@ -138,6 +166,7 @@ BENCHMARK(BM_from_16bit<float16, one_half>)->Name("BM_fp16_to_fp32")->Arg(kInCac
 BENCHMARK(BM_to_16bit<bfloat16, to_bfloat16_cpu>)->Name("BM_fp32_to_bf16")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
 BENCHMARK(BM_from_16bit<bfloat16, one_bf16>)->Name("BM_bf16_to_fp32")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
 BENCHMARK(BM_topk)->Args({kPastCache, 10})->Args({kPastCache, 1})->Args({kInCache, 10})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_threshold_select)->Args({kPastCache, 10})->Args({kPastCache, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace sb
