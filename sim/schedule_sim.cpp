@@ -59,18 +59,16 @@ void route(const Machine& machine, Message& m, Transport transport, size_t ranks
     const size_t node_ranks = machine.levels.front().size > 0 ? static_cast<size_t>(machine.levels.front().size) : ranks;
     m.links.add(links.index(0, shm_memory, machine.group_of(m.dst, 0), machine.copy * static_cast<double>(node_ranks)));
     return;
-  } else {
-    const Level& l = machine.levels[level];
-    m.alpha = l.alpha_s;
-    const auto port_owner = [&](int rank) -> uint64_t {
-      if (l.share == Share::rank || level == 0) return static_cast<uint64_t>(rank);
-      return machine.group_of(rank, level - 1);
-    };
-    m.links.add(links.index(level, egress, port_owner(m.src), l.port_bandwidth()));
-    m.links.add(links.index(level, ingress, port_owner(m.dst), l.port_bandwidth()));
   }
   const Level& l = machine.levels[level];
+  m.alpha = l.alpha_s;
   m.cpu_copy = l.engine == Engine::cpu;
+  const auto port_owner = [&](int rank) -> uint64_t {
+    if (l.share == Share::rank || level == 0) return static_cast<uint64_t>(rank);
+    return machine.group_of(rank, level - 1);
+  };
+  m.links.add(links.index(level, egress, port_owner(m.src), l.port_bandwidth()));
+  m.links.add(links.index(level, ingress, port_owner(m.dst), l.port_bandwidth()));
   if (l.bus > 0) m.links.add(links.index(level, bus, machine.group_of(m.src, level), l.bus));
 }
 

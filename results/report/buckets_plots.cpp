@@ -1,6 +1,6 @@
-// Bucket-size sweeps of sb-buckets runs: iteration time and exposed communication against bucket
-// size, one line per strategy that sweeps sizes; per-tensor, no-overlap and fused have one value
-// each and are drawn as horizontal references across the sweep.
+// Bucket-size sweeps of measured sb-buckets runs: iteration time and exposed communication against
+// bucket size, one line per strategy that sweeps sizes; per-tensor, no-overlap and fused have one
+// value each and are drawn as horizontal references across the sweep.
 #include <algorithm>
 
 #include "results/report/plot.hpp"
@@ -10,7 +10,9 @@ namespace sb::report {
 std::vector<Plot> buckets_plots(const std::vector<Run>& runs, const ReportOptions& options) {
   std::vector<Plot> plots;
   for (const Run& run : runs) {
-    if (run.program != "sb-buckets" || !run.root->has("buckets")) continue;
+    // Predicted steps (sb-dryrun train writes one file per scale) are drawn by the step-scaling
+    // plot instead: a sweep plot for each would bury the measured ones.
+    if (run.program != "sb-buckets" || !run.root->has("buckets") || run.simulated) continue;
     const h5::Node buckets = run.root->open_group("buckets");
     const std::string model = buckets.has_attr("model") ? buckets.attr_string("model") : "?";
     const std::string where = model + ", " + ranks_text(run.ranks) + ", " + run.name;
