@@ -66,9 +66,10 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
                  "overlapped buckets: thread (a communication thread) or poll (MPI_Iallreduce tested between layers;\n"
                  "--algo mpi, no --compressor) [thread]");
   app.add_option("--compressor", c.exchange.compressor,
-                 "compress each gradient bucket: none, fp16, bf16, topk, threshold, randomk, sign, efsign, onebit, qsgd, terngrad [none]");
-  app.add_option("--ratio", c.exchange.compressor_params.ratio, "top-k and random-k: fraction of values sent [0.01]");
+                 "compress each gradient bucket: none, fp16, bf16, topk, threshold, randomk, sign, efsign, onebit, qsgd, terngrad, powersgd [none]");
+  app.add_option("--ratio", c.exchange.compressor_params.ratio, "top-k, threshold and random-k: fraction of values sent [0.01]");
   app.add_option("--levels", c.exchange.compressor_params.levels, "QSGD's quantisation levels [16]");
+  app.add_option("--rank", c.exchange.compressor_params.rank, "PowerSGD's rank [4]");
   app.add_option("--error-feedback", error_feedback, "1: carry what compression drops into the next step [1]");
   app.add_option("--accumulate", c.accumulate, "micro-batches per step on each rank (gradient accumulation) [1]");
   app.add_option("--straggler", straggler, "RANK:FACTOR: that rank computes FACTOR times slower (it sleeps)");

@@ -13,6 +13,39 @@ CompressedAllreduce::CompressedAllreduce(std::unique_ptr<Compressor> compressor,
   SB_MPI_CHECK(MPI_Comm_size(comm_, &nranks_));
 }
 
+void CompressedAllreduce::allreduce_payload(size_t bytes) {
+  const DataType type = compressor_->payload_type();
+  SB_CHECK(bytes <= static_cast<size_t>(INT_MAX) * size_of(type), "compressed allreduce: payload over MPI's count");
+  received_.resize(bytes);
+  SB_MPI_CHECK(MPI_Allreduce(payload_.data(), received_.data(), static_cast<int>(bytes / size_of(type)), mpi_datatype(type),
+                             mpi_op(type, RedOp::sum), comm_));
+}
+
+// Multi-round compressors (PowerSGD): each round's payload is allreduced before the next is made;
+// the residual is known only once the last round's own payload is (it decodes with the aggregate
+// of the first).
+void CompressedAllreduce::run_rounds(const float* input, float* gradient, size_t count, uint64_t step) {
+  payload_.resize(compressor_->round_payload_bytes(count, 0));
+  compressor_->compress(input, count, step, payload_.data());
+  allreduce_payload(payload_.size());
+  for (int round = 1; round < compressor_->rounds(); ++round) {
+    std::vector<unsigned char> next(compressor_->round_payload_bytes(count, round));
+    compressor_->next_round(input, count, round, received_.data(), next.data());
+    payload_.swap(next);
+    allreduce_payload(payload_.size());
+  }
+  count_ = count;
+  step_ = step;
+  sent_decoded_ = false;
+  if (error_feedback_) {
+    const std::vector<float>& decoded = sent();
+    for (size_t i = 0; i < count; ++i) residual_[i] = corrected_[i] - decoded[i];
+  }
+  std::fill(gradient, gradient + count, 0.0f);
+  compressor_->decompress_add(received_.data(), count, step, gradient);
+  compressor_->combine(received_.data(), count, nranks_, gradient);
+}
+
 void CompressedAllreduce::run(float* gradient, size_t count, uint64_t step) {
   const float* input = gradient;
   if (error_feedback_) {
@@ -21,6 +54,7 @@ void CompressedAllreduce::run(float* gradient, size_t count, uint64_t step) {
     for (size_t i = 0; i < count; ++i) corrected_[i] = gradient[i] + residual_[i];
     input = corrected_.data();
   }
+  if (compressor_->rounds() > 1) return run_rounds(input, gradient, count, step);
   const size_t bytes = compressor_->payload_bytes(count);
   SB_CHECK(bytes * static_cast<size_t>(nranks_) <= INT_MAX, "compressed allreduce: payloads over 2 GiB");
   payload_.resize(bytes);
@@ -36,10 +70,7 @@ void CompressedAllreduce::run(float* gradient, size_t count, uint64_t step) {
   // The collective leaves this rank's payload as it is, so that sent() can still decode it.
   std::fill(gradient, gradient + count, 0.0f);
   if (compressor_->carrier() == Carrier::allreduce) {
-    const DataType type = compressor_->payload_type();
-    received_.resize(bytes);
-    SB_MPI_CHECK(MPI_Allreduce(payload_.data(), received_.data(), static_cast<int>(compressor_->payload_elements(count)),
-                               mpi_datatype(type), mpi_op(type, RedOp::sum), comm_));
+    allreduce_payload(bytes);
     compressor_->decompress_add(received_.data(), count, step, gradient);
     compressor_->combine(received_.data(), count, nranks_, gradient);
   } else {

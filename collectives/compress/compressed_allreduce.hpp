@@ -29,6 +29,9 @@ class CompressedAllreduce {
   const std::vector<float>& residual() const { return residual_; }
 
  private:
+  void allreduce_payload(size_t bytes);  // payload_ -> received_, summed over ranks
+  void run_rounds(const float* input, float* gradient, size_t count, uint64_t step);
+
   std::unique_ptr<Compressor> compressor_;
   bool error_feedback_;
   MPI_Comm comm_;

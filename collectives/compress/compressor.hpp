@@ -5,7 +5,8 @@
 // collective carries the payload, and decodes a payload back, adding it into a gradient.
 //
 // Carriers: payloads that can be summed as they are (fp16, bf16, random-k with indices every
-// rank draws from the same seed) go through an allreduce of `payload_type` elements; the others
+// rank draws from the same seed, PowerSGD's factors) go through an allreduce of `payload_type`
+// elements; the others
 // (top-k, threshold, sign, scaled sign, 1-bit, QSGD, TernGrad), whose encodings do not add up, through an allgather,
 // after which every rank decodes every rank's payload.
 #include <cstddef>
@@ -24,6 +25,7 @@ enum class Carrier { allreduce, allgather };
 struct CompressorParams {
   double ratio = 0.01;  // top-k, threshold, random-k: fraction of the values sent, in (0, 1]
   int levels = 16;      // QSGD: quantisation levels s, 1..127
+  int rank = 4;         // PowerSGD: rank of the approximation, >= 1
   uint64_t seed = 42;   // shared by all ranks: random-k's choice of indices
   uint64_t stream = 0;  // this rank's own random stream (stochastic rounding): set to the rank
 };
@@ -33,26 +35,39 @@ class Compressor {
   virtual ~Compressor() = default;
   virtual std::string_view name() const = 0;
   virtual Carrier carrier() const = 0;
-  // For an allreduce carrier: the element type the payload is summed as, and how many.
+  // For an allreduce carrier: the element type the payload is summed as.
   virtual DataType payload_type() const { return DataType::float32; }
-  virtual size_t payload_elements(size_t count) const { return payload_bytes(count) / size_of(payload_type()); }
   virtual size_t payload_bytes(size_t count) const = 0;
   // Encodes `values` into `payload` (payload_bytes(count) of them). `step` varies the random
   // choices from one call to the next, the same way on every rank.
   virtual void compress(const float* values, size_t count, uint64_t step, unsigned char* payload) = 0;
   // out[i] += decoded value i. For an allreduce carrier the payload may be a sum of payloads.
   virtual void decompress_add(const unsigned char* payload, size_t count, uint64_t step, float* out) const = 0;
+  // Compressors whose later payloads depend on the aggregate of earlier ones (PowerSGD: Q = M^T P
+  // needs the summed P) run several rounds, each an allreduce: compress() makes round 0's payload,
+  // next_round() round r's from round r-1's aggregate; decompress_add() decodes the last round's.
+  // payload_bytes() is then the sum over rounds (what goes on the wire). Allreduce carriers only.
+  virtual int rounds() const { return 1; }
+  virtual size_t round_payload_bytes(size_t count, int /*round*/) const { return payload_bytes(count); }
+  virtual void next_round(const float* /*values*/, size_t /*count*/, int /*round*/, const unsigned char* /*aggregate*/,
+                          unsigned char* /*payload*/) {}
   // The aggregate, once every payload is decoded into `out` (their sum): by default the average.
   // `payloads` is what the collective delivered (the summed payload, or every rank's payload one
   // after another), for aggregates that are not a sum: signSGD's majority vote.
-  virtual void combine(const unsigned char* payloads, size_t count, int nranks, float* out) const;
+  virtual void combine(const unsigned char* payloads, size_t count, int nranks, float* out);
 };
 
 // The compressors by name: none, fp16, bf16, topk, threshold, randomk, sign, efsign, onebit, qsgd,
-// terngrad. Throws
+// terngrad, powersgd. Throws
 // UsageError for an unknown name or a parameter out of range.
 std::unique_ptr<Compressor> make_compressor(std::string_view name, const CompressorParams& params);
 const std::vector<std::string_view>& compressor_names();
+
+// Every round of `compressor` on this rank alone (each round's aggregate is its own payload): the
+// last round's payload, which decompress_add decodes to what this rank would send. For measuring a
+// compressor's speed and error without a collective. `payload` gets the last round's bytes.
+void compress_alone(Compressor& compressor, const float* values, size_t count, uint64_t step,
+                    std::vector<unsigned char>& payload);
 
 // The k of top-k and random-k: ratio * count rounded, at least 1 (0 for an empty gradient).
 size_t sparse_k(double ratio, size_t count);

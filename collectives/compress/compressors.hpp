@@ -18,5 +18,6 @@ std::unique_ptr<Compressor> make_efsign_compressor();
 std::unique_ptr<Compressor> make_onebit_compressor();
 std::unique_ptr<Compressor> make_qsgd_compressor(const CompressorParams& params);
 std::unique_ptr<Compressor> make_terngrad_compressor(const CompressorParams& params);
+std::unique_ptr<Compressor> make_powersgd_compressor(const CompressorParams& params);  // lowrank_compressors.cpp
 
 }  // namespace sb

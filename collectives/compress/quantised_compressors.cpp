@@ -49,7 +49,7 @@ class ScaledSign final : public Compressor {
     const unsigned char* bits = payload + sizeof(float);
     for (size_t i = 0; i < count; ++i) out[i] += (bits[i / 8] >> (i % 8)) & 1u ? -scale : scale;
   }
-  void combine(const unsigned char* payloads, size_t count, int nranks, float* out) const override {
+  void combine(const unsigned char* payloads, size_t count, int nranks, float* out) override {
     if (!majority_) return Compressor::combine(payloads, count, nranks, out);
     const size_t bytes = payload_bytes(count);
     double scale = 0;

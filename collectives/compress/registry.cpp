@@ -7,13 +7,24 @@
 namespace sb {
 
 const std::vector<std::string_view>& compressor_names() {
-  static const std::vector<std::string_view> names = {"none", "fp16", "bf16", "topk", "threshold", "randomk", "sign", "efsign", "onebit", "qsgd", "terngrad"};
+  static const std::vector<std::string_view> names = {"none", "fp16", "bf16", "topk", "threshold", "randomk", "sign", "efsign", "onebit", "qsgd", "terngrad", "powersgd"};
   return names;
 }
 
-void Compressor::combine(const unsigned char*, size_t count, int nranks, float* out) const {
+void Compressor::combine(const unsigned char*, size_t count, int nranks, float* out) {
   const float scale = 1.0f / static_cast<float>(nranks);
   for (size_t i = 0; i < count; ++i) out[i] *= scale;
+}
+
+void compress_alone(Compressor& compressor, const float* values, size_t count, uint64_t step,
+                    std::vector<unsigned char>& payload) {
+  payload.resize(compressor.round_payload_bytes(count, 0));
+  compressor.compress(values, count, step, payload.data());
+  for (int round = 1; round < compressor.rounds(); ++round) {
+    std::vector<unsigned char> next(compressor.round_payload_bytes(count, round));
+    compressor.next_round(values, count, round, payload.data(), next.data());
+    payload.swap(next);
+  }
 }
 
 size_t sparse_k(double ratio, size_t count) {
@@ -26,6 +37,7 @@ std::unique_ptr<Compressor> make_compressor(std::string_view name, const Compres
     throw UsageError("--ratio " + std::to_string(params.ratio) + " is not in (0, 1]");
   if (params.levels < 1 || params.levels > 127)
     throw UsageError("--levels " + std::to_string(params.levels) + " is not in 1..127 (QSGD sends a signed byte per value)");
+  if (params.rank < 1) throw UsageError("--rank " + std::to_string(params.rank) + " must be at least 1");
   if (name == "none") return make_none_compressor();
   if (name == "fp16") return make_fp16_compressor();
   if (name == "bf16") return make_bf16_compressor();
@@ -37,6 +49,7 @@ std::unique_ptr<Compressor> make_compressor(std::string_view name, const Compres
   if (name == "onebit") return make_onebit_compressor();
   if (name == "qsgd") return make_qsgd_compressor(params);
   if (name == "terngrad") return make_terngrad_compressor(params);
+  if (name == "powersgd") return make_powersgd_compressor(params);
   std::string known;
   for (std::string_view n : compressor_names()) known += (known.empty() ? "" : ", ") + std::string(n);
   throw UsageError("unknown compressor '" + std::string(name) + "' (" + known + ")");

@@ -5,9 +5,9 @@ source "$(dirname "$0")/helpers.bash"
 out=$WORK/compress.h5
 $MPIRUN -np 2 "$BIN/sb-compress" -b 64K -e 256K -f 4 -n 2 -w 1 --out "$out" >"$WORK/run.txt" 2>"$WORK/run.err"
 check "run exits 0" test $? -eq 0
-check "one row per compressor and size (11 x 2)" test "$(grep -cE '^ +[0-9]+ +[a-z0-9]+ +[0-9.]+x ' "$WORK/run.txt")" -eq 22
+check "one row per compressor and size (12 x 2)" test "$(grep -cE '^ +[0-9]+ +[a-z0-9]+ +[0-9.]+x ' "$WORK/run.txt")" -eq 24
 check "the convergence check has a line per compressor" \
-  test "$(grep -cE '^    [a-z0-9]+ +([0-9]+|never|diverged) ' "$WORK/run.txt")" -eq 11
+  test "$(grep -cE '^    [a-z0-9]+ +([0-9]+|never|diverged) ' "$WORK/run.txt")" -eq 12
 check "uncompressed descent reaches its own target" grep -qE '^    none +(199|200) ' "$WORK/run.txt"
 check "EF-signSGD reaches it within 2x the steps" \
   bash -c "grep -E '^    efsign ' '$WORK/run.txt' | awk '{ exit !(\$2 ~ /^[0-9]+$/ && \$2 <= 400) }'"
@@ -18,12 +18,12 @@ check "fp16 halves the bytes with a relative error near 2^-12" \
 check "none has no error" bash -c "grep -E '^ +65536 +none ' '$WORK/run.txt' | awk '{ exit !(\$4 == 0) }'"
 h5dump -H "$out" >"$WORK/header.txt" 2>&1
 check "h5dump reads the file" test $? -eq 0
-for name in none fp16 bf16 topk threshold randomk sign efsign onebit qsgd terngrad; do
+for name in none fp16 bf16 topk threshold randomk sign efsign onebit qsgd terngrad powersgd; do
   check "group /compress/$name holds the speed-up" grep -q "GROUP \"$name\"" "$WORK/header.txt"
 done
 check "speedup has a value per size" \
   grep -q 'DATASPACE  SIMPLE { ( 2 ) / ( 2 ) }' <(h5dump -H -d /compress/topk/speedup "$out")
-check_schema "$out" none fp16 bf16 topk threshold randomk sign efsign onebit qsgd terngrad
+check_schema "$out" none fp16 bf16 topk threshold randomk sign efsign onebit qsgd terngrad powersgd
 
 bad_input() {
   local name=$1; shift

@@ -1,0 +1,20 @@
+#pragma once
+// The small dense linear algebra of PowerSGD (Vogels et al. 2019) on a row-major n x m matrix M and
+// thin n x r / m x r factors (r a few columns): the products M Q and M^T P, the orthogonalisation
+// of a factor's columns, and the decoding M += P Q^T. Loops over M row by row, so that each
+// product reads M once; r is small enough that the factor rows stay in registers and cache.
+#include <cstddef>
+
+namespace sb {
+
+// p (n x r) = m (n x cols) q (cols x r).
+void matmul_cpu(const float* m, size_t n, size_t cols, const float* q, size_t r, float* p);
+// q (cols x r) = m^T (cols x n) p (n x r).
+void matmul_transposed_cpu(const float* m, size_t n, size_t cols, const float* p, size_t r, float* q);
+// Orthonormalises the r columns of p (n x r) in place by modified Gram-Schmidt; a column that is
+// (numerically) dependent on the earlier ones becomes zero.
+void orthonormalise_columns_cpu(float* p, size_t n, size_t r);
+// m (n x cols) += p (n x r) q^T (r x cols).
+void add_outer_cpu(const float* p, const float* q, size_t n, size_t cols, size_t r, float* m);
+
+}  // namespace sb
