@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -105,15 +106,23 @@ void write_plot_script(const Plot& plot, const ImageFormats& formats, const std:
   if (plot.y_scale == Scale::linear && plot.y_from_zero) out << "set yrange [0:*]\n";
   std::ostringstream command;
   command << "plot \\\n";
+  // A predicted line (line_title's " (predicted)") takes the colour of the measured line of the
+  // same name and is dashed, so each pair reads as one thing, measured and predicted.
+  std::map<std::string, int> colours;
   for (size_t i = 0; i < plot.series.size(); ++i) {
     const Series& s = plot.series[i];
+    const std::string name = s.title.substr(0, s.title.find(" ("));
+    const int colour = colours.try_emplace(name, static_cast<int>(colours.size()) + 1).first->second;
+    const bool predicted = s.title.find(" (predicted)") != std::string::npos;
     command << "  " << quoted(data) << " index " << i << " using 1:2 ";
     if (s.reference)
       command << "with lines dashtype 2 lw 2";
-    else if (plot.points_only)
-      command << "with points pt 7 ps 1.5";
+    else if (plot.points_only)  // past gnuplot's 8 colours, another point shape
+      command << "with points pt " << 5 + 2 * ((colour - 1) / 8 % 4) << " ps 1.5 linecolor " << colour;
+    else if (predicted)
+      command << "with linespoints lw 2 pt 6 dashtype 3 linecolor " << colour;
     else
-      command << "with linespoints lw 2 pt 7";
+      command << "with linespoints lw 2 pt 7 linecolor " << colour;
     command << " title " << quoted(s.title);
     if (!s.point_labels.empty())
       command << ", \\\n  " << quoted(data) << " index " << i
