@@ -169,6 +169,8 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     std::printf("\n");
   }
   write_run_metadata(file->root(), metadata);
+  file->root().set_attr("end_time_utc", utc_now());
+  file->root().set_attr("status", std::string("complete"));
   BucketsSettings settings;
   settings.model = o.profile.empty() ? o.model : std::string("profile:") + o.profile;
   settings.compute_scale = o.compute_scale;

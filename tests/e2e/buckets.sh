@@ -27,6 +27,7 @@ check "the file has the polled groups" bash -c "h5ls '$WORK/poll.h5/buckets' | g
 h5dump -H "$out" >"$WORK/header.txt" 2>&1
 check "h5dump reads the file" test $? -eq 0
 check_schema "$out"
+check "the file says it is complete" bash -c "h5dump -a /status '$out' | grep -q '\"complete\"'"
 
 bad_input() {
   local name=$1; shift

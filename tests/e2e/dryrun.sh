@@ -68,6 +68,9 @@ check "validate has a row per implementation measured" test "$(grep -cE '^ar +(m
 check "validate skips the simulated runs" bash -c "! grep -q '^allreduce-np' '$WORK/v.out'"
 check "validate's summary line" grep -qE '^# all 9 rows: median \|error\|' "$WORK/v.out"
 check_schema "$WORK/v.h5"
+"$BIN/sb-dryrun" validate --machine "$WORK/here.machine" "$WORK/meas" --reference "$WORK/meas" --out "$WORK/ref.h5" \
+  >"$WORK/ref.out" 2>&1
+check "validate --reference against the same runs finds no difference" grep -qE '^# all 9 rows: median \|error\| 0\.0%, max 0\.0%' "$WORK/ref.out"
 
 # sb-report draws predicted lines beside measured ones.
 "$BIN/sb-report" --no-render --out "$WORK/report" "$WORK/meas" "$WORK/pred" >/dev/null 2>&1
