@@ -15,6 +15,7 @@
 #include "collectives/compress/compressed_allreduce.hpp"
 #include "collectives/compress/ef_convergence.hpp"
 #include "collectives/compress/synthetic_gradient.hpp"
+#include "models/gradient_sample.hpp"
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
 #include "common/sizes.hpp"
@@ -66,12 +67,12 @@ double mean_over_ranks(double mine) {
   return sum / nranks;
 }
 
-Row measure(const std::string& name, uint64_t bytes, const CompressOptions& o, int rank, int nranks) {
+Row measure(const std::string& name, const std::vector<float>& gradient, const CompressOptions& o, int rank, int nranks) {
+  const uint64_t bytes = gradient.size() * sizeof(float);
   const size_t count = bytes / sizeof(float);
   CompressorParams params = o.params;
   params.stream = static_cast<uint64_t>(rank);
   std::unique_ptr<Compressor> compressor = make_compressor(name, params);
-  const std::vector<float> gradient = heavy_tailed_gradient(count, 1000 + static_cast<uint64_t>(rank));
   Row row;
   row.bytes = bytes;
   row.payload_bytes = compressor->payload_bytes(count);
@@ -137,7 +138,9 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const Compres
   compress.set_attr("error_feedback", static_cast<int64_t>(o.error_feedback));
   compress.set_attr("iters", static_cast<int64_t>(o.iters));
   compress.set_attr("warmup_iters", static_cast<int64_t>(o.warmup_iters));
-  compress.set_attr("gradient", std::string("synthetic heavy-tailed: normal times log-normal(sigma 1), seed 1000 + rank"));
+  compress.set_attr("gradient", o.model.empty() ? std::string("synthetic heavy-tailed: normal times log-normal(sigma 1), seed 1000 + rank")
+                                                : o.model + ": one backward pass at batch " + std::to_string(o.batch) + ", " +
+                                                      std::to_string(o.image_size) + " px, random images (seed 1000 + rank)");
   if (o.convergence_steps > 0) {
     const ConvergenceSettings settings = convergence_settings(o);
     compress.set_attr("convergence_problem",
@@ -188,6 +191,19 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   metadata.layout = layout;
   metadata.labels = o.labels;
 
+  // The gradients: a model's, from one backward pass on this rank's own random batch, or synthetic
+  // ones at each size.
+  std::vector<std::vector<float>> gradients;
+  if (!o.model.empty()) {
+    gradients.push_back(models::sample_gradients(o.model, o.image_size, o.batch, 1000 + static_cast<uint64_t>(layout.rank), 1).values);
+    if (root)
+      std::printf("# gradients: %s, one backward pass at batch %lld, %lld px, random images (each rank its own): %zu values\n",
+                  o.model.c_str(), static_cast<long long>(o.batch), static_cast<long long>(o.image_size),
+                  gradients.front().size());
+  } else {
+    for (uint64_t bytes : o.sizes())
+      gradients.push_back(heavy_tailed_gradient(bytes / sizeof(float), 1000 + static_cast<uint64_t>(layout.rank)));
+  }
   if (root) {
     std::printf("# %s: %d ranks, ratio %g, levels %d, rank %d, error feedback %s, %d iterations (median of the slowest rank)\n",
                 kProgram, layout.nranks, o.params.ratio, o.params.levels, o.params.rank, o.error_feedback ? "on" : "off",
@@ -199,8 +215,9 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   std::vector<CompressorResults> results;
   for (const std::string& name : o.compressors) {
     results.push_back({name, make_compressor(name, o.params)->carrier(), {}, {}});
-    for (uint64_t bytes : o.sizes()) {
-      const Row row = measure(name, bytes, o, layout.rank, layout.nranks);
+    for (const std::vector<float>& gradient : gradients) {
+      const uint64_t bytes = gradient.size() * sizeof(float);
+      const Row row = measure(name, gradient, o, layout.rank, layout.nranks);
       results.back().rows.push_back(row);
       if (root) {
         std::printf("  %12llu  %-9s  %9.1fx  %9.2e  %10.2f  %10.2f  %11.1f  %11.1f  %7.2fx\n",

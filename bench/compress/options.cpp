@@ -8,6 +8,7 @@
 #include "common/sizes.hpp"
 #include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
+#include "models/resnet.hpp"
 #include "results/run_metadata.hpp"
 
 namespace sb {
@@ -31,6 +32,9 @@ std::optional<CompressOptions> parse_compress_options(int argc, char** argv, boo
                  "steps of uncompressed descent on the least-squares check; each compressor reports the steps it needs "
                  "to come within 1% of that loss (0: skip the check) [200]");
   app.add_option("--compressor", compressor_text, "comma-separated, or all");
+  app.add_option("--model", o.model, "compress this model's gradients (resnet20, resnet50, ...) instead of synthetic ones");
+  app.add_option("--image-size", o.image_size, "--model: input size of the backward pass [64]");
+  app.add_option("--batch", o.batch, "--model: batch of the backward pass [8]");
   app.add_option("--ratio", o.params.ratio, "top-k, threshold and random-k: fraction of values sent, in (0, 1] [0.01]");
   app.add_option("--levels", o.params.levels, "QSGD's quantisation levels, 1..127 [16]");
   app.add_option("--rank", o.params.rank, "PowerSGD's rank, at least 1 [4]");
@@ -50,6 +54,9 @@ std::optional<CompressOptions> parse_compress_options(int argc, char** argv, boo
   if (o.iters < 1 || o.warmup_iters < 0) throw UsageError("--iters must be at least 1 and --warmup_iters at least 0");
   if (error_feedback != 0 && error_feedback != 1) throw UsageError("--error-feedback must be 0 or 1");
   if (o.convergence_steps < 0 || o.convergence_steps > 100000) throw UsageError("--convergence must be in 0..100000");
+  if (o.image_size < 8 || o.image_size > 1024 || o.batch < 1 || o.batch > 1024)
+    throw UsageError("--image-size must be in 8..1024 and --batch in 1..1024");
+  if (!o.model.empty()) models::make_resnet_config(o.model, 3, 1000, o.image_size, 1);  // an unknown model throws
   o.error_feedback = error_feedback == 1;
   // Names, checked with the parameters by building each compressor once.
   for (const std::string& name : split_list(compressor_text)) {

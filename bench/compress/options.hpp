@@ -17,6 +17,8 @@ struct CompressOptions {
   std::vector<std::string> compressors;  // default: all
   CompressorParams params;
   bool error_feedback = true;
+  std::string model;           // --model: a model's gradients instead of synthetic ones (one size)
+  int64_t image_size = 64, batch = 8;
   int convergence_steps = 200;  // --convergence: reference steps of the least-squares check; 0: skip it
   std::string out;  // empty: out/compress-<UTC time>-<pid>.h5
   std::map<std::string, std::string> labels;

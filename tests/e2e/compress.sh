@@ -25,6 +25,14 @@ check "speedup has a value per size" \
   grep -q 'DATASPACE  SIMPLE { ( 2 ) / ( 2 ) }' <(h5dump -H -d /compress/topk/speedup "$out")
 check_schema "$out" none fp16 bf16 topk threshold randomk sign efsign onebit qsgd terngrad powersgd
 
+# A model's real gradients: one row per compressor at the model's gradient size.
+$MPIRUN -np 2 "$BIN/sb-compress" --model resnet20 --image-size 32 --batch 4 --compressor none,topk,powersgd -n 1 -w 0 \
+  --convergence 0 --out "$WORK/model.h5" >"$WORK/model.txt" 2>&1
+check "--model resnet20 exits 0" test $? -eq 0
+check "one row per compressor at ResNet-20's 336824 gradients (1000 classes; x4 bytes)" \
+  test "$(grep -cE '^ +1347296 +(none|topk|powersgd) ' "$WORK/model.txt")" -eq 3
+check "the real gradients lose nothing uncompressed" grep -qE '^ +1347296 +none +1\.0x +0\.00e\+00 ' "$WORK/model.txt"
+
 bad_input() {
   local name=$1; shift
   $MPIRUN -np 2 "$BIN/sb-compress" "$@" --out "$WORK/bad.h5" >"$WORK/bad.out" 2>"$WORK/bad.err"
@@ -41,3 +49,5 @@ bad_input "levels beyond a signed byte" --compressor qsgd --levels 200
 bad_input "unknown compressor" --compressor gzip
 bad_input "a size that is not whole fp32 values" -b 6 -e 64K
 bad_input "unknown flag" --frobnicate
+bad_input "unknown model" --model alexnet
+bad_input "PowerSGD rank 0" --compressor powersgd --rank 0
