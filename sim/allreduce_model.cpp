@@ -1,6 +1,7 @@
 #include "sim/allreduce_model.hpp"
 
 #include "common/usage_error.hpp"
+#include "sim/nccl_rings.hpp"
 
 namespace sb::sim {
 namespace {
@@ -33,11 +34,11 @@ AllreducePrediction predict_allreduce(const Machine& machine, const AllreduceCas
     transport = Transport::mpi;
     segment = 0;
   } else if (c.impl == "nccl") {
-    schedule = "ring";
+    schedule = "rings";
     transport = Transport::nccl;
   }
-  const AllreduceAlgorithm* algorithm = find_algorithm(schedule);
-  if (!algorithm) throw UsageError("unknown allreduce '" + c.impl + "'");
+  const AllreduceAlgorithm* algorithm = schedule == "rings" ? nullptr : find_algorithm(schedule);
+  if (!algorithm && schedule != "rings") throw UsageError("unknown allreduce '" + c.impl + "'");
   AlgorithmParams params;
   params.segment = std::max<size_t>(1, c.segment_bytes / size_of(c.type));
   params.node_size = c.node_size > 0 ? c.node_size : std::max(1, machine.levels.front().size);
@@ -53,7 +54,16 @@ AllreducePrediction predict_allreduce(const Machine& machine, const AllreduceCas
   const bool cached = machine.fits_in_cache(kWorkingSetFactor * static_cast<double>(bytes) * static_cast<double>(node_ranks));
   const Machine priced = transport == Transport::nccl ? machine : (cached ? machine.in_cache() : machine).oversubscribed(static_cast<int>(node_ranks));
   if (c.nranks > 1) {
-    SimResult result = simulate_algorithm(priced, *algorithm, params, c.nranks, c.count, config);
+    SimResult result;
+    if (algorithm) {
+      result = simulate_algorithm(priced, *algorithm, params, c.nranks, c.count, config);
+    } else {  // NCCL: one ring per local rank of a node (its channels), at most 16
+      std::vector<Schedule> schedules;
+      const int channels = std::min(params.node_size, 16);
+      for (int r = 0; r < c.nranks; ++r)
+        schedules.push_back(nccl_rings_allreduce(r, c.nranks, c.count, params.node_size, channels));
+      result = simulate_schedules(priced, schedules, config);
+    }
     // The schedules pay their transport's fixed cost per call; the libraries' own is unknown.
     const auto call = priced.call_s.find(std::string(name_of(transport)));
     const double fixed = c.impl != "mpi" && c.impl != "nccl" && call != priced.call_s.end() ? call->second : 0.0;

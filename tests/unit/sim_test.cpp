@@ -9,8 +9,10 @@
 #include "collectives/algorithms/algorithms.hpp"
 #include "common/usage_error.hpp"
 #include "sim/allreduce_model.hpp"
+#include "collectives/verify.hpp"
 #include "sim/fair_share.hpp"
 #include "sim/machine.hpp"
+#include "sim/nccl_rings.hpp"
 #include "sim/schedule_sim.hpp"
 
 namespace sb::sim {
@@ -179,6 +181,36 @@ TEST(SimContention, TwoMessagesThroughOneLinkShareIt) {
   EXPECT_DOUBLE_EQ(rates[0], 1.0);
   EXPECT_DOUBLE_EQ(rates[1], 1.0);
   EXPECT_DOUBLE_EQ(rates[2], 2.0);
+}
+
+TEST(NcclRings, AreACorrectAllreduceForEveryNodeSizeAndCount) {
+  for (int node_size : {1, 2, 3, 4, 8})
+    for (int p = 1; p <= 40; ++p)
+      for (size_t count : {size_t{0}, size_t{1}, static_cast<size_t>(p), 3 * static_cast<size_t>(p) + 1, size_t{100003}}) {
+        std::vector<Schedule> schedules;
+        for (int r = 0; r < p; ++r) schedules.push_back(nccl_rings_allreduce(r, p, count, node_size, node_size));
+        ASSERT_EQ(verify_allreduce(schedules), "") << "node_size=" << node_size << " p=" << p << " count=" << count;
+      }
+}
+
+TEST(NcclRings, UseEveryNicOfANodeWhereOneRingUsesOne) {
+  // Nodes of 8 ranks with a NIC each: 8 rings leave each node through 8 NICs, a single ring
+  // through one, so across 8 nodes the rings are several times faster on a large buffer.
+  const Machine dgx = parse_machine(
+      "name dgx\nlevel nvlink size 8 alpha 2us bandwidth 450GB/s\nlevel ib size 0 alpha 5us bandwidth 50GB/s\n"
+      "gamma float 1000GB/s\ncopy 1000GB/s\n",
+      "dgx");
+  AllreduceCase c;
+  c.nranks = 64;
+  c.count = 64 << 20;  // 256 MiB
+  c.transport = Transport::nccl;
+  c.impl = "ring";
+  const double one_ring = predict_allreduce(dgx, c).time_s;
+  c.impl = "nccl";
+  const double rings = predict_allreduce(dgx, c).time_s;
+  EXPECT_LT(rings * 4, one_ring);
+  // Across 8 nodes the rings are bound by the NICs: 2 (p-1)/p x 256 MiB over 8 x 50 GB/s per node.
+  EXPECT_GT(rings, 2.0 * 63 / 64 * (256 << 20) / 8 / 50e9);
 }
 
 TEST(SimMachine, LevelsPlaceRanksConsecutively) {
