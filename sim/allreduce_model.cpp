@@ -18,27 +18,9 @@ bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 // staging and library buffers that the peers' data passes through.
 constexpr double kWorkingSetFactor = 4;
 
-}  // namespace
-
-bool is_known_allreduce(const std::string& impl) {
-  return impl == "mpi" || impl == "nccl" || find_algorithm(impl) != nullptr;
-}
-
-AllreducePrediction predict_allreduce(const Machine& machine, const AllreduceCase& c) {
-  std::string schedule = c.impl;
-  Transport transport = c.transport;
-  size_t segment = c.segment_bytes;
-  const size_t bytes = c.count * size_of(c.type);
-  if (c.impl == "mpi") {
-    schedule = bytes < 10000 ? "rd" : power_of_two(c.nranks) ? "rabenseifner" : "ring";
-    transport = Transport::mpi;
-    segment = 0;
-  } else if (c.impl == "nccl") {
-    schedule = "rings";
-    transport = Transport::nccl;
-  }
-  const AllreduceAlgorithm* algorithm = schedule == "rings" ? nullptr : find_algorithm(schedule);
-  if (!algorithm && schedule != "rings") throw UsageError("unknown allreduce '" + c.impl + "'");
+// Every rank's finish of one schedule (or "rings", NCCL's channels) for the case, on `transport`.
+SimResult price(const Machine& machine, const std::string& schedule, Transport transport, size_t segment,
+                const AllreduceCase& c) {
   AlgorithmParams params;
   params.segment = std::max<size_t>(1, c.segment_bytes / size_of(c.type));
   params.node_size = c.node_size > 0 ? c.node_size : std::max(1, machine.levels.front().size);
@@ -48,32 +30,71 @@ AllreducePrediction predict_allreduce(const Machine& machine, const AllreduceCas
   config.transport = transport;
   config.type = c.type;
   config.segment_bytes = segment;
-  AllreducePrediction prediction;
-  // Host collectives whose buffers fit in the node's cache run at the cached rates.
+  // Host collectives whose buffers fit in the node's cache run at the cached rates, and ranks
+  // beyond a node's cores share them.
+  const size_t bytes = c.count * size_of(c.type);
   const size_t node_ranks = machine.levels.front().size > 0 ? std::min(machine.levels.front().size, c.nranks) : c.nranks;
   const bool cached = machine.fits_in_cache(kWorkingSetFactor * static_cast<double>(bytes) * static_cast<double>(node_ranks));
-  const Machine priced = transport == Transport::nccl ? machine : (cached ? machine.in_cache() : machine).oversubscribed(static_cast<int>(node_ranks));
-  if (c.nranks > 1) {
-    SimResult result;
-    if (algorithm) {
-      result = simulate_algorithm(priced, *algorithm, params, c.nranks, c.count, config);
-    } else {  // NCCL: one ring per local rank of a node (its channels), at most 16
-      std::vector<Schedule> schedules;
-      const int channels = std::min(params.node_size, 16);
-      for (int r = 0; r < c.nranks; ++r)
-        schedules.push_back(nccl_rings_allreduce(r, c.nranks, c.count, params.node_size, channels));
-      result = simulate_schedules(priced, schedules, config);
-    }
-    // The schedules pay their transport's fixed cost per call; the libraries' own is unknown.
-    const auto call = priced.call_s.find(std::string(name_of(transport)));
-    const double fixed = c.impl != "mpi" && c.impl != "nccl" && call != priced.call_s.end() ? call->second : 0.0;
-    prediction.time_s = result.time_s + fixed;
-    for (double& t : result.finish_s) t += fixed;
-    prediction.finish_s = std::move(result.finish_s);
-  } else {
-    prediction.finish_s.assign(1, 0.0);
+  const Machine priced = transport == Transport::nccl
+                             ? machine
+                             : (cached ? machine.in_cache() : machine).oversubscribed(static_cast<int>(node_ranks));
+  if (schedule != "rings") return simulate_algorithm(priced, *find_algorithm(schedule), params, c.nranks, c.count, config);
+  std::vector<Schedule> schedules;
+  const int channels = std::min(params.node_size, 16);  // one ring per local rank, at most 16
+  for (int r = 0; r < c.nranks; ++r)
+    schedules.push_back(nccl_rings_allreduce(r, c.nranks, c.count, params.node_size, channels));
+  return simulate_schedules(priced, schedules, config);
+}
+
+}  // namespace
+
+bool is_known_allreduce(const std::string& impl) {
+  return impl == "mpi" || impl == "nccl" || find_algorithm(impl) != nullptr;
+}
+
+AllreducePrediction predict_allreduce(const Machine& machine, const AllreduceCase& c) {
+  if (!is_known_allreduce(c.impl)) throw UsageError("unknown allreduce '" + c.impl + "'");
+  const size_t bytes = c.count * size_of(c.type);
+  // What is priced: the schedule itself, or what the library is known to run.
+  std::vector<std::string> candidates = {c.impl};
+  Transport transport = c.transport;
+  size_t segment = c.segment_bytes;
+  if (c.impl == "mpi") {
+    candidates = {bytes < 10000 ? "rd" : power_of_two(c.nranks) ? "rabenseifner" : "ring"};
+    transport = Transport::mpi;
+    segment = 0;
+  } else if (c.impl == "nccl") {
+    // NCCL picks, by its own cost model, between its rings and (across nodes) its double binary
+    // tree: the faster of the two as priced here.
+    const int node = c.node_size > 0 ? c.node_size : std::max(1, machine.levels.front().size);
+    candidates = {"rings"};
+    if (c.nranks > node) candidates.push_back("dbtree");
+    transport = Transport::nccl;
   }
-  prediction.modelled_as = schedule + "@" + std::string(name_of(transport));
+  AllreducePrediction prediction;
+  prediction.finish_s.assign(1, 0.0);
+  prediction.modelled_as = candidates.front() + "@" + std::string(name_of(transport));
+  if (c.nranks <= 1) return prediction;
+  bool first = true;
+  for (const std::string& schedule : candidates) {
+    SimResult result = price(machine, schedule, transport, segment, c);
+    if (!first && result.time_s >= prediction.time_s) continue;
+    first = false;
+    prediction.time_s = result.time_s;
+    prediction.finish_s = std::move(result.finish_s);
+    prediction.modelled_as = schedule + "@" + std::string(name_of(transport));
+  }
+  // The schedules pay their transport's fixed cost per call; the libraries' own is unknown.
+  const auto call = machine.call_s.find(std::string(name_of(transport)));
+  if (c.impl != "mpi" && c.impl != "nccl" && call != machine.call_s.end()) {
+    const size_t node_ranks = machine.levels.front().size > 0 ? std::min(machine.levels.front().size, c.nranks) : c.nranks;
+    const Machine& host = machine;  // ranks beyond a node's cores share them, the call's cost too
+    const double fixed = transport == Transport::nccl
+                             ? call->second
+                             : host.oversubscribed(static_cast<int>(node_ranks)).call_s.at(std::string(name_of(transport)));
+    prediction.time_s += fixed;
+    for (double& t : prediction.finish_s) t += fixed;
+  }
   return prediction;
 }
 

@@ -6,10 +6,11 @@
 //         to their shape: recursive doubling below 10 KB (Open MPI's intermediate_message),
 //         Rabenseifner on a power-of-two communicator, ring otherwise; run on the mpi transport
 //         without segmentation (tuned's ring reduces whole blocks).
-//   nccl  NCCL's rings: one per local rank of a node (its channels, at most 16), each on a slice
-//         of the buffer and leaving every node from a different rank (sim/nccl_rings.hpp), on
-//         device buffers with the machine's gamma. Its tree (preferred across nodes at small
-//         sizes) and its protocols are not modelled.
+//   nccl  the faster of NCCL's rings (one per local rank of a node, its channels, at most 16,
+//         each on a slice of the buffer and leaving every node from a different rank:
+//         sim/nccl_rings.hpp) and, across nodes, the double binary tree, as NCCL's own cost model
+//         picks between them; on device buffers with the machine's gamma. Its protocols (LL,
+//         LL128, Simple) are not modelled.
 // A host collective whose working set on a node (4 x bytes x the node's ranks: input, result, and
 // the staging and library buffers the peers' data passes through) fits in the machine's cache is
 // priced with its cached rates, and one with more ranks on a node than cores with the node's

@@ -211,6 +211,12 @@ TEST(NcclRings, UseEveryNicOfANodeWhereOneRingUsesOne) {
   EXPECT_LT(rings * 4, one_ring);
   // Across 8 nodes the rings are bound by the NICs: 2 (p-1)/p x 256 MiB over 8 x 50 GB/s per node.
   EXPECT_GT(rings, 2.0 * 63 / 64 * (256 << 20) / 8 / 50e9);
+  EXPECT_EQ(predict_allreduce(dgx, c).modelled_as, "rings@nccl");
+  // A small allreduce over many nodes is latency-bound on rings (2(p-1) steps): NCCL's tree wins.
+  c.count = 16 << 10;
+  EXPECT_EQ(predict_allreduce(dgx, c).modelled_as, "dbtree@nccl");
+  c.nranks = 8;  // inside one node there is no tree to choose
+  EXPECT_EQ(predict_allreduce(dgx, c).modelled_as, "rings@nccl");
 }
 
 TEST(SimMachine, LevelsPlaceRanksConsecutively) {
