@@ -13,6 +13,16 @@ CompressedAllreduce::CompressedAllreduce(std::unique_ptr<Compressor> compressor,
   SB_MPI_CHECK(MPI_Comm_size(comm_, &nranks_));
 }
 
+void CompressedAllreduce::payload_made(size_t count, uint64_t step) {
+  count_ = count;
+  step_ = step;
+  sent_decoded_ = false;
+  if (error_feedback_) {
+    const std::vector<float>& decoded = sent();
+    for (size_t i = 0; i < count; ++i) residual_[i] = corrected_[i] - decoded[i];
+  }
+}
+
 void CompressedAllreduce::allreduce_payload(size_t bytes) {
   const DataType type = compressor_->payload_type();
   SB_CHECK(bytes <= static_cast<size_t>(INT_MAX) * size_of(type), "compressed allreduce: payload over MPI's count");
@@ -34,13 +44,7 @@ void CompressedAllreduce::run_rounds(const float* input, float* gradient, size_t
     payload_.swap(next);
     allreduce_payload(payload_.size());
   }
-  count_ = count;
-  step_ = step;
-  sent_decoded_ = false;
-  if (error_feedback_) {
-    const std::vector<float>& decoded = sent();
-    for (size_t i = 0; i < count; ++i) residual_[i] = corrected_[i] - decoded[i];
-  }
+  payload_made(count, step);
   std::fill(gradient, gradient + count, 0.0f);
   compressor_->decompress_add(received_.data(), count, step, gradient);
   compressor_->combine(received_.data(), count, nranks_, gradient);
@@ -59,13 +63,7 @@ void CompressedAllreduce::run(float* gradient, size_t count, uint64_t step) {
   SB_CHECK(bytes * static_cast<size_t>(nranks_) <= INT_MAX, "compressed allreduce: payloads over 2 GiB");
   payload_.resize(bytes);
   compressor_->compress(input, count, step, payload_.data());
-  count_ = count;
-  step_ = step;
-  sent_decoded_ = false;
-  if (error_feedback_) {
-    const std::vector<float>& decoded = sent();
-    for (size_t i = 0; i < count; ++i) residual_[i] = corrected_[i] - decoded[i];
-  }
+  payload_made(count, step);
 
   // The collective leaves this rank's payload as it is, so that sent() can still decode it.
   std::fill(gradient, gradient + count, 0.0f);

@@ -29,6 +29,9 @@ class CompressedAllreduce {
   const std::vector<float>& residual() const { return residual_; }
 
  private:
+  // This rank's (last) payload is in payload_: what sent() decodes, and with error feedback the
+  // residual is what it missed.
+  void payload_made(size_t count, uint64_t step);
   void allreduce_payload(size_t bytes);  // payload_ -> received_, summed over ranks
   void run_rounds(const float* input, float* gradient, size_t count, uint64_t step);
 
