@@ -33,11 +33,10 @@ SimResult price(const Machine& machine, const std::string& schedule, Transport t
   // Host collectives whose buffers fit in the node's cache run at the cached rates, and ranks
   // beyond a node's cores share them.
   const size_t bytes = c.count * size_of(c.type);
-  const size_t node_ranks = machine.levels.front().size > 0 ? std::min(machine.levels.front().size, c.nranks) : c.nranks;
-  const bool cached = machine.fits_in_cache(kWorkingSetFactor * static_cast<double>(bytes) * static_cast<double>(node_ranks));
-  const Machine priced = transport == Transport::nccl
-                             ? machine
-                             : (cached ? machine.in_cache() : machine).oversubscribed(static_cast<int>(node_ranks));
+  const int node_ranks = machine.ranks_per_node(c.nranks);
+  const bool cached = machine.fits_in_cache(kWorkingSetFactor * static_cast<double>(bytes) * node_ranks);
+  const Machine priced =
+      transport == Transport::nccl ? machine : (cached ? machine.in_cache() : machine).oversubscribed(node_ranks);
   if (schedule != "rings") return simulate_algorithm(priced, *find_algorithm(schedule), params, c.nranks, c.count, config);
   std::vector<Schedule> schedules;
   const int channels = std::min(params.node_size, 16);  // one ring per local rank, at most 16
@@ -87,11 +86,9 @@ AllreducePrediction predict_allreduce(const Machine& machine, const AllreduceCas
   // The schedules pay their transport's fixed cost per call; the libraries' own is unknown.
   const auto call = machine.call_s.find(std::string(name_of(transport)));
   if (c.impl != "mpi" && c.impl != "nccl" && call != machine.call_s.end()) {
-    const size_t node_ranks = machine.levels.front().size > 0 ? std::min(machine.levels.front().size, c.nranks) : c.nranks;
-    const Machine& host = machine;  // ranks beyond a node's cores share them, the call's cost too
-    const double fixed = transport == Transport::nccl
-                             ? call->second
-                             : host.oversubscribed(static_cast<int>(node_ranks)).call_s.at(std::string(name_of(transport)));
+    // Host ranks beyond a node's cores share them, and so take longer over the call too.
+    const double share = transport == Transport::nccl ? 1.0 : machine.core_share(machine.ranks_per_node(c.nranks));
+    const double fixed = call->second / share;
     prediction.time_s += fixed;
     for (double& t : prediction.finish_s) t += fixed;
   }

@@ -173,8 +173,8 @@ Machine Machine::in_cache() const {
 }
 
 Machine Machine::oversubscribed(int ranks) const {
-  if (cores <= 0 || ranks <= cores) return *this;
-  const double share = static_cast<double>(cores) / ranks;
+  const double share = core_share(ranks);
+  if (share == 1.0) return *this;
   Machine m = *this;
   Level& l = m.levels.front();
   l.alpha_s /= share;

@@ -22,6 +22,7 @@
 //
 // Ranks are placed consecutively: ranks 0..size0-1 share the first group of level 0, and so on.
 // Two ranks talk over the innermost level whose group holds both.
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -88,6 +89,10 @@ struct Machine {
   bool fits_in_cache(double bytes) const { return cache_bytes > 0 && bytes <= cache_bytes; }
   // This machine with its cached rates in place of the others (where it has them).
   Machine in_cache() const;
+  // The share of a core each of `ranks` host ranks of a node gets: cores / ranks, at most 1.
+  double core_share(int ranks) const { return cores > 0 && ranks > cores ? static_cast<double>(cores) / ranks : 1.0; }
+  // The ranks of a collective of nranks that share one node (level 0's group).
+  int ranks_per_node(int nranks) const { return levels.front().size > 0 ? std::min(levels.front().size, nranks) : nranks; }
   // This machine with `ranks` host ranks on each node of `cores` cores: every rate of level 0
   // (links, bus, gamma, copy, shm) scaled by cores / ranks and its latencies by ranks / cores,
   // as ranks share the cores that run their copies and reductions. Itself when ranks <= cores.

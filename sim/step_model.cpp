@@ -15,7 +15,7 @@ std::vector<double> bucket_ready_s(const BackwardProfile& profile, const BucketP
 
 }  // namespace
 
-StepPrediction predict_step(const BackwardProfile& profile, const BucketPlan& plan, const StepModel& model, bool overlap) {
+StepPrediction predict_step(const BackwardProfile& profile, const BucketPlan& plan, StepModel& model, bool overlap) {
   const size_t n = plan.buckets.size();
   StepPrediction p;
   p.bucket_start_s.assign(n, 0.0);
@@ -27,9 +27,9 @@ StepPrediction predict_step(const BackwardProfile& profile, const BucketPlan& pl
   auto cost = [&](size_t b) {
     const double bytes = static_cast<double>(plan.buckets[b].count) * sizeof(float);
     const double copies = model.nranks > 1 ? 2 * bytes / model.copy_rate : 0.0;
-    return copies + (model.nranks > 1 ? model.allreduce->seconds(plan.buckets[b].count) : 0.0);
+    return copies + (model.nranks > 1 ? model.allreduce.seconds(plan.buckets[b].count) : 0.0);
   };
-  const double negotiation = negotiate ? model.flags->seconds((n + 3) / 4) : 0.0;
+  const double negotiation = negotiate ? model.flags.seconds((n + 3) / 4) : 0.0;
 
   std::vector<char> done(n, 0);
   double thread = 0;  // when the communication thread is next free

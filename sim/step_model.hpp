@@ -22,13 +22,24 @@ struct StepPrediction {
   std::vector<double> bucket_start_s, bucket_end_s;  // by bucket
 };
 
+// What the exchange costs at one scale, priced on a machine and cached by size: the buckets'
+// allreduce (`buckets`, its nranks the scale), partition's readiness negotiation (MPI_Allreduce of
+// a byte per bucket) and packing at the machine's copy rate.
 struct StepModel {
-  AllreduceTimes* allreduce = nullptr;  // the buckets' allreduce at this scale
-  AllreduceTimes* flags = nullptr;      // the readiness negotiation of partition (MPI_Allreduce of bytes)
-  double copy_rate = 0;                 // bytes/s of packing and unpacking
+  StepModel(const Machine& machine, const AllreduceCase& buckets)
+      : allreduce(machine, buckets), flags(machine, as_mpi(buckets)), copy_rate(machine.copy), nranks(buckets.nranks) {}
+
+  AllreduceTimes allreduce, flags;
+  double copy_rate = 0;  // bytes/s
   int nranks = 1;
+
+ private:
+  static AllreduceCase as_mpi(AllreduceCase c) {
+    c.impl = "mpi";
+    return c;
+  }
 };
 
-StepPrediction predict_step(const BackwardProfile& profile, const BucketPlan& plan, const StepModel& model, bool overlap);
+StepPrediction predict_step(const BackwardProfile& profile, const BucketPlan& plan, StepModel& model, bool overlap);
 
 }  // namespace sb::sim

@@ -44,32 +44,21 @@ int predict_allreduce_sweeps(const DryrunOptions& o, const RunMetadata& metadata
   for (const int nranks : o.ranks) {
     const TorusShape torus = dryrun_torus(o, machine, nranks);
     std::vector<ImplResult> impls;
-    for (const std::string& impl : o.impls) {
-      const bool library = impl == "mpi" || impl == "nccl";
-      for (const Transport transport : library ? std::vector<Transport>{Transport::mpi} : o.transports) {
-        ImplResult result;
-        result.name = library ? impl : impl + "@" + std::string(name_of(transport));
-        result.transport = library ? "" : std::string(name_of(transport));
-        for (uint64_t bytes : o.sizes()) {
-          sim::AllreduceCase c;
-          c.impl = impl;
-          c.transport = transport;
-          c.nranks = nranks;
-          c.count = bytes / element;
-          c.type = o.type;
-          c.segment_bytes = o.segment_bytes;
-          c.node_size = o.node_size;
-          c.torus_x = torus.x;
-          c.torus_y = torus.y;
-          if (c.count == 0) continue;
-          const sim::AllreducePrediction prediction = sim::predict_allreduce(machine, c);
-          result.description = "predicted on " + machine.name + " as " + prediction.modelled_as;
-          SizeResult size{c.count * element, c.count, predicted_placement(prediction.finish_s, c.count * element, nranks), {}};
-          size.in_place = size.out_of_place;
-          result.sizes.push_back(size);
-        }
-        impls.push_back(std::move(result));
+    for (const ImplVariant& variant : impl_variants(o)) {
+      ImplResult result;
+      result.name = variant.name;
+      result.transport = variant.library ? "" : std::string(name_of(variant.transport));
+      sim::AllreduceCase c = allreduce_case(o, machine, variant, nranks);
+      for (uint64_t bytes : o.sizes()) {
+        c.count = bytes / element;
+        if (c.count == 0) continue;
+        const sim::AllreducePrediction prediction = sim::predict_allreduce(machine, c);
+        result.description = "predicted on " + machine.name + " as " + prediction.modelled_as;
+        SizeResult size{c.count * element, c.count, predicted_placement(prediction.finish_s, c.count * element, nranks), {}};
+        size.in_place = size.out_of_place;
+        result.sizes.push_back(size);
       }
+      impls.push_back(std::move(result));
     }
     // The table: time per implementation, and the fastest.
     std::printf("# sb-dryrun allreduce: %d ranks on %s (%s), %s; predicted time(us), mean over ranks\n", nranks,

@@ -48,6 +48,34 @@ std::string results_folder(const DryrunOptions& o) {
   return folder;
 }
 
+std::vector<ImplVariant> impl_variants(const DryrunOptions& o) {
+  std::vector<ImplVariant> variants;
+  for (const std::string& impl : o.impls) {
+    if (impl == "mpi" || impl == "nccl") {
+      variants.push_back({impl, Transport::mpi, true, impl});
+      continue;
+    }
+    for (const Transport transport : o.transports)
+      variants.push_back({impl, transport, false, impl + "@" + std::string(name_of(transport))});
+  }
+  return variants;
+}
+
+sim::AllreduceCase allreduce_case(const DryrunOptions& o, const sim::Machine& machine, const ImplVariant& variant,
+                                  int nranks) {
+  const TorusShape torus = dryrun_torus(o, machine, nranks);
+  sim::AllreduceCase c;
+  c.impl = variant.impl;
+  c.transport = variant.transport;
+  c.nranks = nranks;
+  c.type = o.type;
+  c.segment_bytes = o.segment_bytes;
+  c.node_size = o.node_size;
+  c.torus_x = torus.x;
+  c.torus_y = torus.y;
+  return c;
+}
+
 TorusShape dryrun_torus(const DryrunOptions& o, const sim::Machine& machine, int nranks) {
   if (o.torus_x > 0) {
     if (o.torus_x * o.torus_y != nranks)

@@ -63,65 +63,49 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
               "%zu tensors, %.1f MiB of fp32 gradients\n",
               o.model.c_str(), machine.name.c_str(), batch, profile.forward_s * 1e3, profile.backward_s * 1e3, scale,
               profile.tensors.size(), total * 4 / kMiB);
-  for (const std::string& algo : o.impls) {
-    const bool library = algo == "mpi" || algo == "nccl";
-    for (const Transport transport : library ? std::vector<Transport>{Transport::mpi} : o.transports) {
-      const std::string name = library ? algo : algo + "@" + std::string(name_of(transport));
-      std::printf("# %s\n%8s  %-22s %12s %12s %12s %9s %10s\n", name.c_str(), "ranks", "best bucketing",
-                  "step(ms)", "exposed(ms)", "images/s", "speedup", "efficiency");
-      for (const int nranks : o.ranks) {
-        const TorusShape torus = dryrun_torus(o, machine, nranks);
-        sim::AllreduceCase c;
-        c.impl = algo;
-        c.transport = transport;
-        c.nranks = nranks;
-        c.segment_bytes = o.segment_bytes;
-        c.node_size = o.node_size;
-        c.torus_x = torus.x;
-        c.torus_y = torus.y;
-        sim::AllreduceTimes allreduce(machine, c);
-        sim::AllreduceCase flags_case = c;
-        flags_case.impl = "mpi";
-        sim::AllreduceTimes flags(machine, flags_case);
-        const sim::StepModel model{&allreduce, &flags, machine.copy, nranks};
-
-        std::vector<BucketSweep> sweeps;
-        const BucketPlan per_tensor = plan_buckets_swept(profile.tensors, BucketStrategy::per_tensor, 0);
-        const BucketPlan fused = plan_buckets_swept(profile.tensors, BucketStrategy::fixed, total * 8.0 / kMiB);
-        sweeps.push_back({"no-overlap", {row_of(sim::predict_step(profile, per_tensor, model, false), 0, per_tensor.buckets.size())}});
-        sweeps.push_back({"fused", {row_of(sim::predict_step(profile, fused, model, false), total * 4 / kMiB, 1)}});
-        Best best{"fused", sweeps.back().rows.front()};
-        for (const BucketStrategy strategy : o.strategies) {
-          BucketSweep sweep{bucket_strategy_name(strategy), {}};
-          const std::vector<double> sizes =
-              strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes_mb();
-          for (const double mb : sizes) {
-            const BucketPlan plan = plan_buckets_swept(profile.tensors, strategy, mb);
-            sweep.rows.push_back(row_of(sim::predict_step(profile, plan, model, true), mb, plan.buckets.size()));
-            if (sweep.rows.back().iteration_s < best.row.iteration_s) best = {sweep.name, sweep.rows.back()};
-          }
-          sweeps.push_back(std::move(sweep));
+  // The baselines' plans, the same at every scale: every tensor its own allreduce, and one bucket
+  // of everything (twice the gradients' size, as sb-buckets plans it).
+  const BucketPlan per_tensor = plan_buckets_swept(profile.tensors, BucketStrategy::per_tensor, 0);
+  const BucketPlan fused = plan_buckets_swept(profile.tensors, BucketStrategy::fixed, total * 8.0 / kMiB);
+  for (const ImplVariant& variant : impl_variants(o)) {
+    std::printf("# %s\n%8s  %-22s %12s %12s %12s %9s %10s\n", variant.name.c_str(), "ranks", "best bucketing",
+                "step(ms)", "exposed(ms)", "images/s", "speedup", "efficiency");
+    for (const int nranks : o.ranks) {
+      sim::StepModel model(machine, allreduce_case(o, machine, variant, nranks));
+      std::vector<BucketSweep> sweeps;
+      sweeps.push_back({"no-overlap", {row_of(sim::predict_step(profile, per_tensor, model, false), 0, per_tensor.buckets.size())}});
+      sweeps.push_back({"fused", {row_of(sim::predict_step(profile, fused, model, false), total * 4 / kMiB, 1)}});
+      Best best{"fused", sweeps.back().rows.front()};
+      for (const BucketStrategy strategy : o.strategies) {
+        BucketSweep sweep{bucket_strategy_name(strategy), {}};
+        const std::vector<double> sizes =
+            strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes_mb();
+        for (const double mb : sizes) {
+          const BucketPlan plan = plan_buckets_swept(profile.tensors, strategy, mb);
+          sweep.rows.push_back(row_of(sim::predict_step(profile, plan, model, true), mb, plan.buckets.size()));
+          if (sweep.rows.back().iteration_s < best.row.iteration_s) best = {sweep.name, sweep.rows.back()};
         }
-        const double step_s = profile.forward_s + best.row.iteration_s;
-        const double speedup = nranks * compute_s / step_s;
-        char bucketing[64];
-        std::snprintf(bucketing, sizeof bucketing, "%s %.2f MiB", best.strategy.c_str(), best.row.bucket_mb);
-        std::printf("%8d  %-22s %12.2f %12.2f %12.0f %9.2f %9.1f%%\n", nranks, bucketing, step_s * 1e3,
-                    best.row.exposed_s * 1e3, nranks * batch / step_s, speedup, 100 * speedup / nranks);
-
-        BucketsSettings settings;
-        settings.model = o.model;
-        settings.compute_scale = scale;
-        settings.algo = algo;
-        settings.transport = library ? std::string(algo == "nccl" ? "nccl" : "library") : std::string(name_of(transport));
-        ResultsFile file(folder + "/buckets-np" + std::to_string(nranks) + "-" + algo +
-                         (library ? "" : "-" + std::string(name_of(transport))) + ".h5");
-        write_run_metadata(file.root(), simulated_metadata(metadata, "sb-buckets", machine, nranks));
-        write_buckets_results(file.root(), settings, profile, sweeps);
-        file.root().open_group("buckets").set_attr("batch_per_rank", static_cast<int64_t>(batch));
-        mark_simulated(file.root(), machine, o.machine);
-        file.commit();
+        sweeps.push_back(std::move(sweep));
       }
+      const double step_s = profile.forward_s + best.row.iteration_s;
+      const double speedup = nranks * compute_s / step_s;
+      char bucketing[64];
+      std::snprintf(bucketing, sizeof bucketing, "%s %.2f MiB", best.strategy.c_str(), best.row.bucket_mb);
+      std::printf("%8d  %-22s %12.2f %12.2f %12.0f %9.2f %9.1f%%\n", nranks, bucketing, step_s * 1e3,
+                  best.row.exposed_s * 1e3, nranks * batch / step_s, speedup, 100 * speedup / nranks);
+
+      BucketsSettings settings;
+      settings.model = o.model;
+      settings.compute_scale = scale;
+      settings.algo = variant.impl;
+      settings.transport = variant.library ? (variant.impl == "nccl" ? "nccl" : "library") : std::string(name_of(variant.transport));
+      ResultsFile file(folder + "/buckets-np" + std::to_string(nranks) + "-" + variant.impl +
+                       (variant.library ? "" : "-" + std::string(name_of(variant.transport))) + ".h5");
+      write_run_metadata(file.root(), simulated_metadata(metadata, "sb-buckets", machine, nranks));
+      write_buckets_results(file.root(), settings, profile, sweeps);
+      file.root().open_group("buckets").set_attr("batch_per_rank", static_cast<int64_t>(batch));
+      mark_simulated(file.root(), machine, o.machine);
+      file.commit();
     }
   }
   std::printf("# written: %s/buckets-np*.h5\n", folder.c_str());

@@ -75,11 +75,7 @@ void validate_buckets(const Run& run, const sim::Machine& machine, std::vector<C
   if (transport != "library") c.transport = parse_transports(transport).front();
   c.nranks = static_cast<int>(run.ranks);
   if (!sim::is_known_allreduce(c.impl)) return;
-  sim::AllreduceTimes allreduce(machine, c);
-  sim::AllreduceCase flags_case = c;
-  flags_case.impl = "mpi";
-  sim::AllreduceTimes flags(machine, flags_case);
-  const sim::StepModel model{&allreduce, &flags, machine.copy, c.nranks};
+  sim::StepModel model(machine, c);
   for (const std::string& group : buckets.children()) {
     if (group.rfind("tensor_", 0) == 0 || group.find('@') != std::string::npos) continue;  // datasets; polled sweeps
     const bool overlap = group != "no-overlap" && group != "fused";
