@@ -27,7 +27,7 @@ std::string figure(const char* format, double a, double b = 0) {
 
 // Median over repeats of the one-way time (half a round trip) between ranks a and b; every rank
 // of comm calls it, the others wait at the barriers.
-LinkFit ping_pong(int a, int b, uint64_t max_bytes, int repeats, MPI_Comm comm) {
+PingPong ping_pong(int a, int b, uint64_t max_bytes, int repeats, MPI_Comm comm) {
   int rank = 0;
   SB_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   std::vector<unsigned char> buffer(max_bytes, 1);
@@ -55,10 +55,7 @@ LinkFit ping_pong(int a, int b, uint64_t max_bytes, int repeats, MPI_Comm comm) 
     sizes.push_back(bytes);
     times.push_back(t);
   }
-  LinkFit points;
-  points.sizes = sizes;
-  points.one_way_s = times;
-  return points;
+  return {sizes, times};
 }
 
 // alpha and bandwidth from the sizes whose working set (4 x size on each of 2 ranks) fits in the
@@ -66,7 +63,7 @@ LinkFit ping_pong(int a, int b, uint64_t max_bytes, int repeats, MPI_Comm comm) 
 struct TwoRegimeFit {
   double alpha_s = 0, cached = 0, memory = 0;
 };
-TwoRegimeFit fit_regimes(const LinkFit& points, double cache_bytes) {
+TwoRegimeFit fit_regimes(const PingPong& points, double cache_bytes) {
   std::vector<uint64_t> small_sizes, large_sizes;
   std::vector<double> small_times, large_times;
   for (size_t i = 0; i < points.sizes.size(); ++i) {
@@ -253,8 +250,6 @@ LinkFit fit_link(const std::vector<uint64_t>& sizes, const std::vector<double>& 
     swnt += w * n * t;
   }
   LinkFit fit;
-  fit.sizes = sizes;
-  fit.one_way_s = seconds;
   if (sizes.empty()) return fit;
   const double det = sw * swnn - swn * swn;
   double alpha = det != 0 ? (swt * swnn - swn * swnt) / det : 0;
@@ -323,7 +318,7 @@ Machine calibrate(const CalibrationSettings& s, MPI_Comm comm, std::vector<std::
   if (layout.nodes > 1) {
     int other = 1;  // the first rank that is not on rank 0's host
     while (other < layout.nranks && layout.hosts[other] == layout.hosts[0]) ++other;
-    const LinkFit remote = ping_pong(0, other, s.max_bytes, s.repeats, comm);
+    const PingPong remote = ping_pong(0, other, s.max_bytes, s.repeats, comm);
     const LinkFit fit = fit_link(remote.sizes, remote.one_way_s);
     m.levels.push_back({"net", 0, fit.alpha_s, fit.bandwidth, 1, Share::rank, 0});
     log.push_back(figure("ping-pong between nodes: alpha %.3g us, bandwidth %.3g GB/s", fit.alpha_s * 1e6, fit.bandwidth / 1e9));

@@ -24,10 +24,14 @@
 
 namespace sb::sim {
 
-struct LinkFit {
-  double alpha_s = 0, bandwidth = 0;
+// The one-way times of a size sweep between two ranks.
+struct PingPong {
   std::vector<uint64_t> sizes;
   std::vector<double> one_way_s;  // median half round trip per size
+};
+
+struct LinkFit {
+  double alpha_s = 0, bandwidth = 0;
 };
 
 // Fits t = alpha + bytes / bandwidth to the points, minimising the squared relative error.

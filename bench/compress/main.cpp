@@ -68,8 +68,8 @@ double mean_over_ranks(double mine) {
 }
 
 Row measure(const std::string& name, const std::vector<float>& gradient, const CompressOptions& o, int rank, int nranks) {
-  const uint64_t bytes = gradient.size() * sizeof(float);
-  const size_t count = bytes / sizeof(float);
+  const size_t count = gradient.size();
+  const uint64_t bytes = count * sizeof(float);
   CompressorParams params = o.params;
   params.stream = static_cast<uint64_t>(rank);
   std::unique_ptr<Compressor> compressor = make_compressor(name, params);
