@@ -1,5 +1,5 @@
 # scalebench: make | make test | make demo
-#   CUDA=auto|0|1    build the GPU parts (auto: when nvcc and NCCL are found under CUDA_HOME)
+#   CUDA=auto|0|1    build the GPU parts (auto: when nvcc, NCCL and cuDNN are found under CUDA_HOME)
 #   DEBUG=1          -O0 -g, into build-debug/
 #   SAN=address|undefined|thread   sanitizer build, into build-<san>/
 #   CUDA_ARCH=...    nvcc -gencode flags (default sm_90 and sm_80)
@@ -27,12 +27,12 @@ endif
 
 # ---- CUDA detection --------------------------------------------------------------------------
 NVCC := $(firstword $(wildcard $(CUDA_HOME)/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
-CUDA_FOUND := $(if $(and $(NVCC),$(wildcard $(CUDA_HOME)/include/nccl.h),$(wildcard $(CUDA_HOME)/include/cuda_runtime.h)),1,0)
+CUDA_FOUND := $(if $(and $(NVCC),$(wildcard $(CUDA_HOME)/include/nccl.h),$(wildcard $(CUDA_HOME)/include/cuda_runtime.h),$(wildcard $(CUDA_HOME)/include/cudnn.h),$(wildcard $(CUDA_HOME)/include/cublas_v2.h)),1,0)
 ifeq ($(CUDA),auto)
   HAVE_CUDA := $(CUDA_FOUND)
 else ifeq ($(CUDA),1)
   ifeq ($(CUDA_FOUND),0)
-    $(error CUDA=1 but nvcc, cuda_runtime.h or nccl.h was not found under CUDA_HOME=$(CUDA_HOME))
+    $(error CUDA=1 but nvcc, cuda_runtime.h, nccl.h, cudnn.h or cublas_v2.h was not found under CUDA_HOME=$(CUDA_HOME))
   endif
   HAVE_CUDA := 1
 else ifeq ($(CUDA),0)
@@ -57,7 +57,7 @@ LDLIBS := $(HDF5_LIBS) $(MPI_LIBS) -ldnnl -lturbojpeg -lz -fopenmp -lpthread
 ifeq ($(HAVE_CUDA),1)
   CPPFLAGS += -I$(CUDA_HOME)/include
   LDFLAGS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
-  LDLIBS += -lnccl -lcudart
+  LDLIBS += -lcudnn -lcublas -lnccl -lcudart
   NVCCFLAGS := -std=c++20 $(OPT) $(CUDA_ARCH) -Xcompiler -Wall,-Wextra -MMD -MP
 endif
 

@@ -47,6 +47,13 @@ struct MomentumStep {
   bool nesterov = false;
 };
 
+// The arithmetic of the training math (--precision): fp32 throughout, TF32 tensor-core math on
+// fp32 storage, or fp16/bf16 storage and math with fp32 accumulation and fp32 master weights.
+// The CPU backends run fp32 only.
+enum class Precision { fp32, tf32, fp16, bf16 };
+Precision parse_precision(const std::string& name);  // UsageError for unknown names
+std::string precision_name(Precision precision);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -115,6 +122,10 @@ class Backend {
   // One optimizer step: w, g and the momentum buffer v have the same shape.
   virtual void momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) = 0;
 
+  // A tensor the optimizer updates (weights and their momentum): a backend that computes in 16
+  // bits keeps an fp32 copy of it that the update runs on (a no-op for fp32 backends).
+  virtual void keep_fp32_master(Tensor&) {}
+
   // The tensor's elements as fp32 in host memory, for host-side communication (gradient
   // allreduce); nullptr where the backend keeps them elsewhere or in another type.
   virtual float* host_fp32(const Tensor&) { return nullptr; }
@@ -123,7 +134,8 @@ class Backend {
   virtual void synchronize() {}
 };
 
-// "onednn" (and "cudnn" when built with CUDA) or "reference". Throws UsageError for other names.
-std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0);
+// "onednn" (and "cudnn" when built with CUDA) or "reference". Throws UsageError for other names,
+// for "cudnn" without a GPU, and for a precision the backend does not run.
+std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0, Precision precision = Precision::fp32);
 
 }  // namespace sb::models

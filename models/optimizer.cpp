@@ -24,7 +24,11 @@ std::string optimizer_name(OptimizerKind kind) {
 
 Optimizer::Optimizer(Backend& backend, std::vector<Parameter*> parameters, const OptimizerConfig& config)
     : backend_(backend), parameters_(std::move(parameters)), config_(config) {
-  for (Parameter* p : parameters_) momentum_.push_back({p->name + ".momentum", backend.allocate(p->value.shape())});
+  for (Parameter* p : parameters_) {
+    momentum_.push_back({p->name + ".momentum", backend.allocate(p->value.shape())});
+    backend.keep_fp32_master(p->value);
+    backend.keep_fp32_master(momentum_.back().value);
+  }
 }
 
 double Optimizer::lars_trust_ratio(double weight_norm, double grad_norm, double eta, double weight_decay) {

@@ -144,7 +144,7 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
   SB_MPI_CHECK(MPI_Comm_size(comm, &nranks_));
   validate(config, nranks_);
   mllog_.start("init_start");
-  backend_ = make_backend(config.backend, config.threads);
+  backend_ = make_backend(config.backend, config.threads, config.precision);
   make_resnet_config(config.model, 1, 2, 28, config.seed);  // an unknown model fails before the data is read
   if (nranks_ > 1 && !backend_->host_fp32(backend_->allocate({1, 1, 1, 1})))
     throw UsageError("the " + backend_->name() + " backend keeps no fp32 host tensors to reduce over ranks");

@@ -25,6 +25,7 @@ struct TrainConfig {
   std::string model = "resnet20";
   std::string data = "fashion-mnist";
   std::string backend = "onednn";
+  Precision precision = Precision::fp32;  // the cudnn backend's math; the CPU backends run fp32
   int64_t image_size = 224;  // imagefolder data: the crop size
   int64_t batch = 128;       // global batch
   int64_t eval_batch = 500;

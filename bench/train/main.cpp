@@ -19,6 +19,9 @@
 #include "common/watchdog.hpp"
 #include "models/checkpoint.hpp"
 #include "models/onednn_backend.hpp"
+#if SB_HAVE_CUDA
+#include "models/cudnn_backend.hpp"
+#endif
 #include "models/trainer.hpp"
 #include "results/program_start.hpp"
 #include "results/results_file.hpp"
@@ -54,6 +57,7 @@ void write_config(const h5::Node& group, const models::TrainConfig& c) {
   group.set_attr("model", c.model);
   group.set_attr("data", c.data);
   group.set_attr("backend", c.backend);
+  group.set_attr("precision", models::precision_name(c.precision));
   group.set_attr("image_size", c.image_size);
   group.set_attr("batch", c.batch);
   group.set_attr("eval_batch", c.eval_batch);
@@ -172,6 +176,10 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     metadata.layout = layout;
     metadata.labels = parsed->labels;
     metadata.libraries.emplace_back("oneDNN", models::OnednnBackend::library_version());
+    const bool on_gpu = parsed->config.backend == "cudnn";
+#if SB_HAVE_CUDA
+    if (on_gpu) metadata.libraries.emplace_back("cuDNN", models::CudnnBackend::library_version());
+#endif
     if (root) warn_about_binding(parsed->config.threads, layout.local_size);
     // Bad data or settings fail alike on every rank (every rank reads the same files), so each
     // throws and reports the same line; rank 0 prints it.
@@ -184,16 +192,23 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                       });
     // The matmul ceiling is measured first, while nothing else runs (the loader's threads would
     // share the cores), every rank at once as they will train.
-    const double matmul = models::OnednnBackend::matmul_gflops();
+    // (On a GPU the CPU's matmul is no ceiling: not measured, recorded as 0.)
+    const double matmul = on_gpu ? 0.0 : models::OnednnBackend::matmul_gflops();
     const models::TrainResult result = models::train(parsed->config, root ? stdout : nullptr, MPI_COMM_WORLD,
                                                      [&](const std::string& phase) { watchdog.phase(phase); });
     const RankTimes times = gather_step_times(result, layout.nranks);
     if (!root) return 0;
     const double model_rate = result.images_per_s * result.train_flops_per_image / 1e9;
-    std::printf("[throughput] %.2f img/s (median step, first excluded) = %.1f GFLOP/s of model FLOPs on %d rank%s; "
-                "oneDNN fp32 matmul 2048^3: %.1f GFLOP/s per rank; %.0f%% of it\n",
-                result.images_per_s, model_rate, layout.nranks, layout.nranks == 1 ? "" : "s", matmul,
-                100 * model_rate / (matmul * layout.nranks));
+    if (on_gpu)
+      std::printf("[throughput] %.2f img/s (median step, first excluded) = %.1f GFLOP/s of model FLOPs on %d GPU%s, "
+                  "cuDNN %s\n",
+                  result.images_per_s, model_rate, layout.nranks, layout.nranks == 1 ? "" : "s",
+                  models::precision_name(parsed->config.precision).c_str());
+    else
+      std::printf("[throughput] %.2f img/s (median step, first excluded) = %.1f GFLOP/s of model FLOPs on %d rank%s; "
+                  "oneDNN fp32 matmul 2048^3: %.1f GFLOP/s per rank; %.0f%% of it\n",
+                  result.images_per_s, model_rate, layout.nranks, layout.nranks == 1 ? "" : "s", matmul,
+                  100 * model_rate / (matmul * layout.nranks));
     print_rank_times(times, layout.nranks);
     if (parsed->config.target_accuracy > 0) {
       if (result.reached_target)

@@ -15,7 +15,7 @@ namespace sb {
 std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool print) {
   TrainOptions o;
   models::TrainConfig& c = o.config;
-  std::string optimizer = "sgd", decay = "cosine", strategy = "ddp", transport = "mpi";
+  std::string optimizer = "sgd", decay = "cosine", strategy = "ddp", transport = "mpi", precision = "fp32";
   double bucket_mb = -1;
   int overlap = 1, error_feedback = 1;
   std::string straggler, resize, batch_schedule;
@@ -29,7 +29,8 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   app.add_option("--data", c.data,
                  "fashion-mnist, synthetic[:SIZE], imagefolder:DIR, or a directory of IDX files [fashion-mnist]");
   app.add_option("--image-size", c.image_size, "imagefolder data: crop size in px [224]");
-  app.add_option("--backend", c.backend, "onednn, or reference (slow; for tests) [onednn]");
+  app.add_option("--backend", c.backend, "onednn, cudnn (CUDA builds, one GPU), or reference (slow; for tests) [onednn]");
+  app.add_option("--precision", precision, "cudnn: fp32, tf32, fp16 or bf16 (fp32 master weights) [fp32]");
   app.add_option("--batch", c.batch, "global batch size [128]");
   app.add_option("--eval-batch", c.eval_batch, "evaluation batch size [500]");
   app.add_option("--epochs", c.epochs, "epochs at most [10]");
@@ -125,7 +126,11 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   if (c.checkpoint_every < 1 || c.checkpoint_steps < 0) throw UsageError("--checkpoint-every must be at least 1");
   if (c.optimizer.momentum < 0 || c.optimizer.momentum >= 1) throw UsageError("--momentum is in [0, 1)");
   if (c.optimizer.weight_decay < 0) throw UsageError("--weight-decay must not be negative");
-  if (c.backend != "onednn" && c.backend != "reference") throw UsageError("unknown --backend '" + c.backend + "'");
+  if (c.backend != "onednn" && c.backend != "reference" && c.backend != "cudnn")
+    throw UsageError("unknown --backend '" + c.backend + "'");
+  c.precision = models::parse_precision(precision);
+  if (c.backend != "cudnn" && c.precision != models::Precision::fp32)
+    throw UsageError("--precision " + precision + " needs --backend cudnn (the CPU backends run fp32)");
   models::make_resnet_config(c.model, 1, 2, 28, 0);  // an unknown model is a usage error now
   for (const std::string& label : label_texts) add_label(o.labels, label);
   return o;

@@ -93,3 +93,7 @@ bad_input "--bn-span larger than the ranks" --bn-span 2
 bad_input "batch schedule not a list of BATCH:EPOCH" --batch-schedule 256
 bad_input "batch schedule larger than the data" --data "imagefolder:$WORK/folder" --image-size 28 --batch-schedule 1024:1
 bad_input "polled progress with a compressor" --progress poll --compressor fp16
+bad_input "unknown precision" --backend cudnn --precision fp8
+bad_input "16-bit precision on the CPU backend" --precision bf16
+# Without a GPU (CI, and this machine) the cudnn backend is refused up front, in every build.
+if ! nvidia-smi -L >/dev/null 2>&1; then bad_input "cudnn backend without a GPU" --backend cudnn --data synthetic; fi

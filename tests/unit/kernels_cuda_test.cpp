@@ -8,6 +8,7 @@
 
 #include "kernels/convert.hpp"
 #include "kernels/reduce.hpp"
+#include "tests/unit/gpu_skip.hpp"
 
 #if SB_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -15,17 +16,6 @@
 
 namespace sb {
 namespace {
-
-// Skips the calling test unless this is a CUDA build with a GPU visible.
-#if SB_HAVE_CUDA
-#define SB_SKIP_WITHOUT_GPU()                                                                        \
-  do {                                                                                               \
-    int sb_devices_ = 0;                                                                             \
-    if (cudaGetDeviceCount(&sb_devices_) != cudaSuccess || sb_devices_ == 0) GTEST_SKIP() << "no GPU visible"; \
-  } while (0)
-#else
-#define SB_SKIP_WITHOUT_GPU() GTEST_SKIP() << "built without CUDA"
-#endif
 
 TEST(ReduceCuda, MatchesTheCpuForEveryTypeAndOp) {
   SB_SKIP_WITHOUT_GPU();

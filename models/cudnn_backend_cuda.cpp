@@ -1,0 +1,402 @@
+// The cuDNN backend (models/cudnn_backend.hpp): device tensors, and every op but the convolutions
+// (cudnn_convolution_cuda.cpp). cuBLAS runs the fully-connected layer; the rest are the kernels
+// of models/gpu_kernels.hpp.
+#include "models/cudnn_backend.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "common/cuda_check.hpp"
+#include "common/usage_error.hpp"
+#include "models/cudnn_state.hpp"
+
+namespace sb::models {
+
+using gpu::Elements;
+using gpu::ElementType;
+
+DeviceTensor::~DeviceTensor() {
+  // Frees may follow kernels still queued on the backend's stream: cudaFree waits for the device.
+  if (data) cudaFree(data);
+  if (master) cudaFree(master);
+}
+
+cudnnDataType_t cudnn_type(ElementType type) {
+  switch (type) {
+    case ElementType::f16: return CUDNN_DATA_HALF;
+    case ElementType::bf16: return CUDNN_DATA_BFLOAT16;
+    default: return CUDNN_DATA_FLOAT;
+  }
+}
+
+void* CudnnState::workspace_of(size_t bytes) {
+  if (bytes > workspace_bytes) {
+    if (workspace) SB_CUDA_CHECK(cudaFreeAsync(workspace, stream));
+    SB_CUDA_CHECK(cudaMallocAsync(&workspace, bytes, stream));
+    workspace_bytes = bytes;
+  }
+  return workspace;
+}
+
+Elements CudnnState::as_type(const Tensor& t, ElementType type) {
+  const Elements own = elements(t);
+  if (own.type == type) return own;
+  Elements copy{nullptr, type};
+  SB_CUDA_CHECK(cudaMallocAsync(&copy.data, static_cast<size_t>(t.count()) * gpu::element_size(type), stream));
+  gpu::convert(own, copy, static_cast<size_t>(t.count()), stream);
+  return copy;
+}
+
+void CudnnState::release(const Elements& maybe_scratch, const Tensor& t) {
+  if (maybe_scratch.data != storage(t).data) SB_CUDA_CHECK(cudaFreeAsync(maybe_scratch.data, stream));
+}
+
+namespace {
+
+void require_same(const Tensor& a, const Tensor& b, const char* what) {
+  SB_CHECK(a.shape() == b.shape(), std::string(what) + ": " + a.shape().str() + " vs " + b.shape().str());
+}
+
+size_t count_of(const Tensor& t) { return static_cast<size_t>(t.count()); }
+
+// Per-channel vectors (1, C, 1, 1) stay fp32 under every precision: batch-norm parameters and
+// statistics, the FC bias.
+bool is_vector(const Shape& s) { return s.n == 1 && s.h == 1 && s.w == 1; }
+
+// NCHW <-> channels-last on the host.
+void to_channels_last(const Shape& s, std::span<const float> nchw, std::vector<float>& out) {
+  out.resize(nchw.size());
+  const int64_t plane = s.h * s.w;
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t c = 0; c < s.c; ++c)
+      for (int64_t i = 0; i < plane; ++i) out[(n * plane + i) * s.c + c] = nchw[(n * s.c + c) * plane + i];
+}
+void to_nchw(const Shape& s, const std::vector<float>& nhwc, std::span<float> out) {
+  const int64_t plane = s.h * s.w;
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t c = 0; c < s.c; ++c)
+      for (int64_t i = 0; i < plane; ++i) out[(n * s.c + c) * plane + i] = nhwc[(n * plane + i) * s.c + c];
+}
+
+}  // namespace
+
+CudnnBackend::CudnnBackend(const CudnnOptions& options) : state_(std::make_unique<CudnnState>()) {
+  CudnnState& s = *state_;
+  s.options = options;
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) throw UsageError("the cudnn backend needs a GPU; none is visible");
+  if (options.device >= 0) {
+    if (options.device >= devices) throw UsageError("no GPU " + std::to_string(options.device));
+    SB_CUDA_CHECK(cudaSetDevice(options.device));
+  }
+  SB_CUDA_CHECK(cudaGetDevice(&s.device));
+  s.compute = options.precision == Precision::fp16   ? ElementType::f16
+              : options.precision == Precision::bf16 ? ElementType::bf16
+                                                     : ElementType::f32;
+  SB_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+  SB_CUDNN_CHECK(cudnnCreate(&s.cudnn));
+  SB_CUDNN_CHECK(cudnnSetStream(s.cudnn, s.stream));
+  SB_CUBLAS_CHECK(cublasCreate(&s.cublas));
+  SB_CUBLAS_CHECK(cublasSetStream(s.cublas, s.stream));
+}
+
+CudnnBackend::~CudnnBackend() {
+  CudnnState& s = *state_;
+  cudaStreamSynchronize(s.stream);
+  s.conv_plans.clear();
+  if (s.workspace) cudaFree(s.workspace);
+  if (s.labels) cudaFree(s.labels);
+  cublasDestroy(s.cublas);
+  cudnnDestroy(s.cudnn);
+  cudaStreamDestroy(s.stream);
+}
+
+Precision CudnnBackend::precision() const { return state_->options.precision; }
+
+std::string CudnnBackend::library_version() {
+  const size_t v = cudnnGetVersion();  // major * 10000 + minor * 100 + patch since cuDNN 9
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+std::string CudnnBackend::device_name() const {
+  cudaDeviceProp properties{};
+  SB_CUDA_CHECK(cudaGetDeviceProperties(&properties, state_->device));
+  return properties.name;
+}
+
+void CudnnBackend::synchronize() { SB_CUDA_CHECK(cudaStreamSynchronize(state_->stream)); }
+
+// ---- tensors ------------------------------------------------------------------------------------
+
+Tensor CudnnBackend::allocate(Shape shape) {
+  SB_CHECK(shape.count() >= 0, "negative shape " + shape.str());
+  auto t = std::make_shared<DeviceTensor>();
+  t->type = is_vector(shape) ? ElementType::f32 : state_->compute;
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(shape.count(), 1)) * gpu::element_size(t->type);
+  SB_CUDA_CHECK(cudaMalloc(&t->data, bytes));
+  SB_CUDA_CHECK(cudaMemsetAsync(t->data, 0, bytes, state_->stream));
+  return Tensor(shape, std::shared_ptr<void>(t, t.get()));
+}
+
+void CudnnBackend::keep_fp32_master(Tensor& t) {
+  DeviceTensor& d = storage(t);
+  if (d.type == ElementType::f32 || d.master) return;
+  SB_CUDA_CHECK(cudaMalloc(&d.master, count_of(t) * sizeof(float)));
+  gpu::convert(elements(t), {d.master, ElementType::f32}, count_of(t), state_->stream);
+}
+
+void CudnnBackend::write(Tensor& t, std::span<const float> nchw) {
+  SB_CHECK(static_cast<int64_t>(nchw.size()) == t.count(), "write size");
+  CudnnState& s = *state_;
+  DeviceTensor& d = storage(t);
+  std::vector<float> nhwc;
+  to_channels_last(t.shape(), nchw, nhwc);
+  // The conversion to 16 bits happens on the device, from an fp32 staging copy (the master when
+  // there is one), so rounding is the kernels' and write+read of a master is exact.
+  float* staging = d.master;
+  if (!staging && d.type == ElementType::f32) staging = static_cast<float*>(d.data);
+  const bool scratch = staging == nullptr;
+  if (scratch) SB_CUDA_CHECK(cudaMallocAsync(&staging, nhwc.size() * sizeof(float), s.stream));
+  SB_CUDA_CHECK(cudaMemcpyAsync(staging, nhwc.data(), nhwc.size() * sizeof(float), cudaMemcpyHostToDevice, s.stream));
+  gpu::convert({staging, ElementType::f32}, elements(t), nhwc.size(), s.stream);
+  if (scratch) SB_CUDA_CHECK(cudaFreeAsync(staging, s.stream));
+  SB_CUDA_CHECK(cudaStreamSynchronize(s.stream));  // nhwc is freed on return
+}
+
+void CudnnBackend::read(const Tensor& t, std::span<float> nchw) {
+  SB_CHECK(static_cast<int64_t>(nchw.size()) == t.count(), "read size");
+  CudnnState& s = *state_;
+  // The master when there is one, else the tensor's own elements widened to fp32.
+  const Elements value = value_elements(t);
+  const Elements fp32 = value.type == ElementType::f32 ? value : s.as_type(t, ElementType::f32);
+  std::vector<float> nhwc(nchw.size());
+  SB_CUDA_CHECK(cudaMemcpyAsync(nhwc.data(), fp32.data, nhwc.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
+  if (fp32.data != value.data) s.release(fp32, t);
+  SB_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  to_nchw(t.shape(), nhwc, nchw);
+}
+
+void CudnnBackend::fill(Tensor& t, float value) {
+  gpu::fill(elements(t), count_of(t), value, state_->stream);
+  if (DeviceTensor& d = storage(t); d.master) gpu::fill({d.master, ElementType::f32}, count_of(t), value, state_->stream);
+}
+
+void CudnnBackend::copy(const Tensor& from, Tensor& to) {
+  require_same(from, to, "copy");
+  gpu::convert(elements(from), elements(to), count_of(from), state_->stream);
+  if (DeviceTensor& d = storage(to); d.master)
+    gpu::convert(value_elements(from), {d.master, ElementType::f32}, count_of(from), state_->stream);
+}
+
+// ---- batch norm, activations, pooling ------------------------------------------------------------
+
+namespace {
+size_t rows_of(const Shape& s) { return static_cast<size_t>(s.n * s.h * s.w); }
+void require_channels(const Tensor& x, const Tensor& v, const char* what) {
+  SB_CHECK(v.shape() == vector_shape(x.shape().c), std::string(what) + " must be (1, C, 1, 1), got " + v.shape().str());
+}
+}  // namespace
+
+void CudnnBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                              Tensor& mean, Tensor& variance, float epsilon, bool relu) {
+  require_same(x, y, "batchnorm y");
+  for (const Tensor* v : {&gamma, &beta, static_cast<const Tensor*>(&mean), static_cast<const Tensor*>(&variance)})
+    require_channels(x, *v, "batchnorm vector");
+  const size_t rows = rows_of(x.shape()), channels = static_cast<size_t>(x.shape().c);
+  gpu::batchnorm_statistics(elements(x), elements(mean), elements(variance), rows, channels, state_->stream);
+  gpu::batchnorm_apply(elements(x), value_elements(gamma), value_elements(beta), elements(mean), elements(variance),
+                       elements(y), rows, channels, epsilon, relu, state_->stream);
+}
+
+void CudnnBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                               const Tensor& mean, const Tensor& variance, Tensor& y, float epsilon,
+                                               bool relu) {
+  require_same(x, y, "batchnorm y");
+  for (const Tensor* v : {&gamma, &beta, &mean, &variance}) require_channels(x, *v, "batchnorm vector");
+  gpu::batchnorm_apply(elements(x), value_elements(gamma), value_elements(beta), value_elements(mean),
+                       value_elements(variance), elements(y), rows_of(x.shape()), static_cast<size_t>(x.shape().c),
+                       epsilon, relu, state_->stream);
+}
+
+void CudnnBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
+                                      const Tensor& variance, const Tensor* y, Tensor& dx, Tensor& dgamma,
+                                      Tensor& dbeta, float epsilon) {
+  require_same(x, dy, "batchnorm dy");
+  require_same(x, dx, "batchnorm dx");
+  if (y) require_same(x, *y, "batchnorm y");
+  for (const Tensor* v : {&gamma, &mean, &variance, static_cast<const Tensor*>(&dgamma), static_cast<const Tensor*>(&dbeta)})
+    require_channels(x, *v, "batchnorm vector");
+  gpu::batchnorm_backward(elements(x), elements(dy), y ? elements(*y) : Elements{}, value_elements(gamma),
+                          elements(mean), elements(variance), elements(dx), elements(dgamma), elements(dbeta),
+                          rows_of(x.shape()), static_cast<size_t>(x.shape().c), epsilon, state_->stream);
+}
+
+void CudnnBackend::relu_forward(const Tensor& x, Tensor& y) {
+  require_same(x, y, "relu");
+  gpu::relu_forward(elements(x), elements(y), count_of(x), state_->stream);
+}
+
+void CudnnBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
+  require_same(y, dy, "relu dy");
+  require_same(y, dx, "relu dx");
+  gpu::relu_backward(elements(y), elements(dy), elements(dx), count_of(y), state_->stream);
+}
+
+namespace {
+gpu::PoolShape pool_shape(const Shape& xs, const Shape& ys, PoolGeometry g) {
+  SB_CHECK(ys.n == xs.n && ys.c == xs.c && ys.h == window_output(xs.h, g.kernel, g.stride, g.pad) &&
+               ys.w == window_output(xs.w, g.kernel, g.stride, g.pad),
+           "maxpool shapes " + xs.str() + " " + ys.str());
+  return {xs.n, xs.c, xs.h, xs.w, ys.h, ys.w, g.kernel, g.stride, g.pad};
+}
+}  // namespace
+
+void CudnnBackend::maxpool_forward(const Tensor& x, Tensor& y, PoolGeometry g) {
+  gpu::maxpool_forward(elements(x), elements(y), pool_shape(x.shape(), y.shape(), g), state_->stream);
+}
+
+void CudnnBackend::maxpool_backward(const Tensor& x, const Tensor& dy, Tensor& dx, PoolGeometry g) {
+  require_same(x, dx, "maxpool dx");
+  gpu::maxpool_backward(elements(x), elements(dy), elements(dx), pool_shape(x.shape(), dy.shape(), g), state_->stream);
+}
+
+void CudnnBackend::global_avgpool_forward(const Tensor& x, Tensor& y) {
+  const Shape& s = x.shape();
+  SB_CHECK(y.shape() == (Shape{s.n, s.c, 1, 1}), "avgpool y");
+  gpu::global_avgpool_forward(elements(x), elements(y), s.n, s.h * s.w, s.c, state_->stream);
+}
+
+void CudnnBackend::global_avgpool_backward(const Tensor& dy, Tensor& dx) {
+  const Shape& s = dx.shape();
+  SB_CHECK(dy.shape() == (Shape{s.n, s.c, 1, 1}), "avgpool dy");
+  gpu::global_avgpool_backward(elements(dy), elements(dx), s.n, s.h * s.w, s.c, state_->stream);
+}
+
+// ---- fully connected: row-major y (N x M) = x (N x K) w^T, through column-major cuBLAS ----------
+
+namespace {
+cudaDataType_t cuda_type(ElementType type) {
+  switch (type) {
+    case ElementType::f16: return CUDA_R_16F;
+    case ElementType::bf16: return CUDA_R_16BF;
+    default: return CUDA_R_32F;
+  }
+}
+
+// C (m x n, column-major) = op(A) op(B), every operand of the backend's compute type, fp32
+// accumulation; TF32 tensor cores only under --precision tf32.
+void gemm(CudnnState& s, cublasOperation_t op_a, cublasOperation_t op_b, int m, int n, int k, const void* a, int lda,
+          const void* b, int ldb, void* c, int ldc) {
+  const float one = 1, zero = 0;
+  const cudaDataType_t type = cuda_type(s.compute);
+  const cublasComputeType_t compute =
+      s.options.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  SB_CUBLAS_CHECK(cublasGemmEx(s.cublas, op_a, op_b, m, n, k, &one, a, type, lda, b, type, ldb, &zero, c, type, ldc,
+                               compute, CUBLAS_GEMM_DEFAULT));
+}
+
+void require_flat(const Tensor& x) {
+  SB_CHECK(x.shape().h == 1 && x.shape().w == 1, "fully connected input must be (N, K, 1, 1), got " + x.shape().str());
+}
+}  // namespace
+
+void CudnnBackend::fc_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+  require_flat(x);
+  const int64_t batch = x.shape().n, inputs = x.shape().c, outputs = w.shape().n;
+  SB_CHECK(w.count() == outputs * inputs && b.count() == outputs && y.shape() == (Shape{batch, outputs, 1, 1}), "fc shapes");
+  CudnnState& s = *state_;
+  const Elements xe = s.as_type(x, s.compute), we = s.as_type(w, s.compute), ye = s.as_type(y, s.compute);
+  // y^T (M x N) = w (K x M, column-major)^T x^T (K x N).
+  gemm(s, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(outputs), static_cast<int>(batch), static_cast<int>(inputs),
+       we.data, static_cast<int>(inputs), xe.data, static_cast<int>(inputs), ye.data, static_cast<int>(outputs));
+  gpu::add_bias(ye, value_elements(b), static_cast<size_t>(batch), static_cast<size_t>(outputs), s.stream);
+  if (ye.data != storage(y).data) gpu::convert(ye, elements(y), count_of(y), s.stream);
+  s.release(xe, x), s.release(we, w), s.release(ye, y);
+}
+
+void CudnnBackend::fc_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) {
+  require_flat(dx);
+  const int64_t batch = dx.shape().n, inputs = dx.shape().c, outputs = w.shape().n;
+  SB_CHECK(w.count() == outputs * inputs && dy.shape() == (Shape{batch, outputs, 1, 1}), "fc shapes");
+  CudnnState& s = *state_;
+  const Elements dye = s.as_type(dy, s.compute), we = s.as_type(w, s.compute), dxe = s.as_type(dx, s.compute);
+  // dx^T (K x N) = w^T (K x M, as stored) dy^T (M x N).
+  gemm(s, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(inputs), static_cast<int>(batch), static_cast<int>(outputs),
+       we.data, static_cast<int>(inputs), dye.data, static_cast<int>(outputs), dxe.data, static_cast<int>(inputs));
+  if (dxe.data != storage(dx).data) gpu::convert(dxe, elements(dx), count_of(dx), s.stream);
+  s.release(dye, dy), s.release(we, w), s.release(dxe, dx);
+}
+
+void CudnnBackend::fc_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) {
+  require_flat(x);
+  const int64_t batch = x.shape().n, inputs = x.shape().c, outputs = dw.shape().n;
+  SB_CHECK(dw.count() == outputs * inputs && db.count() == outputs && dy.shape() == (Shape{batch, outputs, 1, 1}),
+           "fc shapes");
+  CudnnState& s = *state_;
+  const Elements xe = s.as_type(x, s.compute), dye = s.as_type(dy, s.compute), dwe = s.as_type(dw, s.compute);
+  // dw^T (K x M) = x^T (K x N) dy (N x M, the transpose of dy's column-major M x N).
+  gemm(s, CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(inputs), static_cast<int>(outputs), static_cast<int>(batch),
+       xe.data, static_cast<int>(inputs), dye.data, static_cast<int>(outputs), dwe.data, static_cast<int>(inputs));
+  if (dwe.data != storage(dw).data) gpu::convert(dwe, elements(dw), count_of(dw), s.stream);
+  gpu::channel_sum(elements(dy), elements(db), static_cast<size_t>(batch), static_cast<size_t>(outputs), s.stream);
+  s.release(xe, x), s.release(dye, dy), s.release(dwe, dw);
+}
+
+// ---- element-wise, loss, optimizer -----------------------------------------------------------------
+
+void CudnnBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
+  require_same(a, b, "add");
+  require_same(a, y, "add y");
+  gpu::add(elements(a), elements(b), elements(y), count_of(a), state_->stream);
+}
+
+void CudnnBackend::scale(Tensor& t, float factor) {
+  gpu::axpby(factor, elements(t), 0.0f, elements(t), count_of(t), state_->stream);
+  if (DeviceTensor& d = storage(t); d.master) {
+    const Elements master{d.master, ElementType::f32};
+    gpu::axpby(factor, master, 0.0f, master, count_of(t), state_->stream);
+  }
+}
+
+void CudnnBackend::axpby(float a, const Tensor& x, float b, Tensor& y) {
+  require_same(x, y, "axpby");
+  SB_CHECK(storage(y).master == nullptr, "axpby into an optimizer-updated tensor is not supported");
+  gpu::axpby(a, value_elements(x), b, elements(y), count_of(x), state_->stream);
+}
+
+double CudnnBackend::sum_of_squares(const Tensor& t) {
+  return gpu::sum_of_squares(value_elements(t), count_of(t), state_->stream);
+}
+
+double CudnnBackend::softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
+                                           float label_smoothing, Tensor& dlogits) {
+  require_same(logits, dlogits, "cross entropy");
+  const int64_t batch = logits.shape().n, classes = logits.count() / batch;
+  SB_CHECK(static_cast<int64_t>(labels.size()) == batch, "one label per sample");
+  CudnnState& s = *state_;
+  if (labels.size() > s.labels_capacity) {
+    if (s.labels) SB_CUDA_CHECK(cudaFreeAsync(s.labels, s.stream));
+    SB_CUDA_CHECK(cudaMallocAsync(&s.labels, labels.size() * sizeof(int32_t), s.stream));
+    s.labels_capacity = labels.size();
+  }
+  SB_CUDA_CHECK(cudaMemcpyAsync(s.labels, labels.data(), labels.size() * sizeof(int32_t), cudaMemcpyHostToDevice, s.stream));
+  // The returned mean waits for the stream, so `labels` outlives the copy.
+  return gpu::softmax_cross_entropy(elements(logits), s.labels, elements(dlogits), batch, classes, label_smoothing,
+                                    s.stream);
+}
+
+void CudnnBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) {
+  require_same(w, g, "momentum g");
+  require_same(w, v, "momentum v");
+  DeviceTensor &dw = storage(w), &dv = storage(v);
+  // Without masters (fp32 tensors) the update runs in place on the tensors themselves.
+  SB_CHECK((dw.master != nullptr) == (dw.type != ElementType::f32) && (dv.master != nullptr) == (dv.type != ElementType::f32),
+           "momentum_update on 16-bit tensors without keep_fp32_master");
+  float* weights = dw.master ? dw.master : static_cast<float*>(dw.data);
+  float* velocity = dv.master ? dv.master : static_cast<float*>(dv.data);
+  const Elements copy = dw.master ? elements(w) : Elements{};
+  gpu::momentum_update(weights, copy, elements(g), velocity, count_of(w),
+                       {step.lr, step.momentum, step.weight_decay, 1.0f, step.nesterov}, state_->stream);
+}
+
+}  // namespace sb::models

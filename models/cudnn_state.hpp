@@ -1,0 +1,73 @@
+#pragma once
+// The cuDNN backend's inside, shared by its two source files (cudnn_backend_cuda.cpp: tensors and
+// every op but convolution; cudnn_convolution_cuda.cpp: convolutions). CUDA builds only.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "common/cudnn_check.hpp"
+#include "models/cudnn_backend.hpp"
+#include "models/gpu_kernels.hpp"
+
+namespace sb::models {
+
+// What a Tensor of this backend points to: the device array, its element type, and for a tensor
+// the optimizer updates under 16-bit precision, the fp32 master copy (authoritative when set).
+struct DeviceTensor {
+  void* data = nullptr;
+  gpu::ElementType type = gpu::ElementType::f32;
+  float* master = nullptr;
+
+  ~DeviceTensor();
+};
+
+inline DeviceTensor& storage(const Tensor& t) { return *static_cast<DeviceTensor*>(t.data()); }
+inline gpu::Elements elements(const Tensor& t) { return {storage(t).data, storage(t).type}; }
+// The tensor's value as the optimizer sees it: the master copy when there is one.
+inline gpu::Elements value_elements(const Tensor& t) {
+  const DeviceTensor& d = storage(t);
+  return d.master ? gpu::Elements{d.master, gpu::ElementType::f32} : gpu::Elements{d.data, d.type};
+}
+
+// One convolution shape's descriptors and the algorithm chosen for each direction.
+struct ConvPlan {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnConvolutionFwdAlgo_t forward_algo{};
+  cudnnConvolutionBwdDataAlgo_t backward_data_algo{};
+  cudnnConvolutionBwdFilterAlgo_t backward_filter_algo{};
+  cudnnMathType_t forward_math{}, backward_data_math{}, backward_filter_math{};
+  size_t forward_bytes = 0, backward_data_bytes = 0, backward_filter_bytes = 0;
+  bool backward_chosen = false;  // the backward algorithms are chosen on first use (not for inference)
+
+  ~ConvPlan();
+};
+
+struct CudnnState {
+  CudnnOptions options;
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  cublasHandle_t cublas = nullptr;
+  gpu::ElementType compute = gpu::ElementType::f32;  // the storage type of non-vector tensors
+
+  void* workspace = nullptr;  // grown to the largest chosen algorithm's need, within the bound
+  size_t workspace_bytes = 0;
+  int32_t* labels = nullptr;  // device copy of the loss's labels
+  size_t labels_capacity = 0;
+  std::unordered_map<std::string, std::unique_ptr<ConvPlan>> conv_plans;
+
+  void* workspace_of(size_t bytes);
+  // The operand as a contiguous array of `type`: the tensor itself, or a converted copy in
+  // stream-ordered scratch that release() frees.
+  gpu::Elements as_type(const Tensor& t, gpu::ElementType type);
+  void release(const gpu::Elements& maybe_scratch, const Tensor& t);
+};
+
+cudnnDataType_t cudnn_type(gpu::ElementType type);
+
+}  // namespace sb::models

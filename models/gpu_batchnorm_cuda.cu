@@ -1,0 +1,183 @@
+// Batch norm over channels-last tensors (rows x channels), with the ReLU that follows it fused:
+// per-channel sums in double, then one element-wise pass. Forward training is two reads of x
+// (statistics, then normalise) and one write; backward is two reads of x, dy and y and one write.
+#include <algorithm>
+
+#include "common/cuda_check.hpp"
+#include "models/gpu_elements.cuh"
+
+namespace sb::models::gpu {
+namespace {
+
+// A block covers 32 consecutive channels (one warp reads 32 adjacent values of a row: coalesced)
+// and kRowsPerBlock rows at a time; the grid's y dimension strides over the rows.
+constexpr int kRowsPerBlock = 8;
+
+dim3 reduction_grid(size_t rows, size_t channels) {
+  const unsigned column_blocks = static_cast<unsigned>((channels + 31) / 32);
+  const size_t wanted = (rows + 16 * kRowsPerBlock - 1) / (16 * kRowsPerBlock);  // >= 16 rows a thread
+  const size_t cap = std::max<size_t>(1, 4096 / column_blocks);
+  return dim3(column_blocks, static_cast<unsigned>(std::max<size_t>(1, std::min(wanted, cap))));
+}
+
+// Sums two per-row terms per channel over the block's rows and adds them to sums[c] and
+// sums[channels + c]. Term returns them for (row, channel).
+template <class Term>
+__device__ void accumulate_two(size_t rows, size_t channels, double* sums, Term term) {
+  __shared__ double partial[2][kRowsPerBlock][32];
+  const size_t c = blockIdx.x * 32 + threadIdx.x;
+  double first = 0, second = 0;
+  if (c < channels)
+    for (size_t r = blockIdx.y * kRowsPerBlock + threadIdx.y; r < rows; r += size_t{gridDim.y} * kRowsPerBlock) {
+      const double2 t = term(r, c);
+      first += t.x;
+      second += t.y;
+    }
+  partial[0][threadIdx.y][threadIdx.x] = first;
+  partial[1][threadIdx.y][threadIdx.x] = second;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < channels) {
+    for (int y = 1; y < kRowsPerBlock; ++y) {
+      first += partial[0][y][threadIdx.x];
+      second += partial[1][y][threadIdx.x];
+    }
+    atomicAdd(&sums[c], first);
+    atomicAdd(&sums[channels + c], second);
+  }
+}
+
+__global__ void statistics_sums_kernel(Elements x, size_t rows, size_t channels, double* sums) {
+  accumulate_two(rows, channels, sums, [&](size_t r, size_t c) {
+    const double v = load(x, r * channels + c);
+    return make_double2(v, v * v);
+  });
+}
+
+__global__ void statistics_finish_kernel(const double* sums, size_t rows, size_t channels, Elements mean,
+                                         Elements variance) {
+  const size_t c = grid_first();
+  if (c >= channels) return;
+  const double m = sums[c] / static_cast<double>(rows);
+  store(mean, c, static_cast<float>(m));
+  store(variance, c, static_cast<float>(fmax(sums[channels + c] / static_cast<double>(rows) - m * m, 0.0)));
+}
+
+__global__ void apply_kernel(Elements x, Elements gamma, Elements beta, Elements mean, Elements variance, Elements y,
+                             size_t rows, size_t channels, float epsilon, bool relu) {
+  const size_t count = rows * channels;
+  for (size_t i = grid_first(); i < count; i += grid_stride()) {
+    const size_t c = i % channels;
+    const float v = load(gamma, c) * (load(x, i) - load(mean, c)) * (1.0f / sqrtf(load(variance, c) + epsilon)) + load(beta, c);
+    store(y, i, relu ? fmaxf(v, 0.0f) : v);
+  }
+}
+
+// dy where the fused ReLU let the forward value through.
+__device__ __forceinline__ float masked_dy(const Elements& dy, const Elements& y, size_t i) {
+  return y.data == nullptr || load(y, i) > 0.0f ? load(dy, i) : 0.0f;
+}
+
+__global__ void backward_sums_kernel(Elements x, Elements dy, Elements y, Elements mean, size_t rows, size_t channels,
+                                     double* sums) {
+  accumulate_two(rows, channels, sums, [&](size_t r, size_t c) {
+    const size_t i = r * channels + c;
+    const double g = masked_dy(dy, y, i);
+    return make_double2(g, g * (static_cast<double>(load(x, i)) - load(mean, c)));
+  });
+}
+
+// sums = (sum dy, sum dy (x - mean)) per channel.
+__global__ void backward_apply_kernel(Elements x, Elements dy, Elements y, Elements gamma, Elements mean,
+                                      Elements variance, const double* sums, Elements dx, size_t rows,
+                                      size_t channels, float epsilon) {
+  const size_t count = rows * channels;
+  const double inv_rows = 1.0 / static_cast<double>(rows);
+  for (size_t i = grid_first(); i < count; i += grid_stride()) {
+    const size_t c = i % channels;
+    const double inv_std = 1.0 / sqrt(static_cast<double>(load(variance, c)) + epsilon);
+    const double centred = static_cast<double>(load(x, i)) - load(mean, c);
+    const double mean_dy = sums[c] * inv_rows;
+    const double mean_dy_centred = sums[channels + c] * inv_rows;
+    const double g = masked_dy(dy, y, i);
+    store(dx, i, static_cast<float>(load(gamma, c) * inv_std *
+                                    (g - mean_dy - centred * mean_dy_centred * inv_std * inv_std)));
+  }
+}
+
+__global__ void backward_parameters_kernel(const double* sums, Elements variance, size_t channels, float epsilon,
+                                           Elements dgamma, Elements dbeta) {
+  const size_t c = grid_first();
+  if (c >= channels) return;
+  store(dgamma, c, static_cast<float>(sums[channels + c] / sqrt(static_cast<double>(load(variance, c)) + epsilon)));
+  store(dbeta, c, static_cast<float>(sums[c]));
+}
+
+__global__ void channel_sum_kernel(Elements x, size_t rows, size_t channels, double* sums) {
+  accumulate_two(rows, channels, sums, [&](size_t r, size_t c) { return make_double2(load(x, r * channels + c), 0.0); });
+}
+
+__global__ void store_sums_kernel(const double* sums, size_t channels, Elements out) {
+  const size_t c = grid_first();
+  if (c < channels) store(out, c, static_cast<float>(sums[c]));
+}
+
+// 2 x channels doubles of zeroed scratch on the stream, freed in stream order.
+double* zeroed_sums(size_t channels, Stream stream) {
+  double* sums = nullptr;
+  SB_CUDA_CHECK(cudaMallocAsync(&sums, 2 * channels * sizeof(double), stream));
+  SB_CUDA_CHECK(cudaMemsetAsync(sums, 0, 2 * channels * sizeof(double), stream));
+  return sums;
+}
+
+const dim3 kReductionBlock(32, kRowsPerBlock);
+
+}  // namespace
+
+void batchnorm_statistics(Elements x, Elements mean, Elements variance, size_t rows, size_t channels, Stream stream) {
+  if (channels == 0) return;
+  double* sums = zeroed_sums(channels, stream);
+  statistics_sums_kernel<<<reduction_grid(rows, channels), kReductionBlock, 0, stream>>>(x, rows, channels, sums);
+  SB_CUDA_CHECK(cudaGetLastError());
+  statistics_finish_kernel<<<cuda_blocks_for(channels), kCudaThreads, 0, stream>>>(sums, rows, channels, mean, variance);
+  SB_CUDA_CHECK(cudaGetLastError());
+  SB_CUDA_CHECK(cudaFreeAsync(sums, stream));
+}
+
+void batchnorm_apply(Elements x, Elements gamma, Elements beta, Elements mean, Elements variance, Elements y,
+                     size_t rows, size_t channels, float epsilon, bool relu, Stream stream) {
+  if (rows * channels == 0) return;
+  apply_kernel<<<cuda_blocks_for(rows * channels), kCudaThreads, 0, stream>>>(x, gamma, beta, mean, variance, y, rows,
+                                                                               channels, epsilon, relu);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+void batchnorm_backward(Elements x, Elements dy, Elements y, Elements gamma, Elements mean, Elements variance,
+                        Elements dx, Elements dgamma, Elements dbeta, size_t rows, size_t channels, float epsilon,
+                        Stream stream) {
+  if (channels == 0) return;
+  double* sums = zeroed_sums(channels, stream);
+  backward_sums_kernel<<<reduction_grid(rows, channels), kReductionBlock, 0, stream>>>(x, dy, y, mean, rows, channels,
+                                                                                        sums);
+  SB_CUDA_CHECK(cudaGetLastError());
+  if (rows * channels > 0) {
+    backward_apply_kernel<<<cuda_blocks_for(rows * channels), kCudaThreads, 0, stream>>>(
+        x, dy, y, gamma, mean, variance, sums, dx, rows, channels, epsilon);
+    SB_CUDA_CHECK(cudaGetLastError());
+  }
+  backward_parameters_kernel<<<cuda_blocks_for(channels), kCudaThreads, 0, stream>>>(sums, variance, channels, epsilon,
+                                                                                      dgamma, dbeta);
+  SB_CUDA_CHECK(cudaGetLastError());
+  SB_CUDA_CHECK(cudaFreeAsync(sums, stream));
+}
+
+void channel_sum(Elements x, Elements sum, size_t rows, size_t channels, Stream stream) {
+  if (channels == 0) return;
+  double* sums = zeroed_sums(channels, stream);
+  channel_sum_kernel<<<reduction_grid(rows, channels), kReductionBlock, 0, stream>>>(x, rows, channels, sums);
+  SB_CUDA_CHECK(cudaGetLastError());
+  store_sums_kernel<<<cuda_blocks_for(channels), kCudaThreads, 0, stream>>>(sums, channels, sum);
+  SB_CUDA_CHECK(cudaGetLastError());
+  SB_CUDA_CHECK(cudaFreeAsync(sums, stream));
+}
+
+}  // namespace sb::models::gpu

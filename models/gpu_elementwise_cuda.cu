@@ -1,0 +1,144 @@
+// The element-wise kernels of models/gpu_kernels.hpp: one grid-stride loop each, fp32 arithmetic
+// whatever the operands' types.
+#include "common/cuda_check.hpp"
+#include "models/gpu_elements.cuh"
+#include "models/optimizer_math.hpp"
+
+namespace sb::models::gpu {
+
+size_t element_size(ElementType type) { return type == ElementType::f32 ? 4 : 2; }
+
+const char* element_name(ElementType type) {
+  switch (type) {
+    case ElementType::f16: return "fp16";
+    case ElementType::bf16: return "bf16";
+    default: return "fp32";
+  }
+}
+
+namespace {
+
+__global__ void fill_kernel(Elements y, size_t count, float value) {
+  for (size_t i = grid_first(); i < count; i += grid_stride()) store(y, i, value);
+}
+
+__global__ void axpby_kernel(float a, Elements x, float b, Elements y, size_t count) {
+  for (size_t i = grid_first(); i < count; i += grid_stride())
+    store(y, i, b == 0.0f ? a * load(x, i) : a * load(x, i) + b * load(y, i));
+}
+
+__global__ void add_kernel(Elements a, Elements b, Elements y, size_t count) {
+  for (size_t i = grid_first(); i < count; i += grid_stride()) store(y, i, load(a, i) + load(b, i));
+}
+
+__global__ void convert_kernel(Elements x, Elements y, size_t count) {
+  for (size_t i = grid_first(); i < count; i += grid_stride()) store(y, i, load(x, i));
+}
+
+__global__ void relu_forward_kernel(Elements x, Elements y, size_t count) {
+  for (size_t i = grid_first(); i < count; i += grid_stride()) store(y, i, fmaxf(load(x, i), 0.0f));
+}
+
+__global__ void relu_backward_kernel(Elements y, Elements dy, Elements dx, size_t count) {
+  for (size_t i = grid_first(); i < count; i += grid_stride()) store(dx, i, load(y, i) > 0.0f ? load(dy, i) : 0.0f);
+}
+
+__global__ void sum_of_squares_kernel(Elements x, size_t count, double* total) {
+  double sum = 0;
+  for (size_t i = grid_first(); i < count; i += grid_stride()) {
+    const double v = load(x, i);
+    sum += v * v;
+  }
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) atomicAdd(total, sum);
+}
+
+__global__ void add_bias_kernel(Elements y, Elements bias, size_t rows, size_t channels) {
+  const size_t count = rows * channels;
+  for (size_t i = grid_first(); i < count; i += grid_stride()) store(y, i, load(y, i) + load(bias, i % channels));
+}
+
+__global__ void momentum_kernel(float* w, Elements w_copy, Elements g, float* v, size_t count, MomentumArgs args) {
+  for (size_t i = grid_first(); i < count; i += grid_stride()) {
+    float weight = w[i], velocity = v[i];
+    momentum_element(weight, load(g, i) * args.grad_scale, velocity, args.lr, args.momentum, args.weight_decay,
+                     args.nesterov);
+    w[i] = weight;
+    v[i] = velocity;
+    if (w_copy.data != nullptr) store(w_copy, i, weight);
+  }
+}
+
+int blocks(size_t count) { return cuda_blocks_for(count); }
+
+}  // namespace
+
+void fill(Elements y, size_t count, float value, Stream stream) {
+  if (count == 0) return;
+  fill_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(y, count, value);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+void axpby(float a, Elements x, float b, Elements y, size_t count, Stream stream) {
+  if (count == 0) return;
+  axpby_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(a, x, b, y, count);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+void add(Elements a, Elements b, Elements y, size_t count, Stream stream) {
+  if (count == 0) return;
+  add_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(a, b, y, count);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+void convert(Elements x, Elements y, size_t count, Stream stream) {
+  if (count == 0) return;
+  if (x.type == y.type) {
+    if (x.data != y.data)
+      SB_CUDA_CHECK(cudaMemcpyAsync(y.data, x.data, count * element_size(x.type), cudaMemcpyDeviceToDevice, stream));
+    return;
+  }
+  convert_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(x, y, count);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+void relu_forward(Elements x, Elements y, size_t count, Stream stream) {
+  if (count == 0) return;
+  relu_forward_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(x, y, count);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+void relu_backward(Elements y, Elements dy, Elements dx, size_t count, Stream stream) {
+  if (count == 0) return;
+  relu_backward_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(y, dy, dx, count);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+double sum_of_squares(Elements x, size_t count, Stream stream) {
+  if (count == 0) return 0;
+  double* total = nullptr;
+  SB_CUDA_CHECK(cudaMallocAsync(&total, sizeof(double), stream));
+  SB_CUDA_CHECK(cudaMemsetAsync(total, 0, sizeof(double), stream));
+  sum_of_squares_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(x, count, total);
+  SB_CUDA_CHECK(cudaGetLastError());
+  double result = 0;
+  SB_CUDA_CHECK(cudaMemcpyAsync(&result, total, sizeof(double), cudaMemcpyDeviceToHost, stream));
+  SB_CUDA_CHECK(cudaFreeAsync(total, stream));
+  SB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return result;
+}
+
+void add_bias(Elements y, Elements bias, size_t rows, size_t channels, Stream stream) {
+  if (rows * channels == 0) return;
+  add_bias_kernel<<<blocks(rows * channels), kCudaThreads, 0, stream>>>(y, bias, rows, channels);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+void momentum_update(float* w, Elements w_copy, Elements g, float* v, size_t count, const MomentumArgs& args,
+                     Stream stream) {
+  if (count == 0) return;
+  momentum_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(w, w_copy, g, v, count, args);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace sb::models::gpu

@@ -1,0 +1,114 @@
+// Max and global average pooling over channels-last tensors. One thread per output value in the
+// forward passes and per input value in the backward ones, so that no two threads write the same
+// element (no atomics, deterministic); consecutive threads take consecutive channels (coalesced).
+#include "common/cuda_check.hpp"
+#include "models/gpu_elements.cuh"
+
+namespace sb::models::gpu {
+namespace {
+
+__device__ __forceinline__ size_t at(const PoolShape& s, int64_t n, int64_t h, int64_t w, int64_t c) {
+  return static_cast<size_t>(((n * s.h + h) * s.w + w) * s.c + c);
+}
+
+__device__ __forceinline__ int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+__device__ __forceinline__ int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// The input index of the first maximum of output (n, p, q, c)'s window; padding is skipped.
+__device__ size_t window_argmax(const Elements& x, const PoolShape& s, int64_t n, int64_t p, int64_t q, int64_t c) {
+  size_t best = 0;
+  float best_value = 0;
+  bool found = false;
+  for (int i = 0; i < s.kernel; ++i) {
+    const int64_t h = p * s.stride - s.pad + i;
+    if (h < 0 || h >= s.h) continue;
+    for (int j = 0; j < s.kernel; ++j) {
+      const int64_t w = q * s.stride - s.pad + j;
+      if (w < 0 || w >= s.w) continue;
+      const size_t index = at(s, n, h, w, c);
+      const float v = load(x, index);
+      if (!found || v > best_value) {
+        best = index;
+        best_value = v;
+        found = true;
+      }
+    }
+  }
+  return best;
+}
+
+__global__ void maxpool_forward_kernel(Elements x, Elements y, PoolShape s) {
+  const size_t count = static_cast<size_t>(s.n * s.p * s.q * s.c);
+  for (size_t i = grid_first(); i < count; i += grid_stride()) {
+    const int64_t c = i % s.c, q = (i / s.c) % s.q, p = (i / (s.c * s.q)) % s.p, n = i / (s.c * s.q * s.p);
+    store(y, i, load(x, window_argmax(x, s, n, p, q, c)));
+  }
+}
+
+// Gathers, for input (n, h, w, c), the dy of every window whose first maximum it is.
+__global__ void maxpool_backward_kernel(Elements x, Elements dy, Elements dx, PoolShape s) {
+  const size_t count = static_cast<size_t>(s.n * s.h * s.w * s.c);
+  for (size_t i = grid_first(); i < count; i += grid_stride()) {
+    const int64_t c = i % s.c, w = (i / s.c) % s.w, h = (i / (s.c * s.w)) % s.h, n = i / (s.c * s.w * s.h);
+    // Outputs p whose window [p stride - pad, p stride - pad + kernel) holds h.
+    const int64_t p_first = imax(0, (h + s.pad - s.kernel + s.stride) / s.stride);
+    const int64_t p_last = imin(s.p - 1, (h + s.pad) / s.stride);
+    const int64_t q_first = imax(0, (w + s.pad - s.kernel + s.stride) / s.stride);
+    const int64_t q_last = imin(s.q - 1, (w + s.pad) / s.stride);
+    float sum = 0;
+    for (int64_t p = p_first; p <= p_last; ++p)
+      for (int64_t q = q_first; q <= q_last; ++q)
+        if (window_argmax(x, s, n, p, q, c) == i) sum += load(dy, static_cast<size_t>(((n * s.p + p) * s.q + q) * s.c + c));
+    store(dx, i, sum);
+  }
+}
+
+__global__ void avgpool_forward_kernel(Elements x, Elements y, int64_t n, int64_t plane, int64_t c) {
+  const size_t count = static_cast<size_t>(n * c);
+  for (size_t i = grid_first(); i < count; i += grid_stride()) {
+    const int64_t image = i / c, channel = i % c;
+    float sum = 0;
+    for (int64_t k = 0; k < plane; ++k) sum += load(x, static_cast<size_t>((image * plane + k) * c + channel));
+    store(y, i, sum / static_cast<float>(plane));
+  }
+}
+
+__global__ void avgpool_backward_kernel(Elements dy, Elements dx, int64_t n, int64_t plane, int64_t c) {
+  const size_t count = static_cast<size_t>(n * plane * c);
+  const float inv = 1.0f / static_cast<float>(plane);
+  for (size_t i = grid_first(); i < count; i += grid_stride()) {
+    const int64_t channel = i % c, image = i / (plane * c);
+    store(dx, i, load(dy, static_cast<size_t>(image * c + channel)) * inv);
+  }
+}
+
+}  // namespace
+
+void maxpool_forward(Elements x, Elements y, const PoolShape& s, Stream stream) {
+  const size_t count = static_cast<size_t>(s.n * s.p * s.q * s.c);
+  if (count == 0) return;
+  maxpool_forward_kernel<<<cuda_blocks_for(count), kCudaThreads, 0, stream>>>(x, y, s);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+void maxpool_backward(Elements x, Elements dy, Elements dx, const PoolShape& s, Stream stream) {
+  const size_t count = static_cast<size_t>(s.n * s.h * s.w * s.c);
+  if (count == 0) return;
+  maxpool_backward_kernel<<<cuda_blocks_for(count), kCudaThreads, 0, stream>>>(x, dy, dx, s);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+void global_avgpool_forward(Elements x, Elements y, int64_t n, int64_t plane, int64_t c, Stream stream) {
+  if (n * c == 0) return;
+  avgpool_forward_kernel<<<cuda_blocks_for(static_cast<size_t>(n * c)), kCudaThreads, 0, stream>>>(x, y, n, plane, c);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+void global_avgpool_backward(Elements dy, Elements dx, int64_t n, int64_t plane, int64_t c, Stream stream) {
+  if (n * plane * c == 0) return;
+  avgpool_backward_kernel<<<cuda_blocks_for(static_cast<size_t>(n * plane * c)), kCudaThreads, 0, stream>>>(
+      dy, dx, n, plane, c);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace sb::models::gpu

@@ -1,0 +1,322 @@
+// The cuDNN backend against the oneDNN backend on the same inputs: every layer forward and
+// backward, the optimizer step with fp32 masters, and two training steps of a small ResNet, at
+// each precision (CUDA builds with a GPU; skipped otherwise). The error measure is
+// max |cudnn - onednn| / max |onednn|; the tolerance per precision is what its rounding allows
+// (fp32: accumulation order only; tf32: 10-bit products; fp16/bf16: 11/8-bit storage of every
+// input and output), far below the O(1) error of a wrong index or formula.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "common/usage_error.hpp"
+#include "models/onednn_backend.hpp"
+#include "models/optimizer.hpp"
+#include "models/resnet.hpp"
+#include "tests/unit/gpu_skip.hpp"
+
+#if SB_HAVE_CUDA
+#include "models/cudnn_backend.hpp"
+#endif
+
+namespace sb::models {
+namespace {
+
+TEST(CudnnBackend, PrecisionAndBackendChoicesAreCheckedUpFront) {
+  EXPECT_EQ(parse_precision("bf16"), Precision::bf16);
+  EXPECT_EQ(precision_name(parse_precision("tf32")), "tf32");
+  EXPECT_THROW(parse_precision("fp8"), UsageError);
+  EXPECT_THROW(make_backend("onednn", 1, Precision::fp16), UsageError);  // the CPU path is fp32 only
+  EXPECT_THROW(make_backend("tpu"), UsageError);
+#if !SB_HAVE_CUDA
+  EXPECT_THROW(make_backend("cudnn"), UsageError);
+#endif
+}
+
+#if SB_HAVE_CUDA
+
+double tolerance(Precision p) {
+  switch (p) {
+    case Precision::fp32: return 1e-4;
+    case Precision::tf32: return 1e-2;
+    case Precision::fp16: return 1e-2;
+    case Precision::bf16: return 5e-2;
+  }
+  return 0;
+}
+
+struct Pair {
+  explicit Pair(Precision precision) : gpu(CudnnOptions{precision}) {}
+  CudnnBackend gpu;
+  OnednnBackend cpu{0};
+  std::mt19937 random{4321};
+
+  // The same random tensor in both backends: first the GPU's, second the CPU's.
+  std::pair<Tensor, Tensor> random_tensor(Shape shape, float low = -1, float high = 1) {
+    std::uniform_real_distribution<float> dist(low, high);
+    std::vector<float> host(static_cast<size_t>(shape.count()));
+    for (float& v : host) v = dist(random);
+    Tensor a = gpu.allocate(shape), b = cpu.allocate(shape);
+    gpu.write(a, host);
+    cpu.write(b, host);
+    return {a, b};
+  }
+  std::pair<Tensor, Tensor> zeros(Shape shape) { return {gpu.allocate(shape), cpu.allocate(shape)}; }
+};
+
+std::vector<float> host(Backend& backend, const Tensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.count()));
+  backend.read(t, out);
+  return out;
+}
+
+double relative_error(Pair& p, const std::pair<Tensor, Tensor>& t) {
+  const std::vector<float> a = host(p.gpu, t.first), b = host(p.cpu, t.second);
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+class CudnnLayers : public ::testing::TestWithParam<Precision> {
+ protected:
+  void SetUp() override { SB_SKIP_WITHOUT_GPU(); }
+};
+
+TEST_P(CudnnLayers, ConvolutionForwardAndBackwardMatchOnednn) {
+  Pair p(GetParam());
+  const double tol = tolerance(GetParam());
+  struct Case {
+    Shape x;
+    int out_channels, kernel, stride, pad;
+  };
+  // The ResNet shapes (3x3/1, 3x3/2, 1x1/1, 1x1/2, the 7x7/2 stem), a single-output filter (an
+  // fp32 vector under 16-bit precision) and a ragged one.
+  const std::vector<Case> cases = {
+      {{2, 3, 9, 9}, 8, 3, 1, 1},    {{3, 16, 8, 8}, 16, 3, 2, 1}, {{2, 8, 7, 7}, 32, 1, 1, 0},
+      {{2, 32, 6, 6}, 16, 1, 2, 0},  {{2, 3, 23, 23}, 8, 7, 2, 3}, {{2, 5, 5, 5}, 1, 1, 1, 0},
+      {{4, 5, 11, 7}, 6, 3, 1, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.x.str() + " k" + std::to_string(c.out_channels) + " r" + std::to_string(c.kernel));
+    const ConvGeometry g{c.stride, c.pad};
+    const Shape ws{c.out_channels, c.x.c, c.kernel, c.kernel};
+    const Shape ys{c.x.n, c.out_channels, window_output(c.x.h, c.kernel, c.stride, c.pad),
+                   window_output(c.x.w, c.kernel, c.stride, c.pad)};
+    auto x = p.random_tensor(c.x), w = p.random_tensor(ws), dy = p.random_tensor(ys);
+    auto y = p.zeros(ys), dx = p.zeros(c.x), dw = p.zeros(ws);
+    p.gpu.conv_forward(x.first, w.first, y.first, g);
+    p.cpu.conv_forward(x.second, w.second, y.second, g);
+    EXPECT_LT(relative_error(p, y), tol) << "forward";
+    p.gpu.conv_backward_data(dy.first, w.first, dx.first, g);
+    p.cpu.conv_backward_data(dy.second, w.second, dx.second, g);
+    EXPECT_LT(relative_error(p, dx), tol) << "backward data";
+    p.gpu.conv_backward_weights(x.first, dy.first, dw.first, g);
+    p.cpu.conv_backward_weights(x.second, dy.second, dw.second, g);
+    EXPECT_LT(relative_error(p, dw), tol) << "backward weights";
+  }
+}
+
+TEST_P(CudnnLayers, BatchnormWithAndWithoutReluMatchesOnednn) {
+  Pair p(GetParam());
+  const double tol = tolerance(GetParam());
+  const float epsilon = 1e-5f;
+  // 70 channels: three column blocks of the per-channel reduction, the last one ragged.
+  for (const Shape s : {Shape{4, 3, 5, 5}, Shape{2, 70, 6, 6}, Shape{8, 10, 1, 1}}) {
+    for (bool relu : {false, true}) {
+      SCOPED_TRACE(s.str() + (relu ? " relu" : ""));
+      const Shape v = vector_shape(s.c);
+      auto x = p.random_tensor(s, -2, 3), gamma = p.random_tensor(v, 0.5, 1.5), beta = p.random_tensor(v);
+      auto dy = p.random_tensor(s);
+      auto y = p.zeros(s), mean = p.zeros(v), variance = p.zeros(v);
+      p.gpu.batchnorm_forward_training(x.first, gamma.first, beta.first, y.first, mean.first, variance.first, epsilon,
+                                       relu);
+      p.cpu.batchnorm_forward_training(x.second, gamma.second, beta.second, y.second, mean.second, variance.second,
+                                       epsilon, relu);
+      EXPECT_LT(relative_error(p, y), tol) << "training forward";
+      EXPECT_LT(relative_error(p, mean), tol) << "batch mean";
+      EXPECT_LT(relative_error(p, variance), tol) << "batch variance";
+
+      auto dx = p.zeros(s), dgamma = p.zeros(v), dbeta = p.zeros(v);
+      p.gpu.batchnorm_backward(x.first, dy.first, gamma.first, mean.first, variance.first, relu ? &y.first : nullptr,
+                               dx.first, dgamma.first, dbeta.first, epsilon);
+      p.cpu.batchnorm_backward(x.second, dy.second, gamma.second, mean.second, variance.second,
+                               relu ? &y.second : nullptr, dx.second, dgamma.second, dbeta.second, epsilon);
+      EXPECT_LT(relative_error(p, dx), 2 * tol) << "backward data";
+      EXPECT_LT(relative_error(p, dgamma), tol) << "backward gamma";
+      EXPECT_LT(relative_error(p, dbeta), tol) << "backward beta";
+
+      auto running_mean = p.random_tensor(v), running_var = p.random_tensor(v, 0.5, 2), z = p.zeros(s);
+      p.gpu.batchnorm_forward_inference(x.first, gamma.first, beta.first, running_mean.first, running_var.first, z.first,
+                                        epsilon, relu);
+      p.cpu.batchnorm_forward_inference(x.second, gamma.second, beta.second, running_mean.second, running_var.second,
+                                        z.second, epsilon, relu);
+      EXPECT_LT(relative_error(p, z), tol) << "inference forward";
+    }
+  }
+}
+
+TEST_P(CudnnLayers, PoolingReluAddMatchOnednn) {
+  Pair p(GetParam());
+  const bool exact = GetParam() == Precision::fp32 || GetParam() == Precision::tf32;  // fp32 storage
+  const double tol = tolerance(GetParam());
+  const Shape xs{2, 6, 9, 9};
+  const PoolGeometry g{3, 2, 1};
+  const Shape ys{2, 6, window_output(9, 3, 2, 1), window_output(9, 3, 2, 1)};
+  auto x = p.random_tensor(xs), dy = p.random_tensor(ys);
+  auto y = p.zeros(ys), dx = p.zeros(xs);
+  p.gpu.maxpool_forward(x.first, y.first, g);
+  p.cpu.maxpool_forward(x.second, y.second, g);
+  EXPECT_LE(relative_error(p, y), exact ? 0 : tol) << "max pool forward";
+  // 16-bit rounding can make two values of a window equal and move the maximum: exact in fp32 only.
+  p.gpu.maxpool_backward(x.first, dy.first, dx.first, g);
+  p.cpu.maxpool_backward(x.second, dy.second, dx.second, g);
+  if (exact) {
+    EXPECT_LT(relative_error(p, dx), 1e-6) << "max pool backward";
+  }
+
+  const Shape pooled{2, 6, 1, 1};
+  auto avg = p.zeros(pooled), davg = p.random_tensor(pooled), dx2 = p.zeros(xs);
+  p.gpu.global_avgpool_forward(x.first, avg.first);
+  p.cpu.global_avgpool_forward(x.second, avg.second);
+  EXPECT_LT(relative_error(p, avg), exact ? 1e-6 : tol) << "average pool forward";
+  p.gpu.global_avgpool_backward(davg.first, dx2.first);
+  p.cpu.global_avgpool_backward(davg.second, dx2.second);
+  EXPECT_LT(relative_error(p, dx2), exact ? 1e-6 : tol) << "average pool backward";
+
+  auto r = p.zeros(xs), dr = p.zeros(xs), grad = p.random_tensor(xs), sum = p.zeros(xs);
+  p.gpu.relu_forward(x.first, r.first);
+  p.cpu.relu_forward(x.second, r.second);
+  EXPECT_LE(relative_error(p, r), exact ? 0 : tol) << "relu forward";
+  p.gpu.relu_backward(r.first, grad.first, dr.first);
+  p.cpu.relu_backward(r.second, grad.second, dr.second);
+  EXPECT_LE(relative_error(p, dr), exact ? 0 : tol) << "relu backward";
+  p.gpu.add(x.first, grad.first, sum.first);
+  p.cpu.add(x.second, grad.second, sum.second);
+  EXPECT_LE(relative_error(p, sum), exact ? 0 : tol) << "add";
+  p.gpu.axpby(0.5f, x.first, -2.0f, sum.first);
+  p.cpu.axpby(0.5f, x.second, -2.0f, sum.second);
+  EXPECT_LT(relative_error(p, sum), exact ? 1e-7 : tol) << "axpby";
+  const double squares = p.cpu.sum_of_squares(x.second);
+  EXPECT_NEAR(p.gpu.sum_of_squares(x.first), squares, (exact ? 1e-6 : tol) * squares);
+}
+
+TEST_P(CudnnLayers, FullyConnectedAndLossMatchOnednn) {
+  Pair p(GetParam());
+  const double tol = tolerance(GetParam());
+  // Batch 1 makes (1, K, 1, 1) inputs: fp32 vectors that the 16-bit GEMM must convert.
+  for (int64_t batch : {5, 1}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    const int64_t inputs = 37, outputs = 11;
+    auto x = p.random_tensor({batch, inputs, 1, 1}), w = p.random_tensor({outputs, inputs, 1, 1});
+    auto b = p.random_tensor(vector_shape(outputs)), y = p.zeros({batch, outputs, 1, 1});
+    p.gpu.fc_forward(x.first, w.first, b.first, y.first);
+    p.cpu.fc_forward(x.second, w.second, b.second, y.second);
+    EXPECT_LT(relative_error(p, y), tol) << "fc forward";
+
+    std::vector<int32_t> labels = {0, 3, 10, 7, 3};
+    labels.resize(static_cast<size_t>(batch));
+    auto dy = p.zeros({batch, outputs, 1, 1});
+    const double loss = p.gpu.softmax_cross_entropy(y.first, labels, 0.1f, dy.first);
+    const double cpu_loss = p.cpu.softmax_cross_entropy(y.second, labels, 0.1f, dy.second);
+    EXPECT_NEAR(loss, cpu_loss, tol * cpu_loss);
+    EXPECT_LT(relative_error(p, dy), tol) << "loss gradient";
+
+    auto dx = p.zeros({batch, inputs, 1, 1}), dw = p.zeros({outputs, inputs, 1, 1});
+    auto db = p.zeros(vector_shape(outputs));
+    p.gpu.fc_backward_data(dy.first, w.first, dx.first);
+    p.cpu.fc_backward_data(dy.second, w.second, dx.second);
+    EXPECT_LT(relative_error(p, dx), tol) << "fc backward data";
+    p.gpu.fc_backward_weights(x.first, dy.first, dw.first, db.first);
+    p.cpu.fc_backward_weights(x.second, dy.second, dw.second, db.second);
+    EXPECT_LT(relative_error(p, dw), tol) << "fc backward weights";
+    EXPECT_LT(relative_error(p, db), tol) << "fc backward bias";
+  }
+}
+
+// The update runs on fp32 masters: 100 small steps move the weights by amounts a 16-bit copy
+// could not accumulate, and the masters still match the CPU's fp32 update.
+TEST_P(CudnnLayers, MomentumUpdatesRunOnFp32Masters) {
+  Pair p(GetParam());
+  const Shape s{16, 8, 3, 3};
+  auto w = p.random_tensor(s), g = p.random_tensor(s, -1e-3f, 1e-3f), v = p.zeros(s);
+  p.gpu.keep_fp32_master(w.first);
+  p.gpu.keep_fp32_master(v.first);
+  // Both sides start from the same (16-bit-rounded) weights.
+  std::vector<float> start = host(p.gpu, w.first);
+  p.cpu.write(w.second, start);
+  MomentumStep step;
+  step.lr = 0.01f;
+  step.weight_decay = 1e-4f;
+  for (int i = 0; i < 100; ++i) {
+    p.gpu.momentum_update(w.first, g.first, v.first, step);
+    p.cpu.momentum_update(w.second, g.second, v.second, step);
+  }
+  // Only the gradient's 16-bit storage differs between the two.
+  const double tol = GetParam() == Precision::bf16 ? 1e-3 : GetParam() == Precision::fp16 ? 1e-4 : 1e-6;
+  EXPECT_LT(relative_error(p, w), tol);
+  EXPECT_LT(relative_error(p, v), 10 * tol);
+  // write + read of a master is exact.
+  std::vector<float> values(static_cast<size_t>(s.count()));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 1.0f + static_cast<float>(i) * 1e-6f;
+  p.gpu.write(w.first, values);
+  EXPECT_EQ(host(p.gpu, w.first), values);
+}
+
+TEST_P(CudnnLayers, LayoutRoundTripsThroughWriteAndRead) {
+  Pair p(GetParam());
+  const Shape s{2, 3, 4, 5};
+  std::vector<float> in(static_cast<size_t>(s.count()));
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);  // exact in every type
+  Tensor t = p.gpu.allocate(s);
+  p.gpu.write(t, in);
+  EXPECT_EQ(host(p.gpu, t), in);
+}
+
+// Two SGD steps of a small ResNet, with batch statistics, on both backends from the same
+// initialisation: the losses and every parameter after the steps agree.
+TEST_P(CudnnLayers, TwoTrainingStepsOfAResNetMatchOnednn) {
+  Pair p(GetParam());
+  const ResNetConfig config = make_resnet_config("resnet20", 3, 10, 16, 3);
+  ResNet gpu_model(p.gpu, config), cpu_model(p.cpu, config);
+  OptimizerConfig sgd;
+  sgd.weight_decay = 5e-5f;
+  Optimizer gpu_opt(p.gpu, gpu_model.parameters(), sgd), cpu_opt(p.cpu, cpu_model.parameters(), sgd);
+  // The CPU starts from the GPU's (possibly 16-bit-rounded) initial weights.
+  for (size_t i = 0; i < gpu_model.parameters().size(); ++i)
+    p.cpu.write(cpu_model.parameters()[i]->value, host(p.gpu, gpu_model.parameters()[i]->value));
+  const double tol = tolerance(GetParam());
+  for (int step = 0; step < 2; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    auto images = p.random_tensor({8, 3, 16, 16});
+    const std::vector<int32_t> labels = {1, 0, 9, 4, 4, 7, 2, 5};
+    const Shape logits_shape{8, 10, 1, 1};
+    auto dlogits = p.zeros(logits_shape);
+    const double gpu_loss = p.gpu.softmax_cross_entropy(gpu_model.forward(images.first, true), labels, 0, dlogits.first);
+    const double cpu_loss = p.cpu.softmax_cross_entropy(cpu_model.forward(images.second, true), labels, 0, dlogits.second);
+    EXPECT_NEAR(gpu_loss, cpu_loss, 2 * tol * cpu_loss);
+    gpu_model.backward(dlogits.first);
+    cpu_model.backward(dlogits.second);
+    gpu_opt.step(0.1f);
+    cpu_opt.step(0.1f);
+  }
+  for (size_t i = 0; i < gpu_model.parameters().size(); ++i) {
+    const Parameter& a = *gpu_model.parameters()[i];
+    const Parameter& b = *cpu_model.parameters()[i];
+    EXPECT_LT(relative_error(p, {a.value, b.value}), 2 * tol) << a.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, CudnnLayers,
+                         ::testing::Values(Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16),
+                         [](const ::testing::TestParamInfo<Precision>& info) { return precision_name(info.param); });
+
+#endif  // SB_HAVE_CUDA
+
+}  // namespace
+}  // namespace sb::models
