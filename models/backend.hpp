@@ -34,7 +34,8 @@ struct PoolGeometry {
   int pad = 1;
 };
 
-// One optimizer step for one tensor, element by element (models/optimizer_math.hpp):
+// One optimizer step for one tensor, element by element (models/optimizer_math.hpp), from the
+// gradient g = grad_scale * (the stored gradient), grad_scale undoing fp16 loss scaling:
 //   g' = g + weight_decay * w
 //   v  = momentum * v + lr * g'
 //   w -= nesterov ? momentum * v + lr * g' : v
@@ -45,6 +46,7 @@ struct MomentumStep {
   float momentum = 0.9f;
   float weight_decay = 0.0f;
   bool nesterov = false;
+  float grad_scale = 1.0f;
 };
 
 // The arithmetic of the training math (--precision): fp32 throughout, TF32 tensor-core math on

@@ -77,6 +77,8 @@ void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimize
   root.set_attr("epoch_samples", state.epoch_samples);
   root.set_attr("elapsed_s", state.elapsed_s);
   root.set_attr("ranks", state.ranks);
+  root.set_attr("loss_scale", state.loss_scale);
+  root.set_attr("loss_scale_clean_steps", state.loss_scale_clean_steps);
   const h5::Node parameters = root.create_group("parameters");
   for (const Parameter* p : model.parameters()) save_tensor(backend, parameters, p->name, p->value);
   const h5::Node buffers = root.create_group("buffers");
@@ -115,6 +117,10 @@ TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer&
     state.epoch_samples = root.attr_int("epoch_samples");
     state.elapsed_s = root.attr_double("elapsed_s");
     state.ranks = root.attr_int("ranks");
+    if (root.has_attr("loss_scale")) {  // checkpoints before fp16 training have none
+      state.loss_scale = root.attr_double("loss_scale");
+      state.loss_scale_clean_steps = root.attr_int("loss_scale_clean_steps");
+    }
     state.curve = read_curve(root.open_group("curve"));
     return state;
   } catch (const LibraryError& e) {

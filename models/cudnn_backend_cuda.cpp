@@ -396,7 +396,7 @@ void CudnnBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const 
   float* velocity = dv.master ? dv.master : static_cast<float*>(dv.data);
   const Elements copy = dw.master ? elements(w) : Elements{};
   gpu::momentum_update(weights, copy, elements(g), velocity, count_of(w),
-                       {step.lr, step.momentum, step.weight_decay, 1.0f, step.nesterov}, state_->stream);
+                       {step.lr, step.momentum, step.weight_decay, step.grad_scale, step.nesterov}, state_->stream);
 }
 
 }  // namespace sb::models

@@ -424,7 +424,8 @@ void OnednnBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const
   const int64_t count = w.count();
 #pragma omp parallel for simd
   for (int64_t i = 0; i < count; ++i)
-    momentum_element<float>(pw[i], pg[i], pv[i], step.lr, step.momentum, step.weight_decay, step.nesterov);
+    momentum_element<float>(pw[i], pg[i] * step.grad_scale, pv[i], step.lr, step.momentum, step.weight_decay,
+                            step.nesterov);
 }
 
 // ---- pooling ---------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ double Optimizer::lars_trust_ratio(double weight_norm, double grad_norm, double 
   return eta * weight_norm / (grad_norm + weight_decay * weight_norm);
 }
 
-void Optimizer::step(float lr) {
+void Optimizer::step(float lr, float grad_scale) {
   for (size_t i = 0; i < parameters_.size(); ++i) {
     Parameter& p = *parameters_[i];
     const bool weight = is_weight(p.kind);
@@ -47,9 +47,10 @@ void Optimizer::step(float lr) {
                             ? config_.weight_decay
                             : 0.0f;
     step.lr = lr;
+    step.grad_scale = grad_scale;
     if (config_.kind == OptimizerKind::lars && weight) {
       const double trust = lars_trust_ratio(std::sqrt(backend_.sum_of_squares(p.value)),
-                                            std::sqrt(backend_.sum_of_squares(p.grad)), config_.lars_eta,
+                                            grad_scale * std::sqrt(backend_.sum_of_squares(p.grad)), config_.lars_eta,
                                             config_.weight_decay);
       step.lr = static_cast<float>(lr * trust);
     }

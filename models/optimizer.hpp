@@ -29,8 +29,9 @@ std::string optimizer_name(OptimizerKind kind);
 class Optimizer {
  public:
   Optimizer(Backend& backend, std::vector<Parameter*> parameters, const OptimizerConfig& config);
-  // One step at learning rate lr from the gradients in each parameter's grad.
-  void step(float lr);
+  // One step at learning rate lr from the gradients in each parameter's grad, each multiplied by
+  // grad_scale first (1 / the loss scale under fp16).
+  void step(float lr, float grad_scale = 1.0f);
   // One momentum buffer per parameter, named "<parameter>.momentum", for checkpoints.
   std::vector<Buffer>& state() { return momentum_; }
   const OptimizerConfig& config() const { return config_; }

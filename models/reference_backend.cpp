@@ -306,7 +306,8 @@ void ReferenceBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, co
   require_same(w, g, "update");
   require_same(w, v, "update");
   for (int64_t i = 0; i < w.count(); ++i)
-    momentum_element<double>(d(w)[i], d(g)[i], d(v)[i], step.lr, step.momentum, step.weight_decay, step.nesterov);
+    momentum_element<double>(d(w)[i], d(g)[i] * step.grad_scale, d(v)[i], step.lr, step.momentum, step.weight_decay,
+                             step.nesterov);
 }
 
 }  // namespace sb::models

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "common/check.hpp"
@@ -13,6 +14,7 @@
 #include "models/batch_shares.hpp"
 #include "models/checkpoint.hpp"
 #include "models/data/loader.hpp"
+#include "models/loss_scale.hpp"
 #include "models/mllog.hpp"
 #include "models/resnet.hpp"
 
@@ -115,6 +117,7 @@ class Run {
   ImageShape image_;
   std::unique_ptr<ResNet> model_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::optional<DynamicLossScale> loss_scale_;  // fp16 only
   std::unique_ptr<Loader> train_loader_, eval_loader_;
   std::unique_ptr<GradientExchange> exchange_;
   MPI_Comm bn_comm_ = MPI_COMM_NULL;  // --bn-span: this rank's batch-norm group
@@ -189,6 +192,7 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
   }
   model_ = std::make_unique<ResNet>(*backend_, model_config);
   optimizer_ = std::make_unique<Optimizer>(*backend_, model_->parameters(), config.optimizer);
+  if (config.precision == Precision::fp16) loss_scale_.emplace();
   train_loader_ = std::make_unique<Loader>(
       *data_.train, Sampler(data_.train->size(), config.batch, rank_, nranks_, config.seed, true), config.workers,
       config.prefetch);
@@ -238,6 +242,7 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
     const std::string path = checkpoint_path(config.checkpoint_dir);
     if (!std::filesystem::exists(path)) throw UsageError("--resume: no checkpoint at '" + path + "'");
     state_ = load_checkpoint(path, *model_, *optimizer_);
+    if (loss_scale_ && state_.loss_scale > 0) loss_scale_->restore(state_.loss_scale, state_.loss_scale_clean_steps);
     log("[resume] %s: epoch %lld, batch %lld, step %lld\n", path.c_str(), static_cast<long long>(state_.epoch + 1),
         static_cast<long long>(state_.next_batch), static_cast<long long>(state_.step));
     if (state_.ranks != nranks_) {
@@ -289,6 +294,7 @@ void Run::forward_backward(const Batch& batch, int64_t first, int64_t count, dou
   if (!std::isfinite(loss))
     throw UsageError("the training loss diverged (" + std::to_string(loss) + ") at step " + std::to_string(state_.step) +
                      "; lower --lr");
+  if (loss_scale_) backend_->scale(dlogits_, static_cast<float>(loss_scale_->scale()));
   model_->backward(dlogits_);
   loss_sum += loss * static_cast<double>(count);
 }
@@ -333,7 +339,18 @@ double Run::train_step(const Batch& batch, int64_t step, StepTimes& times) {
     times.comm_s = exchanged.communication_s;
   }
   const Clock::time_point optimizer_start = Clock::now();
-  optimizer_->step(static_cast<float>(learning_rate(step)));
+  // Under fp16 the gradients carry the loss scale: a step that overflowed is skipped (every rank
+  // holds the same reduced gradients, so every rank skips it), the others divide it out.
+  float grad_scale = 1.0f;
+  bool apply = true;
+  if (loss_scale_) {
+    grad_scale = static_cast<float>(1.0 / loss_scale_->scale());
+    apply = loss_scale_->update(gradients_finite(*backend_, model_->parameters()));
+    if (!apply)
+      log("[loss-scale] step %lld: gradients overflowed; step skipped, scale now %g\n", static_cast<long long>(step + 1),
+          loss_scale_->scale());
+  }
+  if (apply) optimizer_->step(static_cast<float>(learning_rate(step)), grad_scale);
   backend_->synchronize();
   times.compute_s = std::chrono::duration<double>(backward_end - start).count() + seconds_since(optimizer_start);
   return loss_sum;
@@ -401,6 +418,10 @@ void Run::save() {
   TrainingState saved = state_;
   saved.curve = result_.curve;
   saved.elapsed_s = elapsed();
+  if (loss_scale_) {
+    saved.loss_scale = loss_scale_->scale();
+    saved.loss_scale_clean_steps = loss_scale_->clean_steps();
+  }
   save_checkpoint(checkpoint_path(config_.checkpoint_dir), *model_, *optimizer_, saved);
 }
 
@@ -545,6 +566,7 @@ TrainResult Run::execute() {
   mllog_.end("run_stop", std::string("{\"status\": \"") + (aborted ? "aborted" : "success") + "\"}");
   result_.run_s = elapsed();
   result_.steps = state_.step;
+  if (loss_scale_) result_.loss_scale_skipped_steps = loss_scale_->skipped_steps();
   result_.skipped_samples = static_cast<int64_t>(sum_over_ranks(
       static_cast<double>(train_loader_->skipped_total() + eval_loader_->skipped_total())));
   if (result_.step_seconds.size() > 1) {

@@ -92,6 +92,7 @@ struct TrainResult {
   std::vector<StepTimes> step_times;  // this rank's breakdown of each step
   double images_per_s = 0;           // median step rate, the first step (primitive creation) excluded
   int64_t skipped_samples = 0;
+  int64_t loss_scale_skipped_steps = 0;  // fp16: steps skipped for overflowed gradients
   int64_t parameter_count = 0;
   double train_flops_per_image = 0;  // 3x the forward convolution and fc FLOPs
   double best_top1 = 0;

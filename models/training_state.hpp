@@ -23,6 +23,8 @@ struct TrainingState {
   int64_t epoch_samples = 0;
   double elapsed_s = 0;    // run time before this (resumed) process started
   int64_t ranks = 1;       // how many ranks wrote it (a resume may use another count)
+  double loss_scale = 0;   // fp16's dynamic loss scale (0: none), and its clean steps in a row
+  int64_t loss_scale_clean_steps = 0;
   std::vector<EpochRecord> curve;
 };
 

@@ -153,6 +153,7 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
   train.set_attr("model_gflops_per_s", r.images_per_s * r.train_flops_per_image / 1e9);
   train.set_attr("matmul_gflops_per_s", matmul_gflops);
   train.set_attr("skipped_samples", r.skipped_samples);
+  train.set_attr("loss_scale_skipped_steps", r.loss_scale_skipped_steps);
   train.set_attr("best_top1", r.best_top1);
   models::write_curve(train.create_group("curve"), r.curve);
   train.write("step_seconds", r.step_seconds);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/usage_error.hpp"
+#include "models/loss_scale.hpp"
 #include "models/onednn_backend.hpp"
 #include "models/optimizer.hpp"
 #include "models/resnet.hpp"
@@ -310,6 +311,45 @@ TEST_P(CudnnLayers, TwoTrainingStepsOfAResNetMatchOnednn) {
     const Parameter& b = *cpu_model.parameters()[i];
     EXPECT_LT(relative_error(p, {a.value, b.value}), 2 * tol) << a.name;
   }
+}
+
+// fp16 training with a loss scale far too large: dlogits x scale overflows fp16, the step is
+// skipped (weights untouched) and the scale halved until the gradients fit; then steps apply, and
+// after growth_interval clean steps the scale doubles again.
+TEST(CudnnLossScale, Fp16OverflowIsSkippedAndTheScaleRecovers) {
+  SB_SKIP_WITHOUT_GPU();
+  CudnnBackend gpu(CudnnOptions{Precision::fp16});
+  ResNet model(gpu, make_resnet_config("resnet20", 3, 10, 16, 5));
+  Optimizer optimizer(gpu, model.parameters(), OptimizerConfig{});
+  DynamicLossScale scale(std::ldexp(1.0, 40), 2);
+  std::vector<float> images(static_cast<size_t>(4 * 3 * 16 * 16));
+  for (size_t i = 0; i < images.size(); ++i) images[i] = std::sin(static_cast<float>(i));
+  Tensor input = gpu.allocate({4, 3, 16, 16}), dlogits = gpu.allocate({4, 10, 1, 1});
+  gpu.write(input, images);
+  const std::vector<int32_t> labels = {3, 1, 4, 1};
+  const Tensor& first_weight = model.parameters()[0]->value;
+  int skipped = 0, applied = 0;
+  for (int step = 0; step < 40 && applied < 3; ++step) {
+    const std::vector<float> before = host(gpu, first_weight);
+    gpu.softmax_cross_entropy(model.forward(input, true), labels, 0, dlogits);
+    gpu.scale(dlogits, static_cast<float>(scale.scale()));
+    model.backward(dlogits);
+    const double used = scale.scale();
+    if (scale.update(gradients_finite(gpu, model.parameters()))) {
+      optimizer.step(0.01f, static_cast<float>(1.0 / used));
+      ++applied;
+      EXPECT_NE(host(gpu, first_weight), before) << "an applied step moves the weights";
+    } else {
+      ++skipped;
+      EXPECT_EQ(host(gpu, first_weight), before) << "a skipped step leaves them";
+      EXPECT_EQ(scale.scale(), used / 2);
+    }
+  }
+  EXPECT_GE(skipped, 10);  // 2^40 x O(0.1) is far beyond fp16's 65504
+  EXPECT_EQ(applied, 3);
+  EXPECT_EQ(scale.skipped_steps(), skipped);
+  for (const Parameter* p : model.parameters())
+    for (float v : host(gpu, p->value)) ASSERT_TRUE(std::isfinite(v)) << p->name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, CudnnLayers,

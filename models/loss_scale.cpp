@@ -1,0 +1,42 @@
+#include "models/loss_scale.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/check.hpp"
+
+namespace sb::models {
+
+DynamicLossScale::DynamicLossScale(double initial, int64_t growth_interval, double minimum)
+    : scale_(initial), growth_interval_(growth_interval), minimum_(minimum) {
+  SB_CHECK(initial >= minimum && minimum > 0 && growth_interval > 0, "loss scale settings");
+}
+
+bool DynamicLossScale::update(bool gradients_finite) {
+  if (!gradients_finite) {
+    scale_ = std::max(minimum_, scale_ / 2);
+    clean_ = 0;
+    ++skipped_;
+    return false;
+  }
+  if (++clean_ == growth_interval_) {
+    scale_ *= 2;
+    clean_ = 0;
+  }
+  return true;
+}
+
+void DynamicLossScale::restore(double scale, int64_t clean_steps) {
+  SB_CHECK(scale >= minimum_ && clean_steps >= 0 && clean_steps < growth_interval_, "restored loss scale");
+  scale_ = scale;
+  clean_ = clean_steps;
+}
+
+// A sum of squares is finite only if every element is (an inf or NaN anywhere propagates).
+bool gradients_finite(Backend& backend, const std::vector<Parameter*>& parameters) {
+  for (const Parameter* p : parameters)
+    if (!std::isfinite(backend.sum_of_squares(p->grad))) return false;
+  return true;
+}
+
+}  // namespace sb::models
