@@ -27,13 +27,15 @@ std::string precision_name(Precision precision) {
   return "?";
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& name, int threads, Precision precision) {
+std::unique_ptr<Backend> make_backend(const std::string& name, int threads, Precision precision, int local_rank) {
   if (name == "cudnn") {
 #if SB_HAVE_CUDA
     CudnnOptions options;
     options.precision = precision;
+    options.device = local_rank;
     return std::make_unique<CudnnBackend>(options);
 #else
+    (void)local_rank;
     throw UsageError("the cudnn backend needs a CUDA build (make CUDA=1)");
 #endif
   }

@@ -137,7 +137,9 @@ class Backend {
 };
 
 // "onednn" (and "cudnn" when built with CUDA) or "reference". Throws UsageError for other names,
-// for "cudnn" without a GPU, and for a precision the backend does not run.
-std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0, Precision precision = Precision::fp32);
+// for "cudnn" without a GPU, and for a precision the backend does not run. local_rank picks the
+// GPU (local_rank modulo the GPUs visible), one per rank on each node.
+std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0, Precision precision = Precision::fp32,
+                                      int local_rank = 0);
 
 }  // namespace sb::models

@@ -23,6 +23,7 @@
 #include <memory>
 
 #include "models/backend.hpp"
+#include "models/gpu_kernels.hpp"
 
 namespace sb::models {
 
@@ -30,7 +31,7 @@ struct CudnnState;  // handles, stream, algorithm cache: CUDA's types stay out o
 
 struct CudnnOptions {
   Precision precision = Precision::fp32;
-  int device = -1;                       // -1: the current device
+  int device = -1;                       // -1: the current device; else this index modulo the GPUs (a local rank)
   bool timed_search = false;             // time the algorithms instead of trusting the heuristics
   size_t workspace_limit = size_t{1} << 30;  // bytes of convolution workspace at most
 };
@@ -82,6 +83,12 @@ class CudnnBackend final : public Backend {
   void momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) override;
 
   void synchronize() override;
+
+  // For device-side communication (models/device_gradient_exchange.hpp): a tensor's elements as
+  // the kernels see them, and the stream every op of this backend runs on.
+  gpu::Elements device_elements(const Tensor& tensor) const;
+  gpu::ElementType compute_type() const;
+  gpu::Stream stream() const;
 
   // "9.19.0" and the device's name, for the results' metadata.
   static std::string library_version();

@@ -85,10 +85,7 @@ CudnnBackend::CudnnBackend(const CudnnOptions& options) : state_(std::make_uniqu
   s.options = options;
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) throw UsageError("the cudnn backend needs a GPU; none is visible");
-  if (options.device >= 0) {
-    if (options.device >= devices) throw UsageError("no GPU " + std::to_string(options.device));
-    SB_CUDA_CHECK(cudaSetDevice(options.device));
-  }
+  if (options.device >= 0) SB_CUDA_CHECK(cudaSetDevice(options.device % devices));
   SB_CUDA_CHECK(cudaGetDevice(&s.device));
   s.compute = options.precision == Precision::fp16   ? ElementType::f16
               : options.precision == Precision::bf16 ? ElementType::bf16
@@ -112,6 +109,9 @@ CudnnBackend::~CudnnBackend() {
 }
 
 Precision CudnnBackend::precision() const { return state_->options.precision; }
+Elements CudnnBackend::device_elements(const Tensor& t) const { return elements(t); }
+ElementType CudnnBackend::compute_type() const { return state_->compute; }
+gpu::Stream CudnnBackend::stream() const { return state_->stream; }
 
 std::string CudnnBackend::library_version() {
   const size_t v = cudnnGetVersion();  // major * 10000 + minor * 100 + patch since cuDNN 9

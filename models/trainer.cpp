@@ -14,6 +14,10 @@
 #include "models/batch_shares.hpp"
 #include "models/checkpoint.hpp"
 #include "models/data/loader.hpp"
+#if SB_HAVE_CUDA
+#include "models/cudnn_backend.hpp"
+#include "models/device_gradient_exchange.hpp"
+#endif
 #include "models/loss_scale.hpp"
 #include "models/mllog.hpp"
 #include "models/resnet.hpp"
@@ -100,6 +104,7 @@ class Run {
   double learning_rate(int64_t step) const;
   int64_t steps_in_epoch(int64_t epoch) const { return data_.train->size() / config_.batch_at(epoch); }
   void save();
+  std::unique_ptr<GradientAverager> make_exchange(MPI_Comm comm, BucketPlan plan);
 
   void beat(const char* what, int64_t n) const {
     if (heartbeat_) heartbeat_(std::string(what) + " " + std::to_string(n));
@@ -119,7 +124,7 @@ class Run {
   std::unique_ptr<Optimizer> optimizer_;
   std::optional<DynamicLossScale> loss_scale_;  // fp16 only
   std::unique_ptr<Loader> train_loader_, eval_loader_;
-  std::unique_ptr<GradientExchange> exchange_;
+  std::unique_ptr<GradientAverager> exchange_;  // host (GradientExchange) or device (NCCL)
   MPI_Comm bn_comm_ = MPI_COMM_NULL;  // --bn-span: this rank's batch-norm group
   BnSync bn_sync_;
   bool report_gradients_ = false;
@@ -147,10 +152,13 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
   SB_MPI_CHECK(MPI_Comm_size(comm, &nranks_));
   validate(config, nranks_);
   mllog_.start("init_start");
-  backend_ = make_backend(config.backend, config.threads, config.precision);
+  MPI_Comm node = MPI_COMM_NULL;
+  int local_rank = 0;
+  SB_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
+  SB_MPI_CHECK(MPI_Comm_rank(node, &local_rank));
+  SB_MPI_CHECK(MPI_Comm_free(&node));
+  backend_ = make_backend(config.backend, config.threads, config.precision, local_rank);
   make_resnet_config(config.model, 1, 2, 28, config.seed);  // an unknown model fails before the data is read
-  if (nranks_ > 1 && !backend_->host_fp32(backend_->allocate({1, 1, 1, 1})))
-    throw UsageError("the " + backend_->name() + " backend keeps no fp32 host tensors to reduce over ranks");
   mllog_.point("submission_benchmark", MlLog::string("resnet"));
   mllog_.point("seed", MlLog::number(static_cast<double>(config.seed)));
   mllog_.point("global_batch_size", MlLog::number(static_cast<double>(config.batch_at(0))));
@@ -204,13 +212,9 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
 
   if (nranks_ > 1) {
     std::vector<GradientTensor> tensors;
-    std::vector<float*> gradients;
-    for (Parameter* p : model_->parameters()) {
-      tensors.push_back({p->name, static_cast<size_t>(p->grad.count())});
-      gradients.push_back(backend_->host_fp32(p->grad));
-    }
-    exchange_ = std::make_unique<GradientExchange>(
-        comm, config.exchange, plan_buckets(tensors, config.bucket_strategy, config.bucket_mb), gradients);
+    for (Parameter* p : model_->parameters()) tensors.push_back({p->name, static_cast<size_t>(p->grad.count())});
+    BucketPlan plan = plan_buckets(tensors, config.bucket_strategy, config.bucket_mb);
+    exchange_ = make_exchange(comm, std::move(plan));
     model_->set_gradient_hook([this](size_t p) {
       if (report_gradients_) exchange_->tensor_ready(p);
     });
@@ -410,6 +414,26 @@ void Run::average_running_statistics() {
     for (float& v : host) v /= static_cast<float>(nranks_);
     backend_->write(b->value, host);
   }
+}
+
+// The host exchange over fp32 host gradients, or on a GPU backend the NCCL one over device ones.
+std::unique_ptr<GradientAverager> Run::make_exchange(MPI_Comm comm, BucketPlan plan) {
+  const std::vector<Parameter*>& parameters = model_->parameters();
+#if SB_HAVE_CUDA
+  if (auto* gpu = dynamic_cast<CudnnBackend*>(backend_.get())) {
+    std::vector<gpu::Elements> gradients;
+    for (Parameter* p : parameters) gradients.push_back(gpu->device_elements(p->grad));
+    return std::make_unique<DeviceGradientExchange>(comm, std::move(plan), std::move(gradients), gpu->stream(),
+                                                    gpu->compute_type(), config_.exchange.overlap);
+  }
+#endif
+  std::vector<float*> gradients;
+  for (Parameter* p : parameters) {
+    gradients.push_back(backend_->host_fp32(p->grad));
+    if (!gradients.back())
+      throw UsageError("the " + backend_->name() + " backend keeps no fp32 host tensors to reduce over ranks");
+  }
+  return std::make_unique<GradientExchange>(comm, config_.exchange, std::move(plan), std::move(gradients));
 }
 
 void Run::save() {

@@ -118,8 +118,19 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   if (transport == "mpi") c.exchange.impl.transport = Transport::mpi;
   else if (transport == "shm") c.exchange.impl.transport = Transport::shm;
   else throw UsageError("--transport must be mpi or shm for host training, not '" + transport + "'");
-  const AllreduceImplInfo* algo = find_allreduce_impl(c.exchange.algorithm);
-  if (!algo || c.exchange.algorithm == "nccl") throw UsageError("unknown or device-only --algo '" + c.exchange.algorithm + "'");
+  if (c.backend == "cudnn") {
+    // On GPUs the gradients stay on the device and ncclAllReduce averages them.
+    if (c.exchange.algorithm != "mpi" && c.exchange.algorithm != "nccl")
+      throw UsageError("--backend cudnn reduces gradients with ncclAllReduce: --algo nccl, not '" +
+                       c.exchange.algorithm + "'");
+    if (c.exchange.compressor != "none") throw UsageError("--compressor is not yet available with --backend cudnn");
+    if (c.exchange.progress == Progress::poll) throw UsageError("--progress poll is for host training");
+    c.exchange.algorithm = "nccl";
+  } else {
+    const AllreduceImplInfo* algo = find_allreduce_impl(c.exchange.algorithm);
+    if (!algo || c.exchange.algorithm == "nccl")
+      throw UsageError("unknown or device-only --algo '" + c.exchange.algorithm + "' (nccl needs --backend cudnn)");
+  }
   if (c.threads < 0) throw UsageError("--threads must not be negative");
   if (o.timeout_seconds < 0) throw UsageError("--timeout must not be negative");
   if (c.workers < 1) throw UsageError("--workers must be at least 1");

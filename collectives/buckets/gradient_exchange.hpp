@@ -27,6 +27,7 @@
 
 #include "collectives/allreduce_impl.hpp"
 #include "collectives/buckets/bucket_plan.hpp"
+#include "collectives/buckets/gradient_averager.hpp"
 #include "collectives/compress/compressed_allreduce.hpp"
 
 namespace sb {
@@ -49,33 +50,27 @@ struct ExchangeConfig {
   bool error_feedback = true;
 };
 
-// What one step's exchange cost, as seen from this rank.
-struct ExchangeTimes {
-  double communication_s = 0;  // inside allreduces (packing included); polled: while any bucket was in flight
-  double wait_s = 0;           // the caller blocked in finish(): communication not hidden by backward
-};
-
-class GradientExchange {
+class GradientExchange final : public GradientAverager {
  public:
   // gradients[k] points at tensor k's fp32 gradient (plan's tensor order), count elements each.
   GradientExchange(MPI_Comm comm, const ExchangeConfig& config, BucketPlan plan, std::vector<float*> gradients);
-  ~GradientExchange();
+  ~GradientExchange() override;
   GradientExchange(const GradientExchange&) = delete;
   GradientExchange& operator=(const GradientExchange&) = delete;
 
   // Marks the start of a step's backward pass.
-  void begin_step();
+  void begin_step() override;
   // Tensor k's gradient is final for this step (called by backward, in any order).
-  void tensor_ready(size_t tensor);
+  void tensor_ready(size_t tensor) override;
   // Waits until every bucket is reduced and unpacked (reducing them all now without overlap).
-  ExchangeTimes finish();
+  ExchangeTimes finish() override;
 
   // This rank's gradients count `weight` times in the average (default 1): ranks whose gradients
   // are means over unequal shares of a global batch give weights share x ranks / batch, so that
   // the average is the mean over the whole batch. Set between steps.
-  void set_weight(float weight) { weight_ = weight; }
+  void set_weight(float weight) override { weight_ = weight; }
 
-  const BucketPlan& plan() const { return plan_; }
+  const BucketPlan& plan() const override { return plan_; }
   // When each bucket's reduction started and ended in the last step (MPI_Wtime seconds), by bucket.
   const std::vector<double>& bucket_start() const { return bucket_start_; }
   const std::vector<double>& bucket_end() const { return bucket_end_; }

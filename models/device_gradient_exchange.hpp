@@ -1,0 +1,59 @@
+#pragma once
+// Data-parallel gradient averaging on GPUs (CUDA builds only): the bucket plan of the host
+// exchange, reduced by ncclAllReduce on a communication stream of its own. Nothing waits on the
+// host: when backward reports a bucket's last gradient, the communication stream waits for an
+// event recorded on the compute stream at that point, packs the bucket's pieces into a fused
+// buffer, reduces it, and unpacks it scaled by weight / ranks into the gradients; finish() makes
+// the compute stream wait for all of that, so the optimizer step that follows sees the averages.
+// Backward's kernels and the reductions thus overlap on the device (without overlap, every bucket
+// is started in finish()).
+//
+// Buckets are of one element type, the model's compute type (fp32, or fp16/bf16 under those
+// precisions, as AMP frameworks reduce half gradients); pieces of other types (the fp32
+// batch-norm gradients under fp16) are converted on packing and back on unpacking.
+#include <mpi.h>
+
+#include <memory>
+#include <vector>
+
+#include "collectives/buckets/gradient_averager.hpp"
+#include "models/gpu_kernels.hpp"
+
+namespace sb::models {
+
+struct DeviceExchangeState;  // NCCL communicator, stream, events, buffers
+
+class DeviceGradientExchange final : public GradientAverager {
+ public:
+  // gradients[k]: tensor k's gradient on the device (plan's tensor order). compute: the stream
+  // backward runs on. Collective over comm (one GPU per rank, this process's current device).
+  DeviceGradientExchange(MPI_Comm comm, BucketPlan plan, std::vector<gpu::Elements> gradients, gpu::Stream compute,
+                         gpu::ElementType bucket_type, bool overlap);
+  ~DeviceGradientExchange() override;
+
+  void begin_step() override;
+  void tensor_ready(size_t tensor) override;
+  // Queues what is left and returns the last step's times, read from CUDA events (this waits for
+  // the communication stream): communication_s from the first bucket's start to the last one's
+  // end, wait_s the part of it after backward's last kernel (not hidden).
+  ExchangeTimes finish() override;
+  void set_weight(float weight) override { weight_ = weight; }
+  const BucketPlan& plan() const override { return plan_; }
+
+ private:
+  void launch(size_t bucket);
+
+  BucketPlan plan_;
+  std::vector<gpu::Elements> gradients_;
+  gpu::Stream compute_;
+  gpu::ElementType bucket_type_;
+  bool overlap_;
+  float weight_ = 1.0f;
+  int ranks_ = 1;
+  std::vector<size_t> pieces_left_;  // per bucket, this step
+  std::vector<bool> launched_;
+  size_t launched_count_ = 0;
+  std::unique_ptr<DeviceExchangeState> state_;
+};
+
+}  // namespace sb::models

@@ -1,0 +1,110 @@
+#include "models/device_gradient_exchange.hpp"
+
+#include "collectives/nccl_context.hpp"
+#include "common/check.hpp"
+
+namespace sb::models {
+
+struct DeviceExchangeState {
+  explicit DeviceExchangeState(MPI_Comm comm) : nccl(comm) {}
+  NcclContext nccl;  // the communicator and the communication stream
+  std::vector<void*> fused;          // one buffer per bucket
+  std::vector<cudaEvent_t> ready;    // per bucket: backward has produced its last gradient
+  cudaEvent_t first_start = nullptr, backward_end = nullptr, comm_end = nullptr;
+};
+
+namespace {
+gpu::Elements at(const gpu::Elements& e, size_t elements) {
+  return {static_cast<char*>(e.data) + elements * gpu::element_size(e.type), e.type};
+}
+ncclDataType_t nccl_type(gpu::ElementType type) {
+  switch (type) {
+    case gpu::ElementType::f16: return ncclFloat16;
+    case gpu::ElementType::bf16: return ncclBfloat16;
+    default: return ncclFloat32;
+  }
+}
+}  // namespace
+
+DeviceGradientExchange::DeviceGradientExchange(MPI_Comm comm, BucketPlan plan, std::vector<gpu::Elements> gradients,
+                                               gpu::Stream compute, gpu::ElementType bucket_type, bool overlap)
+    : plan_(std::move(plan)),
+      gradients_(std::move(gradients)),
+      compute_(compute),
+      bucket_type_(bucket_type),
+      overlap_(overlap),
+      pieces_left_(plan_.buckets.size()),
+      launched_(plan_.buckets.size()),
+      state_(std::make_unique<DeviceExchangeState>(comm)) {
+  SB_MPI_CHECK(MPI_Comm_size(comm, &ranks_));
+  SB_CHECK(gradients_.size() == plan_.buckets_of_tensor.size(), "one gradient per planned tensor");
+  for (const Bucket& b : plan_.buckets) {
+    state_->fused.push_back(state_->nccl.allocate(b.count * gpu::element_size(bucket_type_)));
+    cudaEvent_t event = nullptr;
+    SB_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    state_->ready.push_back(event);
+  }
+  SB_CUDA_CHECK(cudaEventCreate(&state_->first_start));
+  SB_CUDA_CHECK(cudaEventCreate(&state_->backward_end));
+  SB_CUDA_CHECK(cudaEventCreate(&state_->comm_end));
+}
+
+DeviceGradientExchange::~DeviceGradientExchange() {
+  cudaStreamSynchronize(state_->nccl.stream());
+  for (void* buffer : state_->fused) state_->nccl.release(buffer);
+  for (cudaEvent_t event : state_->ready) cudaEventDestroy(event);
+  cudaEventDestroy(state_->first_start);
+  cudaEventDestroy(state_->backward_end);
+  cudaEventDestroy(state_->comm_end);
+}
+
+void DeviceGradientExchange::begin_step() {
+  for (size_t b = 0; b < plan_.buckets.size(); ++b) {
+    pieces_left_[b] = plan_.buckets[b].pieces.size();
+    launched_[b] = false;
+  }
+  launched_count_ = 0;
+}
+
+void DeviceGradientExchange::tensor_ready(size_t tensor) {
+  for (size_t b : plan_.buckets_of_tensor[tensor]) {
+    for (const BucketPiece& piece : plan_.buckets[b].pieces)
+      if (piece.tensor == tensor) --pieces_left_[b];
+    if (overlap_ && pieces_left_[b] == 0) launch(b);
+  }
+}
+
+// Queued on the communication stream after backward's kernels so far: pack, reduce, unpack.
+void DeviceGradientExchange::launch(size_t b) {
+  if (launched_[b]) return;
+  launched_[b] = true;
+  const cudaStream_t comm = state_->nccl.stream();
+  SB_CUDA_CHECK(cudaEventRecord(state_->ready[b], compute_));
+  SB_CUDA_CHECK(cudaStreamWaitEvent(comm, state_->ready[b], 0));
+  if (launched_count_++ == 0) SB_CUDA_CHECK(cudaEventRecord(state_->first_start, comm));
+  const Bucket& bucket = plan_.buckets[b];
+  const gpu::Elements fused{state_->fused[b], bucket_type_};
+  for (const BucketPiece& p : bucket.pieces)
+    gpu::convert(at(gradients_[p.tensor], p.offset), at(fused, p.bucket_offset), p.count, comm);
+  SB_NCCL_CHECK(ncclAllReduce(fused.data, fused.data, bucket.count, nccl_type(bucket_type_), ncclSum,
+                              state_->nccl.comm(), comm));
+  const float scale = weight_ / static_cast<float>(ranks_);
+  for (const BucketPiece& p : bucket.pieces)
+    gpu::axpby(scale, at(fused, p.bucket_offset), 0.0f, at(gradients_[p.tensor], p.offset), p.count, comm);
+}
+
+ExchangeTimes DeviceGradientExchange::finish() {
+  const cudaStream_t comm = state_->nccl.stream();
+  SB_CUDA_CHECK(cudaEventRecord(state_->backward_end, compute_));
+  // Every rank launches the buckets in the same order: the plan's, here.
+  for (size_t b = 0; b < plan_.buckets.size(); ++b) launch(b);
+  SB_CUDA_CHECK(cudaEventRecord(state_->comm_end, comm));
+  SB_CUDA_CHECK(cudaStreamWaitEvent(compute_, state_->comm_end, 0));
+  SB_CUDA_CHECK(cudaEventSynchronize(state_->comm_end));
+  float total_ms = 0, exposed_ms = 0;
+  SB_CUDA_CHECK(cudaEventElapsedTime(&total_ms, state_->first_start, state_->comm_end));
+  SB_CUDA_CHECK(cudaEventElapsedTime(&exposed_ms, state_->backward_end, state_->comm_end));
+  return {total_ms * 1e-3, std::max(0.0f, exposed_ms) * 1e-3};
+}
+
+}  // namespace sb::models
