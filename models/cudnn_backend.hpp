@@ -5,7 +5,7 @@
 //
 // Layout: every tensor is channels-last (N, H, W, C; convolution weights K, R, S, C), as tensor
 // cores want it and as the oneDNN backend stores it, so activations are never reordered; NCHW
-// data crosses only at write/read, on the host.
+// data crosses only at write/read, reordered by a kernel (the host only copies).
 //
 // Precision (--precision):
 // - fp32: fp32 storage, fp32 FMA math in cuDNN and cuBLAS (no TF32), the reference for the rest;

@@ -4,7 +4,6 @@
 #include "models/cudnn_backend.hpp"
 
 #include <algorithm>
-#include <vector>
 
 #include "common/cuda_check.hpp"
 #include "common/usage_error.hpp"
@@ -62,21 +61,6 @@ size_t count_of(const Tensor& t) { return static_cast<size_t>(t.count()); }
 // Per-channel vectors (1, C, 1, 1) stay fp32 under every precision: batch-norm parameters and
 // statistics, the FC bias.
 bool is_vector(const Shape& s) { return s.n == 1 && s.h == 1 && s.w == 1; }
-
-// NCHW <-> channels-last on the host.
-void to_channels_last(const Shape& s, std::span<const float> nchw, std::vector<float>& out) {
-  out.resize(nchw.size());
-  const int64_t plane = s.h * s.w;
-  for (int64_t n = 0; n < s.n; ++n)
-    for (int64_t c = 0; c < s.c; ++c)
-      for (int64_t i = 0; i < plane; ++i) out[(n * plane + i) * s.c + c] = nchw[(n * s.c + c) * plane + i];
-}
-void to_nchw(const Shape& s, const std::vector<float>& nhwc, std::span<float> out) {
-  const int64_t plane = s.h * s.w;
-  for (int64_t n = 0; n < s.n; ++n)
-    for (int64_t c = 0; c < s.c; ++c)
-      for (int64_t i = 0; i < plane; ++i) out[(n * s.c + c) * plane + i] = nhwc[(n * plane + i) * s.c + c];
-}
 
 }  // namespace
 
@@ -145,35 +129,33 @@ void CudnnBackend::keep_fp32_master(Tensor& t) {
   gpu::convert(elements(t), {d.master, ElementType::f32}, count_of(t), state_->stream);
 }
 
+// The host side only copies: the layout change and the rounding to 16 bits run on the device,
+// from an fp32 NCHW staging copy (so a master, when there is one, gets the exact values).
 void CudnnBackend::write(Tensor& t, std::span<const float> nchw) {
   SB_CHECK(static_cast<int64_t>(nchw.size()) == t.count(), "write size");
   CudnnState& s = *state_;
-  DeviceTensor& d = storage(t);
-  std::vector<float> nhwc;
-  to_channels_last(t.shape(), nchw, nhwc);
-  // The conversion to 16 bits happens on the device, from an fp32 staging copy (the master when
-  // there is one), so rounding is the kernels' and write+read of a master is exact.
-  float* staging = d.master;
-  if (!staging && d.type == ElementType::f32) staging = static_cast<float*>(d.data);
-  const bool scratch = staging == nullptr;
-  if (scratch) SB_CUDA_CHECK(cudaMallocAsync(&staging, nhwc.size() * sizeof(float), s.stream));
-  SB_CUDA_CHECK(cudaMemcpyAsync(staging, nhwc.data(), nhwc.size() * sizeof(float), cudaMemcpyHostToDevice, s.stream));
-  gpu::convert({staging, ElementType::f32}, elements(t), nhwc.size(), s.stream);
-  if (scratch) SB_CUDA_CHECK(cudaFreeAsync(staging, s.stream));
-  SB_CUDA_CHECK(cudaStreamSynchronize(s.stream));  // nhwc is freed on return
+  const Shape& shape = t.shape();
+  float* staging = nullptr;
+  SB_CUDA_CHECK(cudaMallocAsync(&staging, nchw.size() * sizeof(float), s.stream));
+  SB_CUDA_CHECK(cudaMemcpyAsync(staging, nchw.data(), nchw.size() * sizeof(float), cudaMemcpyHostToDevice, s.stream));
+  gpu::nchw_to_channels_last(staging, elements(t), shape.n, shape.c, shape.h * shape.w, s.stream);
+  if (DeviceTensor& d = storage(t); d.master)
+    gpu::nchw_to_channels_last(staging, {d.master, ElementType::f32}, shape.n, shape.c, shape.h * shape.w, s.stream);
+  SB_CUDA_CHECK(cudaFreeAsync(staging, s.stream));
+  SB_CUDA_CHECK(cudaStreamSynchronize(s.stream));  // the caller may reuse `nchw` on return
 }
 
+// The master when there is one, else the tensor's own elements, as fp32 NCHW.
 void CudnnBackend::read(const Tensor& t, std::span<float> nchw) {
   SB_CHECK(static_cast<int64_t>(nchw.size()) == t.count(), "read size");
   CudnnState& s = *state_;
-  // The master when there is one, else the tensor's own elements widened to fp32.
-  const Elements value = value_elements(t);
-  const Elements fp32 = value.type == ElementType::f32 ? value : s.as_type(t, ElementType::f32);
-  std::vector<float> nhwc(nchw.size());
-  SB_CUDA_CHECK(cudaMemcpyAsync(nhwc.data(), fp32.data, nhwc.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
-  if (fp32.data != value.data) s.release(fp32, t);
+  const Shape& shape = t.shape();
+  float* staging = nullptr;
+  SB_CUDA_CHECK(cudaMallocAsync(&staging, nchw.size() * sizeof(float), s.stream));
+  gpu::channels_last_to_nchw(value_elements(t), staging, shape.n, shape.c, shape.h * shape.w, s.stream);
+  SB_CUDA_CHECK(cudaMemcpyAsync(nchw.data(), staging, nchw.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
+  SB_CUDA_CHECK(cudaFreeAsync(staging, s.stream));
   SB_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-  to_nchw(t.shape(), nhwc, nchw);
 }
 
 void CudnnBackend::fill(Tensor& t, float value) {

@@ -69,6 +69,21 @@ __global__ void momentum_kernel(float* w, Elements w_copy, Elements g, float* v,
   }
 }
 
+// One thread per channels-last element: the writes (or reads) of a warp are contiguous.
+__global__ void nchw_to_channels_last_kernel(const float* nchw, Elements y, int64_t c, int64_t plane, size_t count) {
+  for (size_t i = grid_first(); i < count; i += grid_stride()) {
+    const int64_t channel = i % c, pixel = (i / c) % plane, image = i / (c * plane);
+    store(y, i, nchw[(image * c + channel) * plane + pixel]);
+  }
+}
+
+__global__ void channels_last_to_nchw_kernel(Elements x, float* nchw, int64_t c, int64_t plane, size_t count) {
+  for (size_t i = grid_first(); i < count; i += grid_stride()) {
+    const int64_t channel = i % c, pixel = (i / c) % plane, image = i / (c * plane);
+    nchw[(image * c + channel) * plane + pixel] = load(x, i);
+  }
+}
+
 int blocks(size_t count) { return cuda_blocks_for(count); }
 
 }  // namespace
@@ -111,6 +126,20 @@ void relu_forward(Elements x, Elements y, size_t count, Stream stream) {
 void relu_backward(Elements y, Elements dy, Elements dx, size_t count, Stream stream) {
   if (count == 0) return;
   relu_backward_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(y, dy, dx, count);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+void nchw_to_channels_last(const float* nchw, Elements y, int64_t n, int64_t c, int64_t plane, Stream stream) {
+  const size_t count = static_cast<size_t>(n * c * plane);
+  if (count == 0) return;
+  nchw_to_channels_last_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(nchw, y, c, plane, count);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+void channels_last_to_nchw(Elements x, float* nchw, int64_t n, int64_t c, int64_t plane, Stream stream) {
+  const size_t count = static_cast<size_t>(n * c * plane);
+  if (count == 0) return;
+  channels_last_to_nchw_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(x, nchw, c, plane, count);
   SB_CUDA_CHECK(cudaGetLastError());
 }
 

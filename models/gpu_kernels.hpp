@@ -34,6 +34,10 @@ void add(Elements a, Elements b, Elements y, size_t count, Stream stream);
 void convert(Elements x, Elements y, size_t count, Stream stream);  // y = x, any types
 void relu_forward(Elements x, Elements y, size_t count, Stream stream);
 void relu_backward(Elements y, Elements dy, Elements dx, size_t count, Stream stream);
+// Layout changes at the model's edges (Backend::write/read): fp32 NCHW <-> channels-last, with the
+// conversion to or from the tensor's type in the same pass.
+void nchw_to_channels_last(const float* nchw, Elements y, int64_t n, int64_t c, int64_t plane, Stream stream);
+void channels_last_to_nchw(Elements x, float* nchw, int64_t n, int64_t c, int64_t plane, Stream stream);
 // sum of x^2 in double; waits for the stream.
 double sum_of_squares(Elements x, size_t count, Stream stream);
 // y[r, c] += bias[c] over rows x channels.
