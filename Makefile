@@ -162,8 +162,9 @@ $(BUILD)/bin/sb-$(1): $(patsubst %,$(BUILD)/obj/%.o,$(wildcard bench/$(1)/*.cpp)
 endef
 $(foreach p,$(PROGRAMS),$(eval $(call program_rule,$(p))))
 
-# The programs' sources, less their main(), are linked into the tests too.
-BENCH_LIB_OBJ := $(patsubst %,$(BUILD)/obj/%.o,$(filter-out %/main.cpp,$(wildcard bench/*/*.cpp)))
+# The programs' sources, less their main(), are linked into the tests too (not sb-micro's: they
+# register benchmarks, and need Google Benchmark).
+BENCH_LIB_OBJ := $(patsubst %,$(BUILD)/obj/%.o,$(filter-out %/main.cpp bench/micro/%,$(wildcard bench/*/*.cpp)))
 
 $(BUILD)/bin/sb-unit-tests: $(patsubst %,$(BUILD)/obj/%.o,$(UNIT_SRC)) $(BENCH_LIB_OBJ) $(LIB)
 	@mkdir -p $(@D)
