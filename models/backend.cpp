@@ -27,21 +27,21 @@ std::string precision_name(Precision precision) {
   return "?";
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& name, int threads, Precision precision, int local_rank) {
+std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {
   if (name == "cudnn") {
 #if SB_HAVE_CUDA
-    CudnnOptions options;
-    options.precision = precision;
-    options.device = local_rank;
-    return std::make_unique<CudnnBackend>(options);
+    CudnnOptions cudnn;
+    cudnn.precision = options.precision;
+    cudnn.device = options.local_rank;
+    cudnn.timed_search = options.timed_search;
+    return std::make_unique<CudnnBackend>(cudnn);
 #else
-    (void)local_rank;
     throw UsageError("the cudnn backend needs a CUDA build (make CUDA=1)");
 #endif
   }
-  if (precision != Precision::fp32)
-    throw UsageError("the " + name + " backend runs fp32 only, not " + precision_name(precision));
-  if (name == "onednn") return std::make_unique<OnednnBackend>(threads);
+  if (options.precision != Precision::fp32)
+    throw UsageError("the " + name + " backend runs fp32 only, not " + precision_name(options.precision));
+  if (name == "onednn") return std::make_unique<OnednnBackend>(options.threads);
   if (name == "reference") return std::make_unique<ReferenceBackend>();
   throw UsageError("unknown backend '" + name + "' (onednn, reference" + (SB_HAVE_CUDA ? ", cudnn)" : ")"));
 }

@@ -136,10 +136,15 @@ class Backend {
   virtual void synchronize() {}
 };
 
+struct BackendOptions {
+  int threads = 0;  // oneDNN: OpenMP threads (0: OMP_NUM_THREADS or every core)
+  Precision precision = Precision::fp32;
+  int local_rank = 0;         // cudnn: the GPU is local_rank modulo the GPUs visible, one per rank
+  bool timed_search = false;  // cudnn: time the convolution algorithms instead of the heuristics
+};
+
 // "onednn" (and "cudnn" when built with CUDA) or "reference". Throws UsageError for other names,
-// for "cudnn" without a GPU, and for a precision the backend does not run. local_rank picks the
-// GPU (local_rank modulo the GPUs visible), one per rank on each node.
-std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0, Precision precision = Precision::fp32,
-                                      int local_rank = 0);
+// for "cudnn" without a GPU, and for a precision the backend does not run.
+std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options = {});
 
 }  // namespace sb::models

@@ -26,11 +26,17 @@ cudnnMathType_t math_type(Precision precision) {
   }
 }
 
-// The first (fastest by cuDNN's ranking, or by measured time) algorithm that succeeded and fits.
+// The first (fastest by cuDNN's ranking, or by measured time) algorithm that succeeded and fits;
+// under strict fp32, only one that runs on FMA units (no tensor-core math of any kind).
 template <class Perf>
-const Perf& pick(const Perf* perf, int count, size_t limit, const char* direction, const std::string& shape) {
-  for (int i = 0; i < count; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) return perf[i];
+const Perf& pick(const Perf* perf, int count, size_t limit, bool strict_fp32, const char* direction,
+                 const std::string& shape) {
+  for (int i = 0; i < count; ++i) {
+    const bool tensor_cores = perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
+                              perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit && !(strict_fp32 && tensor_cores))
+      return perf[i];
+  }
   die(__FILE__, __LINE__,
       std::string("cuDNN offers no ") + direction + " convolution algorithm within the workspace bound for " + shape);
 }
@@ -78,9 +84,10 @@ ConvPlan& conv_plan(CudnnState& s, const Tensor& x, const Tensor& w, const Tenso
     SB_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(s.cudnn, plan->x, plan->w, plan->conv, plan->y,
                                                           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
   }
-  const auto& best = pick(perf, count, s.options.workspace_limit, "forward", key);
+  const bool strict = s.options.precision == Precision::fp32;
+  const auto& best = pick(perf, count, s.options.workspace_limit, strict, "forward", key);
   plan->forward_algo = best.algo;
-  plan->forward_math = s.options.precision == Precision::fp32 ? CUDNN_FMA_MATH : best.mathType;
+  plan->forward_math = strict ? CUDNN_FMA_MATH : best.mathType;
   plan->forward_bytes = best.memory;
   return *s.conv_plans.emplace(key, std::move(plan)).first->second;
 }
@@ -123,11 +130,11 @@ void choose_backward(CudnnState& s, ConvPlan& plan, const std::string& key) {
                                                                  filter_perf));
   }
   const bool strict = s.options.precision == Precision::fp32;
-  const auto& data = pick(data_perf, data_count, s.options.workspace_limit, "backward-data", key);
+  const auto& data = pick(data_perf, data_count, s.options.workspace_limit, strict, "backward-data", key);
   plan.backward_data_algo = data.algo;
   plan.backward_data_math = strict ? CUDNN_FMA_MATH : data.mathType;
   plan.backward_data_bytes = data.memory;
-  const auto& filter = pick(filter_perf, filter_count, s.options.workspace_limit, "backward-filter", key);
+  const auto& filter = pick(filter_perf, filter_count, s.options.workspace_limit, strict, "backward-filter", key);
   plan.backward_filter_algo = filter.algo;
   plan.backward_filter_math = strict ? CUDNN_FMA_MATH : filter.mathType;
   plan.backward_filter_bytes = filter.memory;

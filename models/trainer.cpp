@@ -157,7 +157,12 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
   SB_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
   SB_MPI_CHECK(MPI_Comm_rank(node, &local_rank));
   SB_MPI_CHECK(MPI_Comm_free(&node));
-  backend_ = make_backend(config.backend, config.threads, config.precision, local_rank);
+  BackendOptions backend_options;
+  backend_options.threads = config.threads;
+  backend_options.precision = config.precision;
+  backend_options.local_rank = local_rank;
+  backend_options.timed_search = config.cudnn_timed_search;
+  backend_ = make_backend(config.backend, backend_options);
   make_resnet_config(config.model, 1, 2, 28, config.seed);  // an unknown model fails before the data is read
   mllog_.point("submission_benchmark", MlLog::string("resnet"));
   mllog_.point("seed", MlLog::number(static_cast<double>(config.seed)));
@@ -591,6 +596,7 @@ TrainResult Run::execute() {
   result_.run_s = elapsed();
   result_.steps = state_.step;
   if (loss_scale_) result_.loss_scale_skipped_steps = loss_scale_->skipped_steps();
+  result_.loader_images_per_s = train_loader_->images_per_s();
   result_.skipped_samples = static_cast<int64_t>(sum_over_ranks(
       static_cast<double>(train_loader_->skipped_total() + eval_loader_->skipped_total())));
   if (result_.step_seconds.size() > 1) {

@@ -26,6 +26,7 @@ struct TrainConfig {
   std::string data = "fashion-mnist";
   std::string backend = "onednn";
   Precision precision = Precision::fp32;  // the cudnn backend's math; the CPU backends run fp32
+  bool cudnn_timed_search = false;        // cudnn: time convolution algorithms (else heuristics)
   int64_t image_size = 224;  // imagefolder data: the crop size
   int64_t batch = 128;       // global batch
   int64_t eval_batch = 500;
@@ -93,6 +94,7 @@ struct TrainResult {
   double images_per_s = 0;           // median step rate, the first step (primitive creation) excluded
   int64_t skipped_samples = 0;
   int64_t loss_scale_skipped_steps = 0;  // fp16: steps skipped for overflowed gradients
+  double loader_images_per_s = 0;  // what the training loader's workers alone delivered (this rank)
   int64_t parameter_count = 0;
   double train_flops_per_image = 0;  // 3x the forward convolution and fc FLOPs
   double best_top1 = 0;

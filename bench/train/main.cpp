@@ -58,6 +58,7 @@ void write_config(const h5::Node& group, const models::TrainConfig& c) {
   group.set_attr("data", c.data);
   group.set_attr("backend", c.backend);
   group.set_attr("precision", models::precision_name(c.precision));
+  group.set_attr("cudnn_search", std::string(c.cudnn_timed_search ? "timed" : "heuristic"));
   group.set_attr("image_size", c.image_size);
   group.set_attr("batch", c.batch);
   group.set_attr("eval_batch", c.eval_batch);
@@ -154,6 +155,7 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
   train.set_attr("matmul_gflops_per_s", matmul_gflops);
   train.set_attr("skipped_samples", r.skipped_samples);
   train.set_attr("loss_scale_skipped_steps", r.loss_scale_skipped_steps);
+  train.set_attr("loader_images_per_s", r.loader_images_per_s);
   train.set_attr("best_top1", r.best_top1);
   models::write_curve(train.create_group("curve"), r.curve);
   train.write("step_seconds", r.step_seconds);
@@ -211,6 +213,10 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                   result.images_per_s, model_rate, layout.nranks, layout.nranks == 1 ? "" : "s", matmul,
                   100 * model_rate / (matmul * layout.nranks));
     print_rank_times(times, layout.nranks);
+    const double consumed = result.images_per_s / layout.nranks;
+    std::printf("[loader] rank 0's %d workers alone: %.1f img/s, against %.1f img/s consumed per rank%s\n",
+                parsed->config.workers, result.loader_images_per_s, consumed,
+                result.loader_images_per_s < consumed ? ": the loader is the bottleneck (raise --workers)" : "");
     if (parsed->config.target_accuracy > 0) {
       if (result.reached_target)
         std::printf("[result] time to %.4f top-1: %.1f s (%.4f rank-hours)\n", parsed->config.target_accuracy,

@@ -15,7 +15,8 @@ namespace sb {
 std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool print) {
   TrainOptions o;
   models::TrainConfig& c = o.config;
-  std::string optimizer = "sgd", decay = "cosine", strategy = "ddp", transport = "mpi", precision = "fp32";
+  std::string optimizer = "sgd", decay = "cosine", strategy = "ddp", transport = "mpi", precision = "fp32",
+              cudnn_search = "heuristic";
   double bucket_mb = -1;
   int overlap = 1, error_feedback = 1;
   std::string straggler, resize, batch_schedule;
@@ -31,6 +32,8 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   app.add_option("--image-size", c.image_size, "imagefolder data: crop size in px [224]");
   app.add_option("--backend", c.backend, "onednn, cudnn (CUDA builds, one GPU), or reference (slow; for tests) [onednn]");
   app.add_option("--precision", precision, "cudnn: fp32, tf32, fp16 or bf16 (fp32 master weights) [fp32]");
+  app.add_option("--cudnn-search", cudnn_search,
+                 "cudnn: choose each convolution's algorithm by cuDNN's heuristics or by timing them [heuristic]");
   app.add_option("--batch", c.batch, "global batch size [128]");
   app.add_option("--eval-batch", c.eval_batch, "evaluation batch size [500]");
   app.add_option("--epochs", c.epochs, "epochs at most [10]");
@@ -140,6 +143,9 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   if (c.backend != "onednn" && c.backend != "reference" && c.backend != "cudnn")
     throw UsageError("unknown --backend '" + c.backend + "'");
   c.precision = models::parse_precision(precision);
+  if (cudnn_search != "heuristic" && cudnn_search != "timed")
+    throw UsageError("--cudnn-search is heuristic or timed, not '" + cudnn_search + "'");
+  c.cudnn_timed_search = cudnn_search == "timed";
   if (c.backend != "cudnn" && c.precision != models::Precision::fp32)
     throw UsageError("--precision " + precision + " needs --backend cudnn (the CPU backends run fp32)");
   models::make_resnet_config(c.model, 1, 2, 28, 0);  // an unknown model is a usage error now

@@ -1,6 +1,7 @@
 #include "models/data/loader.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include "common/usage_error.hpp"
 #include "kernels/random.hpp"
@@ -119,9 +120,13 @@ void Loader::work() {
       if (stopping_ || next_claim_ >= end_) return;
       batch = next_claim_++;
     }
+    const auto start = std::chrono::steady_clock::now();
     Batch built = build(batch);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     {
       std::lock_guard lock(mutex_);
+      build_seconds_ += seconds;
+      built_images_ += built.count() + built.skipped;
       ready_.emplace(batch, std::move(built));
     }
     changed_.notify_all();
@@ -147,6 +152,11 @@ Batch Loader::build(int64_t batch) const {
   }
   out.images.resize(static_cast<size_t>(out.count() * pixels));
   return out;
+}
+
+double Loader::images_per_s() const {
+  std::lock_guard lock(mutex_);
+  return build_seconds_ > 0 ? static_cast<double>(built_images_) / build_seconds_ * workers_ : 0.0;
 }
 
 std::optional<Batch> Loader::next() {

@@ -75,6 +75,11 @@ class Loader {
   void set_global_batch(int64_t global_batch);
   void set_shares(std::vector<int64_t> shares);
   int64_t skipped_total() const { return skipped_total_; }
+  // What the workers alone could deliver: images built per second of a worker's building time,
+  // times the workers (0 before the first batch). Below the training rate, the loader is the
+  // bottleneck.
+  double images_per_s() const;
+  int workers() const { return workers_; }
   // Stops and joins the workers (start_epoch starts them again).
   void stop();
 
@@ -86,12 +91,14 @@ class Loader {
   Sampler sampler_;
   int workers_, prefetch_;
   std::vector<std::thread> threads_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
   int64_t epoch_ = 0, next_claim_ = 0, next_out_ = 0, end_ = 0;
   bool stopping_ = false;
   std::map<int64_t, Batch> ready_;
   int64_t skipped_total_ = 0;
+  double build_seconds_ = 0;  // summed over the workers
+  int64_t built_images_ = 0;
 };
 
 }  // namespace sb::models

@@ -15,6 +15,8 @@ check "reaches 85% test top-1 within 2 epochs" grep -qE '^\[target\] top-1 0\.(8
 check "progress lines carry loss, images/s and ETA" grep -qE '^\[train\] epoch 1 step 100/468 loss [0-9.]+ lr .* img/s ETA ' "$WORK/train.txt"
 check "evaluations report top-1 and top-5" grep -qE '^\[eval\] epoch 1: top-1 0\.[0-9]+ top-5 0\.[0-9]+ on 10000 images' "$WORK/train.txt"
 check "throughput against the matmul rate" grep -qE '^\[throughput\] .* of it$' "$WORK/train.txt"
+check "the loader's own rate beside the rate consumed" \
+  grep -qE "^\[loader\] rank 0's [0-9]+ workers alone: [0-9.]+ img/s, against [0-9.]+ img/s consumed per rank" "$WORK/train.txt"
 h5dump -H "$out" >"$WORK/header.txt" 2>&1
 check "h5dump reads the results" test $? -eq 0
 check "reached_target is 1" grep -q '(0): 1' <(h5dump -a /train/reached_target "$out")

@@ -29,7 +29,7 @@ TEST(CudnnBackend, PrecisionAndBackendChoicesAreCheckedUpFront) {
   EXPECT_EQ(parse_precision("bf16"), Precision::bf16);
   EXPECT_EQ(precision_name(parse_precision("tf32")), "tf32");
   EXPECT_THROW(parse_precision("fp8"), UsageError);
-  EXPECT_THROW(make_backend("onednn", 1, Precision::fp16), UsageError);  // the CPU path is fp32 only
+  EXPECT_THROW(make_backend("onednn", {1, Precision::fp16}), UsageError);  // the CPU path is fp32 only
   EXPECT_THROW(make_backend("tpu"), UsageError);
 #if !SB_HAVE_CUDA
   EXPECT_THROW(make_backend("cudnn"), UsageError);

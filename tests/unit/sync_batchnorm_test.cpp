@@ -74,7 +74,7 @@ struct Outputs {
 // One BatchNorm2d over images [first, first + count) of x and dy.
 Outputs run_bn(const std::string& backend_name, const std::vector<float>& x, const std::vector<float>& dy, Shape whole,
                int64_t first, int64_t count, bool relu, const BnSync* sync) {
-  auto backend = make_backend(backend_name, 1);
+  auto backend = make_backend(backend_name, {1});
   const Shape part{count, whole.c, whole.h, whole.w};
   const size_t image = static_cast<size_t>(whole.c * whole.h * whole.w);
   Tensor xt = backend->allocate(part), dyt = backend->allocate(part);
