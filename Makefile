@@ -138,10 +138,12 @@ $(BUILD)/obj/%.cu.o: %.cu $(FLAGS_STAMP)
 	@echo "  NVCC  $<"
 	@$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -c $< -o $@
 
-# The conversion loops compute every case and select one (kernels/float16.hpp); GCC vectorises
-# that only when it may evaluate the unselected float operations, i.e. without FP traps, which
-# nothing here enables. Values are unchanged: this is not -ffast-math.
+# The conversion loops compute every case and select one (kernels/float16.hpp), and the
+# quantisers' loops select by sign; GCC vectorises that only when it may evaluate the unselected
+# float operations, i.e. without FP traps, which nothing here enables. Values are unchanged: this
+# is not -ffast-math.
 $(BUILD)/obj/kernels/convert_cpu.cpp.o: CXXFLAGS += -fno-trapping-math
+$(BUILD)/obj/collectives/compress/quantised_compressors.cpp.o: CXXFLAGS += -fno-trapping-math
 
 # The model code's own loops (element-wise ops, layout changes) share oneDNN's OpenMP pool.
 $(BUILD)/obj/models/%.cpp.o: CXXFLAGS += -fopenmp

@@ -4,13 +4,9 @@
 #include <immintrin.h>
 #endif
 
-// Each loop is also compiled for AVX-512 and AVX2 and the widest the CPU has is picked at run time:
-// more lanes and real blends for the selects of the fp16 element functions. Same arithmetic.
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-#define SB_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define SB_VECTOR_CLONES
-#endif
+// Each loop is also compiled for AVX-512 and AVX2 (kernels/vector_clones.hpp): more lanes and real
+// blends for the selects of the fp16 element functions.
+#include "kernels/vector_clones.hpp"
 
 namespace sb {
 

@@ -18,6 +18,7 @@
 
 #include "collectives/compress/compressors.hpp"
 #include "kernels/random.hpp"
+#include "kernels/vector_clones.hpp"
 
 namespace sb {
 namespace {
@@ -42,6 +43,30 @@ double mean_magnitude(const float* values, size_t count) {
   for (; i < count; ++i) sum += std::fabs(values[i]);
   for (double lane : lanes) sum += lane;
   return count ? sum / static_cast<double>(count) : 0.0;
+}
+
+// sum x^2 in eight double lanes (QSGD's norm).
+SB_VECTOR_CLONES double sum_of_squares(const float* values, size_t count) {
+  double lanes[8] = {};
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    for (int k = 0; k < 8; ++k) lanes[k] += static_cast<double>(values[i + k]) * values[i + k];
+  double sum = 0;
+  for (; i < count; ++i) sum += static_cast<double>(values[i]) * values[i];
+  for (double lane : lanes) sum += lane;
+  return sum;
+}
+
+// max |x| in sixteen lanes (TernGrad's scale); max is exact in any order.
+SB_VECTOR_CLONES float max_magnitude(const float* values, size_t count) {
+  float lanes[16] = {};
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16)
+    for (int k = 0; k < 16; ++k) lanes[k] = std::max(lanes[k], std::fabs(values[i + k]));
+  float largest = 0;
+  for (; i < count; ++i) largest = std::max(largest, std::fabs(values[i]));
+  for (float lane : lanes) largest = std::max(largest, lane);
+  return largest;
 }
 
 // Bit k of byte j: the sign bit of value 8j + k (so -0 counts as negative).
@@ -70,6 +95,87 @@ void add_by_sign(const unsigned char* bits, size_t begin, size_t end, float posi
     }
   }
   for (; i < end; ++i) out[i] += (bits[i / 8] >> (i % 8)) & 1u ? negative : positive;
+}
+
+// 1 where x < 0 (not -0, not NaN), from its bits: integer work, which vectorises without
+// branches. Negative floats other than -0 and NaN are exactly the words 0x80000001..0xff800000.
+inline uint32_t below_zero(float x) {
+  uint32_t word;
+  std::memcpy(&word, &x, sizeof word);
+  return word - 0x80000001u < 0x7f800000u;
+}
+
+// One chunk of 1-bit SGD: bit i set where values[i] < 0, and the sums of the negative and of the
+// other values and how many are negative. The chunk begins at a multiple of 8 values, so its bits
+// are whole bytes. Bits and sums are separate loops over independent lanes, without branches, so
+// that both vectorise.
+struct ChunkSums {
+  double positive = 0, negative = 0;
+  size_t negatives = 0;
+};
+SB_VECTOR_CLONES ChunkSums onebit_chunk(const float* values, size_t count, unsigned char* bits) {
+  const size_t whole = count / 8 * 8;
+  for (size_t j = 0; j < whole / 8; ++j) {
+    uint32_t byte = 0;
+    for (uint32_t k = 0; k < 8; ++k) byte |= below_zero(values[8 * j + k]) << k;
+    bits[j] = static_cast<unsigned char>(byte);
+  }
+  if (whole < count) {
+    uint32_t byte = 0;
+    for (size_t i = whole; i < count; ++i) byte |= below_zero(values[i]) << (i - whole);
+    bits[whole / 8] = static_cast<unsigned char>(byte);
+  }
+  constexpr size_t kLanes = 8;
+  double positive[kLanes] = {}, negative[kLanes] = {};
+  uint32_t negatives[kLanes] = {};
+  for (size_t i = 0; i < whole; i += kLanes)
+    for (size_t k = 0; k < kLanes; ++k) {
+      const uint32_t below = below_zero(values[i + k]);
+      const double x = values[i + k];
+      // One product is x itself, the other 0: exact, and a select without a branch.
+      negative[k] += x * static_cast<double>(below);
+      positive[k] += x * static_cast<double>(1 - below);
+      negatives[k] += below;
+    }
+  ChunkSums sums;
+  for (size_t i = whole; i < count; ++i) {
+    const double x = values[i];
+    (below_zero(values[i]) ? sums.negative : sums.positive) += x;
+    sums.negatives += below_zero(values[i]);
+  }
+  for (size_t k = 0; k < kLanes; ++k) {
+    sums.positive += positive[k];
+    sums.negative += negative[k];
+    sums.negatives += negatives[k];
+  }
+  return sums;
+}
+
+// level[i] = sign(x) min(floor(|x| unit_inverse + u), s), u uniform in [0, 1) from the key and
+// the position: each 64-bit draw gives two u, for values j and j + half of a block of 2 half
+// values. unit_inverse = s / scale (0 for a zero scale). The uniforms first (integer mixing),
+// then the rounding (float work): two loops that each vectorise on their own.
+SB_VECTOR_CLONES void stochastic_levels(const float* values, size_t count, float unit_inverse, float s, uint64_t key,
+                                        int8_t* level) {
+  constexpr size_t kBlock = 512;
+  float uniform[kBlock];
+  for (size_t begin = 0; begin < count; begin += kBlock) {
+    const size_t n = std::min(kBlock, count - begin);
+    const size_t half = (n + 1) / 2;
+    for (size_t j = 0; j < half; ++j) {
+      const uint64_t bits = random_bits(key, begin / 2 + j);
+      // 24-bit integers: exact through int32 (which converts to float in every vector ISA).
+      uniform[j] = static_cast<float>(static_cast<int32_t>(bits >> 40)) * (1.0f / 16777216.0f);
+      uniform[j + half] = static_cast<float>(static_cast<int32_t>((bits >> 16) & 0xffffffu)) * (1.0f / 16777216.0f);
+    }
+    const float* x = values + begin;
+    int8_t* out = level + begin;
+    for (size_t i = 0; i < n; ++i) {
+      // The argument is >= 0, so truncation is floor.
+      const float q = std::min(static_cast<float>(static_cast<int32_t>(std::fabs(x[i]) * unit_inverse + uniform[i])), s);
+      out[i] = static_cast<int8_t>(x[i] < 0 ? -q : q);
+    }
+  }
 }
 
 class ScaledSign final : public Compressor {
@@ -113,24 +219,14 @@ class OneBit final : public Compressor {
   size_t payload_bytes(size_t count) const override { return chunks(count) * 2 * sizeof(float) + (count + 7) / 8; }
   void compress(const float* values, size_t count, uint64_t, unsigned char* payload) override {
     unsigned char* bits = payload + chunks(count) * 2 * sizeof(float);
-    std::memset(bits, 0, (count + 7) / 8);
     for (size_t c = 0; c < chunks(count); ++c) {
-      double positive = 0, negative = 0;
-      size_t negatives = 0;
-      const size_t end = std::min(count, (c + 1) * kChunk);
-      for (size_t i = c * kChunk; i < end; ++i) {
-        if (values[i] < 0) {
-          negative += values[i];
-          ++negatives;
-          bits[i / 8] = static_cast<unsigned char>(bits[i / 8] | (1u << (i % 8)));
-        } else {
-          positive += values[i];
-        }
-      }
-      const size_t positives = end - c * kChunk - negatives;
-      write_scale(payload + 2 * c * sizeof(float), positives ? static_cast<float>(positive / static_cast<double>(positives)) : 0.0f);
+      const size_t begin = c * kChunk, end = std::min(count, begin + kChunk);
+      const ChunkSums s = onebit_chunk(values + begin, end - begin, bits + begin / 8);
+      const size_t positives = end - begin - s.negatives;
+      write_scale(payload + 2 * c * sizeof(float),
+                  positives ? static_cast<float>(s.positive / static_cast<double>(positives)) : 0.0f);
       write_scale(payload + (2 * c + 1) * sizeof(float),
-                  negatives ? static_cast<float>(negative / static_cast<double>(negatives)) : 0.0f);
+                  s.negatives ? static_cast<float>(s.negative / static_cast<double>(s.negatives)) : 0.0f);
     }
   }
   void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out) const override {
@@ -160,17 +256,12 @@ class ByteQuantiser : public Compressor {
 
  protected:
   virtual int levels() const = 0;
-  // Writes scale and levels: |level| = floor(|x| / scale * s + u), u uniform in [0, 1).
+  // Writes scale and levels: |level| = floor(|x| s / scale + u), u uniform in [0, 1).
   void quantise(const float* values, size_t count, uint64_t step, float scale, unsigned char* payload) const {
     write_scale(payload, scale);
-    int8_t* level = reinterpret_cast<int8_t*>(payload + sizeof(float));
-    const uint64_t key = random_key(stream_, static_cast<uint64_t>(levels()), step);
     const float s = static_cast<float>(levels());
-    for (size_t i = 0; i < count; ++i) {
-      const float ratio = scale > 0 ? std::fabs(values[i]) / scale : 0.0f;
-      const float q = std::min(std::floor(ratio * s + random_unit(key, i)), s);
-      level[i] = static_cast<int8_t>(std::signbit(values[i]) ? -q : q);
-    }
+    stochastic_levels(values, count, scale > 0 ? s / scale : 0.0f, s, random_key(stream_, static_cast<uint64_t>(levels()), step),
+                      reinterpret_cast<int8_t*>(payload + sizeof(float)));
   }
 
  private:
@@ -182,9 +273,7 @@ class Qsgd final : public ByteQuantiser {
   Qsgd(int levels, uint64_t stream) : ByteQuantiser(stream), levels_(levels) {}
   std::string_view name() const override { return "qsgd"; }
   void compress(const float* values, size_t count, uint64_t step, unsigned char* payload) override {
-    double squares = 0;
-    for (size_t i = 0; i < count; ++i) squares += static_cast<double>(values[i]) * values[i];
-    quantise(values, count, step, static_cast<float>(std::sqrt(squares)), payload);
+    quantise(values, count, step, static_cast<float>(std::sqrt(sum_of_squares(values, count))), payload);
   }
 
  private:
@@ -197,9 +286,7 @@ class TernGrad final : public ByteQuantiser {
   explicit TernGrad(uint64_t stream) : ByteQuantiser(stream) {}
   std::string_view name() const override { return "terngrad"; }
   void compress(const float* values, size_t count, uint64_t step, unsigned char* payload) override {
-    float largest = 0;
-    for (size_t i = 0; i < count; ++i) largest = std::max(largest, std::fabs(values[i]));
-    quantise(values, count, step, largest, payload);
+    quantise(values, count, step, max_magnitude(values, count), payload);
   }
 
  private:
