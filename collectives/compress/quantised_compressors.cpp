@@ -34,7 +34,7 @@ void write_scale(unsigned char* payload, float scale) { std::memcpy(payload, &sc
 // that the compiler can keep them in vector registers instead of a chain of dependent operations.
 
 // Mean |x|, in eight double partial sums.
-double mean_magnitude(const float* values, size_t count) {
+SB_VECTOR_CLONES double mean_magnitude(const float* values, size_t count) {
   double lanes[8] = {};
   size_t i = 0;
   for (; i + 8 <= count; i += 8)
@@ -70,7 +70,7 @@ SB_VECTOR_CLONES float max_magnitude(const float* values, size_t count) {
 }
 
 // Bit k of byte j: the sign bit of value 8j + k (so -0 counts as negative).
-void pack_signs(const float* values, size_t count, unsigned char* bits) {
+SB_VECTOR_CLONES void pack_signs(const float* values, size_t count, unsigned char* bits) {
   for (size_t j = 0; j < (count + 7) / 8; ++j) {
     unsigned byte = 0;
     for (size_t k = 0; k < 8 && 8 * j + k < count; ++k) {
@@ -83,7 +83,8 @@ void pack_signs(const float* values, size_t count, unsigned char* bits) {
 }
 
 // out[i] += bit i ? negative : positive, for i in [begin, end) with begin a multiple of 8.
-void add_by_sign(const unsigned char* bits, size_t begin, size_t end, float positive, float negative, float* out) {
+SB_VECTOR_CLONES void add_by_sign(const unsigned char* bits, size_t begin, size_t end, float positive, float negative,
+                                  float* out) {
   // As arithmetic rather than a select, and exact for finite figures: one product is 0, the
   // other the figure itself.
   size_t i = begin;
