@@ -3,28 +3,59 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/vector_clones.hpp"
+
 namespace sb {
 
+namespace {
+
+// The r columns of a (cols x r, row-major) as r contiguous rows: the layout the loops below read
+// with unit stride.
+std::vector<float> transpose(const float* a, size_t cols, size_t r) {
+  std::vector<float> t(cols * r);
+  for (size_t j = 0; j < cols; ++j)
+    for (size_t c = 0; c < r; ++c) t[c * cols + j] = a[j * r + c];
+  return t;
+}
+
+// sum a[j] b[j] in eight double lanes.
+SB_VECTOR_CLONES double dot(const float* a, const float* b, size_t n) {
+  double lanes[8] = {};
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (size_t k = 0; k < 8; ++k) lanes[k] += static_cast<double>(a[j + k]) * b[j + k];
+  double sum = 0;
+  for (; j < n; ++j) sum += static_cast<double>(a[j]) * b[j];
+  for (double lane : lanes) sum += lane;
+  return sum;
+}
+
+// y[j] += alpha x[j], in double.
+SB_VECTOR_CLONES void axpy(double alpha, const float* x, double* y, size_t n) {
+  for (size_t j = 0; j < n; ++j) y[j] += alpha * static_cast<double>(x[j]);
+}
+
+// row[j] = sum over c in order of p[c] qt[c][j], in fp32 (the order and type of the plain loop).
+SB_VECTOR_CLONES void combine_columns(const float* p, const float* qt, size_t cols, size_t r, float* row) {
+  for (size_t j = 0; j < cols; ++j) row[j] = 0;
+  for (size_t c = 0; c < r; ++c)
+    for (size_t j = 0; j < cols; ++j) row[j] += p[c] * qt[c * cols + j];
+}
+
+}  // namespace
+
 void matmul_cpu(const float* m, size_t n, size_t cols, const float* q, size_t r, float* p) {
-  std::vector<double> row(r);
-  for (size_t i = 0; i < n; ++i) {
-    std::fill(row.begin(), row.end(), 0.0);
-    const float* mi = m + i * cols;
-    for (size_t j = 0; j < cols; ++j)
-      for (size_t c = 0; c < r; ++c) row[c] += static_cast<double>(mi[j]) * q[j * r + c];
-    for (size_t c = 0; c < r; ++c) p[i * r + c] = static_cast<float>(row[c]);
-  }
+  const std::vector<float> qt = transpose(q, cols, r);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t c = 0; c < r; ++c) p[i * r + c] = static_cast<float>(dot(m + i * cols, qt.data() + c * cols, cols));
 }
 
 void matmul_transposed_cpu(const float* m, size_t n, size_t cols, const float* p, size_t r, float* q) {
-  std::vector<double> sum(cols * r, 0.0);
-  for (size_t i = 0; i < n; ++i) {
-    const float* mi = m + i * cols;
-    const float* pi = p + i * r;
-    for (size_t j = 0; j < cols; ++j)
-      for (size_t c = 0; c < r; ++c) sum[j * r + c] += static_cast<double>(mi[j]) * pi[c];
-  }
-  for (size_t k = 0; k < cols * r; ++k) q[k] = static_cast<float>(sum[k]);
+  std::vector<double> sum(r * cols, 0.0);  // column c of q as a contiguous row
+  for (size_t i = 0; i < n; ++i)
+    for (size_t c = 0; c < r; ++c) axpy(p[i * r + c], m + i * cols, sum.data() + c * cols, cols);
+  for (size_t j = 0; j < cols; ++j)
+    for (size_t c = 0; c < r; ++c) q[j * r + c] = static_cast<float>(sum[c * cols + j]);
 }
 
 void orthonormalise_columns_cpu(float* p, size_t n, size_t r) {
@@ -46,14 +77,12 @@ void orthonormalise_columns_cpu(float* p, size_t n, size_t r) {
 }
 
 void add_outer_cpu(const float* p, const float* q, size_t n, size_t cols, size_t r, float* m) {
+  const std::vector<float> qt = transpose(q, cols, r);
+  std::vector<float> row(cols);
   for (size_t i = 0; i < n; ++i) {
-    const float* pi = p + i * r;
+    combine_columns(p + i * r, qt.data(), cols, r, row.data());
     float* mi = m + i * cols;
-    for (size_t j = 0; j < cols; ++j) {
-      float sum = 0;
-      for (size_t c = 0; c < r; ++c) sum += pi[c] * q[j * r + c];
-      mi[j] += sum;
-    }
+    for (size_t j = 0; j < cols; ++j) mi[j] += row[j];
   }
 }
 
