@@ -8,9 +8,12 @@
 // Backward's kernels and the reductions thus overlap on the device (without overlap, every bucket
 // is started in finish()).
 //
-// Buckets are of one element type, the model's compute type (fp32, or fp16/bf16 under those
-// precisions, as AMP frameworks reduce half gradients); pieces of other types (the fp32
-// batch-norm gradients under fp16) are converted on packing and back on unpacking.
+// Buckets are of one element type: the model's compute type (fp32, or fp16/bf16 under those
+// precisions, as AMP frameworks reduce half gradients), or fp16/bf16 by choice (--compressor
+// fp16|bf16: Horovod's compression, half the bytes on the wire). Pieces of another type (the fp32
+// batch-norm gradients under fp16) are converted on packing and back on unpacking. With error
+// feedback, a bucket narrower than a piece keeps an fp32 residual per element: what rounding
+// dropped is added to the next step's gradient before it is rounded again.
 #include <mpi.h>
 
 #include <memory>
@@ -28,7 +31,7 @@ class DeviceGradientExchange final : public GradientAverager {
   // gradients[k]: tensor k's gradient on the device (plan's tensor order). compute: the stream
   // backward runs on. Collective over comm (one GPU per rank, this process's current device).
   DeviceGradientExchange(MPI_Comm comm, BucketPlan plan, std::vector<gpu::Elements> gradients, gpu::Stream compute,
-                         gpu::ElementType bucket_type, bool overlap);
+                         gpu::ElementType bucket_type, bool overlap, bool error_feedback);
   ~DeviceGradientExchange() override;
 
   void begin_step() override;
@@ -47,7 +50,7 @@ class DeviceGradientExchange final : public GradientAverager {
   std::vector<gpu::Elements> gradients_;
   gpu::Stream compute_;
   gpu::ElementType bucket_type_;
-  bool overlap_;
+  bool overlap_, error_feedback_;
   float weight_ = 1.0f;
   int ranks_ = 1;
   std::vector<size_t> pieces_left_;  // per bucket, this step

@@ -9,6 +9,7 @@ struct DeviceExchangeState {
   explicit DeviceExchangeState(MPI_Comm comm) : nccl(comm) {}
   NcclContext nccl;  // the communicator and the communication stream
   std::vector<void*> fused;          // one buffer per bucket
+  std::vector<float*> residual;      // per bucket, with error feedback into a narrower type; else null
   std::vector<cudaEvent_t> ready;    // per bucket: backward has produced its last gradient
   cudaEvent_t first_start = nullptr, backward_end = nullptr, comm_end = nullptr;
 };
@@ -27,12 +28,14 @@ ncclDataType_t nccl_type(gpu::ElementType type) {
 }  // namespace
 
 DeviceGradientExchange::DeviceGradientExchange(MPI_Comm comm, BucketPlan plan, std::vector<gpu::Elements> gradients,
-                                               gpu::Stream compute, gpu::ElementType bucket_type, bool overlap)
+                                               gpu::Stream compute, gpu::ElementType bucket_type, bool overlap,
+                                               bool error_feedback)
     : plan_(std::move(plan)),
       gradients_(std::move(gradients)),
       compute_(compute),
       bucket_type_(bucket_type),
       overlap_(overlap),
+      error_feedback_(error_feedback),
       pieces_left_(plan_.buckets.size()),
       launched_(plan_.buckets.size()),
       state_(std::make_unique<DeviceExchangeState>(comm)) {
@@ -40,6 +43,15 @@ DeviceGradientExchange::DeviceGradientExchange(MPI_Comm comm, BucketPlan plan, s
   SB_CHECK(gradients_.size() == plan_.buckets_of_tensor.size(), "one gradient per planned tensor");
   for (const Bucket& b : plan_.buckets) {
     state_->fused.push_back(state_->nccl.allocate(b.count * gpu::element_size(bucket_type_)));
+    bool narrowing = false;
+    for (const BucketPiece& p : b.pieces)
+      narrowing = narrowing || gpu::element_size(gradients_[p.tensor].type) > gpu::element_size(bucket_type_);
+    float* residual = nullptr;
+    if (error_feedback_ && narrowing) {
+      residual = static_cast<float*>(state_->nccl.allocate(b.count * sizeof(float)));
+      SB_CUDA_CHECK(cudaMemset(residual, 0, b.count * sizeof(float)));
+    }
+    state_->residual.push_back(residual);
     cudaEvent_t event = nullptr;
     SB_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
     state_->ready.push_back(event);
@@ -52,6 +64,8 @@ DeviceGradientExchange::DeviceGradientExchange(MPI_Comm comm, BucketPlan plan, s
 DeviceGradientExchange::~DeviceGradientExchange() {
   cudaStreamSynchronize(state_->nccl.stream());
   for (void* buffer : state_->fused) state_->nccl.release(buffer);
+  for (float* buffer : state_->residual)
+    if (buffer) state_->nccl.release(buffer);
   for (cudaEvent_t event : state_->ready) cudaEventDestroy(event);
   cudaEventDestroy(state_->first_start);
   cudaEventDestroy(state_->backward_end);
@@ -84,8 +98,14 @@ void DeviceGradientExchange::launch(size_t b) {
   if (launched_count_++ == 0) SB_CUDA_CHECK(cudaEventRecord(state_->first_start, comm));
   const Bucket& bucket = plan_.buckets[b];
   const gpu::Elements fused{state_->fused[b], bucket_type_};
-  for (const BucketPiece& p : bucket.pieces)
-    gpu::convert(at(gradients_[p.tensor], p.offset), at(fused, p.bucket_offset), p.count, comm);
+  float* residual = state_->residual[b];
+  for (const BucketPiece& p : bucket.pieces) {
+    if (residual)
+      gpu::convert_with_feedback(at(gradients_[p.tensor], p.offset), residual + p.bucket_offset,
+                                 at(fused, p.bucket_offset), p.count, comm);
+    else
+      gpu::convert(at(gradients_[p.tensor], p.offset), at(fused, p.bucket_offset), p.count, comm);
+  }
   SB_NCCL_CHECK(ncclAllReduce(fused.data, fused.data, bucket.count, nccl_type(bucket_type_), ncclSum,
                               state_->nccl.comm(), comm));
   const float scale = weight_ / static_cast<float>(ranks_);

@@ -84,6 +84,14 @@ __global__ void channels_last_to_nchw_kernel(Elements x, float* nchw, int64_t c,
   }
 }
 
+__global__ void convert_with_feedback_kernel(Elements x, float* residual, Elements y, size_t count) {
+  for (size_t i = grid_first(); i < count; i += grid_stride()) {
+    const float v = load(x, i) + residual[i];
+    store(y, i, v);
+    residual[i] = v - load(y, i);
+  }
+}
+
 int blocks(size_t count) { return cuda_blocks_for(count); }
 
 }  // namespace
@@ -114,6 +122,12 @@ void convert(Elements x, Elements y, size_t count, Stream stream) {
     return;
   }
   convert_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(x, y, count);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+void convert_with_feedback(Elements x, float* residual, Elements y, size_t count, Stream stream) {
+  if (count == 0) return;
+  convert_with_feedback_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(x, residual, y, count);
   SB_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -38,6 +38,9 @@ void relu_backward(Elements y, Elements dy, Elements dx, size_t count, Stream st
 // conversion to or from the tensor's type in the same pass.
 void nchw_to_channels_last(const float* nchw, Elements y, int64_t n, int64_t c, int64_t plane, Stream stream);
 void channels_last_to_nchw(Elements x, float* nchw, int64_t n, int64_t c, int64_t plane, Stream stream);
+// Error feedback for a narrowing copy: v = x + residual; y = v rounded to y's type; residual =
+// v - y, in fp32 (what the rounding dropped is carried into the next step).
+void convert_with_feedback(Elements x, float* residual, Elements y, size_t count, Stream stream);
 // sum of x^2 in double; waits for the stream.
 double sum_of_squares(Elements x, size_t count, Stream stream);
 // y[r, c] += bias[c] over rows x channels.

@@ -428,8 +428,14 @@ std::unique_ptr<GradientAverager> Run::make_exchange(MPI_Comm comm, BucketPlan p
   if (auto* gpu = dynamic_cast<CudnnBackend*>(backend_.get())) {
     std::vector<gpu::Elements> gradients;
     for (Parameter* p : parameters) gradients.push_back(gpu->device_elements(p->grad));
+    // --compressor fp16|bf16 narrows the buckets (fp32 training); otherwise they are of the compute type.
+    const std::string& compressor = config_.exchange.compressor;
+    const gpu::ElementType bucket_type = compressor == "fp16"   ? gpu::ElementType::f16
+                                         : compressor == "bf16" ? gpu::ElementType::bf16
+                                                                : gpu->compute_type();
     return std::make_unique<DeviceGradientExchange>(comm, std::move(plan), std::move(gradients), gpu->stream(),
-                                                    gpu->compute_type(), config_.exchange.overlap);
+                                                    bucket_type, config_.exchange.overlap,
+                                                    config_.exchange.error_feedback && compressor != "none");
   }
 #endif
   std::vector<float*> gradients;
