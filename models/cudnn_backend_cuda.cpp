@@ -71,6 +71,12 @@ CudnnBackend::CudnnBackend(const CudnnOptions& options) : state_(std::make_uniqu
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) throw UsageError("the cudnn backend needs a GPU; none is visible");
   if (options.device >= 0) SB_CUDA_CHECK(cudaSetDevice(options.device % devices));
   SB_CUDA_CHECK(cudaGetDevice(&s.device));
+  // Scratch (staging copies, per-call sums, converted operands) comes from the stream-ordered
+  // pool every step; keep what it has grown to instead of handing it back at each synchronisation.
+  cudaMemPool_t pool = nullptr;
+  SB_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, s.device));
+  uint64_t keep_everything = UINT64_MAX;
+  SB_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything));
   s.compute = options.precision == Precision::fp16   ? ElementType::f16
               : options.precision == Precision::bf16 ? ElementType::bf16
                                                      : ElementType::f32;

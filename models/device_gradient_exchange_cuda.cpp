@@ -49,7 +49,7 @@ DeviceGradientExchange::DeviceGradientExchange(MPI_Comm comm, BucketPlan plan, s
     float* residual = nullptr;
     if (error_feedback_ && narrowing) {
       residual = static_cast<float*>(state_->nccl.allocate(b.count * sizeof(float)));
-      SB_CUDA_CHECK(cudaMemset(residual, 0, b.count * sizeof(float)));
+      SB_CUDA_CHECK(cudaMemsetAsync(residual, 0, b.count * sizeof(float), state_->nccl.stream()));
     }
     state_->residual.push_back(residual);
     cudaEvent_t event = nullptr;
