@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/convert.hpp"
+#include "kernels/quantise.hpp"
 #include "kernels/reduce.hpp"
 
 namespace sb {
@@ -113,11 +114,20 @@ void BM_cuda_fp16_to_fp32(benchmark::State& state) {
   });
 }
 
+// QSGD's stochastic rounding: 4 bytes read and 1 written per value.
+void BM_cuda_stochastic_levels(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  run_device(state, 5 * n, [&](void* a, void* b) {
+    stochastic_levels_cuda(static_cast<const float*>(a), n, 16.0f, 16.0f, 12345, static_cast<int8_t*>(b), nullptr);
+  });
+}
+
 BENCHMARK(BM_cuda_memcpy)->Arg(kDeviceSize)->UseManualTime();
 BENCHMARK(BM_cuda_reduce_sum_fp32)->Arg(kDeviceSize)->UseManualTime();
 BENCHMARK(BM_cuda_fp32_to_fp16)->Arg(kDeviceSize)->UseManualTime();
 BENCHMARK(BM_cuda_fp32_to_bf16)->Arg(kDeviceSize)->UseManualTime();
 BENCHMARK(BM_cuda_fp16_to_fp32)->Arg(kDeviceSize)->UseManualTime();
+BENCHMARK(BM_cuda_stochastic_levels)->Arg(kDeviceSize)->UseManualTime();
 
 }  // namespace
 }  // namespace sb

@@ -14,6 +14,7 @@
 #include "collectives/compress/compressor.hpp"
 #include "collectives/compress/synthetic_gradient.hpp"
 #include "kernels/convert.hpp"
+#include "kernels/quantise.hpp"
 #include "kernels/reduce.hpp"
 #include "kernels/topk.hpp"
 
@@ -101,6 +102,16 @@ void BM_from_16bit(benchmark::State& state) {
   run_memory_bound(state, n * (sizeof(float) + sizeof(Half)), [&] { to_float_cpu(in.data(), out.data(), n); });
 }
 
+// QSGD's stochastic rounding to 16 levels: reads fp32, writes a byte per value.
+void BM_stochastic_levels(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const std::vector<float> values = heavy_tailed_gradient(n, 1, 1.5f, 1e-3f);
+  std::vector<int8_t> level(n);
+  uint64_t step = 0;
+  run_memory_bound(state, n * (sizeof(float) + 1),
+                   [&] { stochastic_levels_cpu(values.data(), n, 16.0f, 16.0f, random_key(1, 16, step++), level.data()); });
+}
+
 float16 one_half(float f) { return to_float16(f); }
 bfloat16 one_bf16(float f) { return to_bfloat16(f); }
 
@@ -165,6 +176,7 @@ BENCHMARK(BM_to_16bit<float16, to_float16_cpu>)->Name("BM_fp32_to_fp16")->Arg(kI
 BENCHMARK(BM_from_16bit<float16, one_half>)->Name("BM_fp16_to_fp32")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
 BENCHMARK(BM_to_16bit<bfloat16, to_bfloat16_cpu>)->Name("BM_fp32_to_bf16")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
 BENCHMARK(BM_from_16bit<bfloat16, one_bf16>)->Name("BM_bf16_to_fp32")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
+BENCHMARK(BM_stochastic_levels)->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
 BENCHMARK(BM_topk)->Args({kPastCache, 10})->Args({kPastCache, 1})->Args({kInCache, 10})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_threshold_select)->Args({kPastCache, 10})->Args({kPastCache, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 

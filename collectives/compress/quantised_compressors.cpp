@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "collectives/compress/compressors.hpp"
+#include "kernels/quantise.hpp"
 #include "kernels/random.hpp"
 #include "kernels/vector_clones.hpp"
 
@@ -152,33 +153,6 @@ SB_VECTOR_CLONES ChunkSums onebit_chunk(const float* values, size_t count, unsig
   return sums;
 }
 
-// level[i] = sign(x) min(floor(|x| unit_inverse + u), s), u uniform in [0, 1) from the key and
-// the position: each 64-bit draw gives two u, for values j and j + half of a block of 2 half
-// values. unit_inverse = s / scale (0 for a zero scale). The uniforms first (integer mixing),
-// then the rounding (float work): two loops that each vectorise on their own.
-SB_VECTOR_CLONES void stochastic_levels(const float* values, size_t count, float unit_inverse, float s, uint64_t key,
-                                        int8_t* level) {
-  constexpr size_t kBlock = 512;
-  float uniform[kBlock];
-  for (size_t begin = 0; begin < count; begin += kBlock) {
-    const size_t n = std::min(kBlock, count - begin);
-    const size_t half = (n + 1) / 2;
-    for (size_t j = 0; j < half; ++j) {
-      const uint64_t bits = random_bits(key, begin / 2 + j);
-      // 24-bit integers: exact through int32 (which converts to float in every vector ISA).
-      uniform[j] = static_cast<float>(static_cast<int32_t>(bits >> 40)) * (1.0f / 16777216.0f);
-      uniform[j + half] = static_cast<float>(static_cast<int32_t>((bits >> 16) & 0xffffffu)) * (1.0f / 16777216.0f);
-    }
-    const float* x = values + begin;
-    int8_t* out = level + begin;
-    for (size_t i = 0; i < n; ++i) {
-      // The argument is >= 0, so truncation is floor.
-      const float q = std::min(static_cast<float>(static_cast<int32_t>(std::fabs(x[i]) * unit_inverse + uniform[i])), s);
-      out[i] = static_cast<int8_t>(x[i] < 0 ? -q : q);
-    }
-  }
-}
-
 class ScaledSign final : public Compressor {
  public:
   explicit ScaledSign(bool majority) : majority_(majority) {}
@@ -261,8 +235,9 @@ class ByteQuantiser : public Compressor {
   void quantise(const float* values, size_t count, uint64_t step, float scale, unsigned char* payload) const {
     write_scale(payload, scale);
     const float s = static_cast<float>(levels());
-    stochastic_levels(values, count, scale > 0 ? s / scale : 0.0f, s, random_key(stream_, static_cast<uint64_t>(levels()), step),
-                      reinterpret_cast<int8_t*>(payload + sizeof(float)));
+    stochastic_levels_cpu(values, count, scale > 0 ? s / scale : 0.0f, s,
+                          random_key(stream_, static_cast<uint64_t>(levels()), step),
+                          reinterpret_cast<int8_t*>(payload + sizeof(float)));
   }
 
  private:
