@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 
+#include "models/data/host_memory.hpp"
 #include "models/tensor.hpp"
 
 namespace sb::models {
@@ -131,6 +132,10 @@ class Backend {
   // The tensor's elements as fp32 in host memory, for host-side communication (gradient
   // allreduce); nullptr where the backend keeps them elsewhere or in another type.
   virtual float* host_fp32(const Tensor&) { return nullptr; }
+
+  // Host memory that write() copies from fastest (a GPU backend's pinned pool), for the loader to
+  // build its batches in; nullptr: ordinary heap memory is as good.
+  virtual HostMemory* input_memory() { return nullptr; }
 
   // Waits for every operation issued so far (a no-op for synchronous backends).
   virtual void synchronize() {}

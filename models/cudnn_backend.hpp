@@ -83,6 +83,7 @@ class CudnnBackend final : public Backend {
   void momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) override;
 
   void synchronize() override;
+  HostMemory* input_memory() override;
 
   // For device-side communication (models/device_gradient_exchange.hpp): a tensor's elements as
   // the kernels see them, and the stream every op of this backend runs on.

@@ -93,6 +93,7 @@ CudnnBackend::~CudnnBackend() {
   s.conv_plans.clear();
   if (s.workspace) cudaFree(s.workspace);
   if (s.labels) cudaFree(s.labels);
+  s.pinned.reset();
   cublasDestroy(s.cublas);
   cudnnDestroy(s.cudnn);
   cudaStreamDestroy(s.stream);
@@ -115,6 +116,19 @@ std::string CudnnBackend::device_name() const {
 }
 
 void CudnnBackend::synchronize() { SB_CUDA_CHECK(cudaStreamSynchronize(state_->stream)); }
+
+namespace {
+void* pinned_allocate(size_t bytes) {
+  void* block = nullptr;
+  return cudaHostAlloc(&block, bytes, cudaHostAllocDefault) == cudaSuccess ? block : nullptr;
+}
+void pinned_free(void* block) { cudaFreeHost(block); }
+}  // namespace
+
+HostMemory* CudnnBackend::input_memory() {
+  if (!state_->pinned) state_->pinned = std::make_unique<CachingHostMemory>(pinned_allocate, pinned_free);
+  return state_->pinned.get();
+}
 
 // ---- tensors ------------------------------------------------------------------------------------
 

@@ -60,6 +60,7 @@ struct CudnnState {
   int32_t* labels = nullptr;  // device copy of the loss's labels
   size_t labels_capacity = 0;
   std::unordered_map<std::string, std::unique_ptr<ConvPlan>> conv_plans;
+  std::unique_ptr<CachingHostMemory> pinned;  // the loader's batches: page-locked, cached by size
 
   void* workspace_of(size_t bytes);
   // The operand as a contiguous array of `type`: the tensor itself, or a converted copy in

@@ -208,10 +208,10 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
   if (config.precision == Precision::fp16) loss_scale_.emplace();
   train_loader_ = std::make_unique<Loader>(
       *data_.train, Sampler(data_.train->size(), config.batch, rank_, nranks_, config.seed, true), config.workers,
-      config.prefetch);
+      config.prefetch, backend_->input_memory());
   eval_loader_ = std::make_unique<Loader>(
       *data_.eval, Sampler(data_.eval->size(), config.eval_batch, rank_, nranks_, config.seed, false), config.workers,
-      config.prefetch);
+      config.prefetch, backend_->input_memory());
   mllog_.point("train_samples", MlLog::number(static_cast<double>(data_.train->size())));
   mllog_.point("eval_samples", MlLog::number(static_cast<double>(data_.eval->size())));
 

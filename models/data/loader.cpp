@@ -76,8 +76,12 @@ std::vector<int64_t> Sampler::indices(int64_t epoch, int64_t batch) const {
   return out;
 }
 
-Loader::Loader(const Dataset& dataset, Sampler sampler, int workers, int prefetch)
-    : dataset_(dataset), sampler_(std::move(sampler)), workers_(std::max(workers, 1)), prefetch_(std::max(prefetch, 1)) {}
+Loader::Loader(const Dataset& dataset, Sampler sampler, int workers, int prefetch, HostMemory* memory)
+    : dataset_(dataset),
+      sampler_(std::move(sampler)),
+      workers_(std::max(workers, 1)),
+      prefetch_(std::max(prefetch, 1)),
+      memory_(memory) {}
 
 Loader::~Loader() { stop(); }
 
@@ -136,8 +140,7 @@ void Loader::work() {
 Batch Loader::build(int64_t batch) const {
   const std::vector<int64_t> indices = sampler_.indices(epoch_, batch);
   const int64_t pixels = dataset_.image_shape().pixels();
-  Batch out;
-  out.index = batch;
+  Batch out{batch, HostFloats(HostAllocator<float>(memory_)), {}, 0};
   out.images.resize(static_cast<size_t>(indices.size() * pixels));
   for (int64_t index : indices) {
     const uint64_t augment = sampler_.training()

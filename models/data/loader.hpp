@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "models/data/dataset.hpp"
+#include "models/data/host_memory.hpp"
 
 namespace sb::models {
 
@@ -53,7 +54,7 @@ class Sampler {
 
 struct Batch {
   int64_t index = 0;
-  std::vector<float> images;  // count x C x H x W
+  HostFloats images;  // count x C x H x W, in the loader's host memory
   std::vector<int32_t> labels;
   int64_t skipped = 0;  // corrupt samples left out of this batch
   int64_t count() const { return static_cast<int64_t>(labels.size()); }
@@ -61,7 +62,9 @@ struct Batch {
 
 class Loader {
  public:
-  Loader(const Dataset& dataset, Sampler sampler, int workers, int prefetch);
+  // memory: where batches are built (a GPU backend's pinned pool), or nullptr for the heap; it
+  // must outlive the loader and its batches.
+  Loader(const Dataset& dataset, Sampler sampler, int workers, int prefetch, HostMemory* memory = nullptr);
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
@@ -90,6 +93,7 @@ class Loader {
   const Dataset& dataset_;
   Sampler sampler_;
   int workers_, prefetch_;
+  HostMemory* memory_;
   std::vector<std::thread> threads_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;

@@ -1,0 +1,66 @@
+#pragma once
+// Where the loader's batches live in host memory. By default the heap; a GPU backend offers
+// page-locked (pinned) memory instead, which its copies to the device read by DMA at the link's
+// full rate, where pageable memory goes through a staging copy at a fraction of it. Pinning pages
+// is slow, so the blocks are cached by size and handed out again: a run's batches are a few sizes.
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <new>
+#include <vector>
+
+namespace sb::models {
+
+class HostMemory {
+ public:
+  virtual ~HostMemory() = default;
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void release(void* block, size_t bytes) = 0;
+};
+
+// Caches released blocks by size over raw allocate/free functions (cudaHostAlloc/cudaFreeHost
+// for pinned memory); thread-safe, as the loader's workers allocate concurrently. The cache
+// frees everything when the pool is destroyed.
+class CachingHostMemory : public HostMemory {
+ public:
+  using RawAllocate = void* (*)(size_t bytes);  // nullptr when out of memory
+  using RawFree = void (*)(void* block);
+  CachingHostMemory(RawAllocate allocate, RawFree free) : raw_allocate_(allocate), raw_free_(free) {}
+  ~CachingHostMemory() override;
+  void* allocate(size_t bytes) override;
+  void release(void* block, size_t bytes) override;
+  size_t raw_allocations() const;  // blocks obtained from the raw allocator so far
+
+ private:
+  RawAllocate raw_allocate_;
+  RawFree raw_free_;
+  mutable std::mutex mutex_;
+  std::multimap<size_t, void*> free_;
+  size_t raw_allocations_ = 0;
+};
+
+// A std::allocator that takes its memory from a HostMemory, or from the heap without one.
+template <class T>
+struct HostAllocator {
+  using value_type = T;
+  HostMemory* memory = nullptr;
+
+  HostAllocator() = default;
+  explicit HostAllocator(HostMemory* m) : memory(m) {}
+  template <class U>
+  HostAllocator(const HostAllocator<U>& other) : memory(other.memory) {}
+  T* allocate(size_t n) {
+    if (!memory) return static_cast<T*>(::operator new(n * sizeof(T)));
+    return static_cast<T*>(memory->allocate(n * sizeof(T)));
+  }
+  void deallocate(T* p, size_t n) {
+    if (!memory) return ::operator delete(p);
+    memory->release(p, n * sizeof(T));
+  }
+  template <class U>
+  bool operator==(const HostAllocator<U>& other) const { return memory == other.memory; }
+};
+
+using HostFloats = std::vector<float, HostAllocator<float>>;
+
+}  // namespace sb::models
