@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 
+#include "bench/compress/device_measure.hpp"
 #include "bench/compress/options.hpp"
 #include "collectives/compress/compressed_allreduce.hpp"
 #include "collectives/compress/ef_convergence.hpp"
@@ -34,6 +35,9 @@ struct Row {
   uint64_t bytes = 0, payload_bytes = 0;
   double ratio = 0, rel_error = 0, compress_GBps = 0, decompress_GBps = 0;
   double memcpy_GBps = 0;  // memcpy of the same gradient, measured just before: the ceiling
+  // --device: the compressed allreduce on GPU buffers and ncclAllReduce + average; -1 where the
+  // compressor has no device form.
+  double device_allreduce_us = -1, nccl_allreduce_us = -1, device_speedup = -1;
   double allreduce_us = 0, mpi_allreduce_us = 0, speedup = 0;
 };
 
@@ -120,6 +124,12 @@ Row measure(const std::string& name, const std::vector<float>& gradient, const C
     for (float& v : work) v *= scale;
   });
   row.speedup = row.mpi_allreduce_us / row.allreduce_us;
+  if (o.device)
+    if (const std::optional<DeviceTimes> t = measure_on_device(name, gradient, o, rank)) {
+      row.device_allreduce_us = t->compressed_us;
+      row.nccl_allreduce_us = t->nccl_us;
+      row.device_speedup = t->nccl_us / t->compressed_us;
+    }
   return row;
 }
 
@@ -183,6 +193,11 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const Compres
     group.write("allreduce_us", column(&Row::allreduce_us));
     group.write("mpi_allreduce_us", column(&Row::mpi_allreduce_us));
     group.write("speedup", column(&Row::speedup));
+    if (o.device) {
+      group.write("device_allreduce_us", column(&Row::device_allreduce_us));
+      group.write("nccl_allreduce_us", column(&Row::nccl_allreduce_us));
+      group.write("device_speedup", column(&Row::device_speedup));
+    }
   }
 }
 
@@ -215,8 +230,9 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     std::printf("# %s: %d ranks, ratio %g, levels %d, rank %d, error feedback %s, %d iterations (median of the slowest rank)\n",
                 kProgram, layout.nranks, o.params.ratio, o.params.levels, o.params.rank, o.error_feedback ? "on" : "off",
                 o.iters);
-    std::printf("# %12s  %-9s  %10s  %9s  %10s  %8s  %10s  %11s  %11s  %8s\n", "size(B)", "compressor", "ratio", "rel_err",
-                "comp(GB/s)", "x_memcpy", "decomp", "allred(us)", "mpi(us)", "speedup");
+    std::printf("# %12s  %-9s  %10s  %9s  %10s  %8s  %10s  %11s  %11s  %8s%s\n", "size(B)", "compressor", "ratio", "rel_err",
+                "comp(GB/s)", "x_memcpy", "decomp", "allred(us)", "mpi(us)", "speedup",
+                o.device ? "      gpu(us)     nccl(us)  gpu_speedup" : "");
     std::fflush(stdout);
   }
   std::vector<CompressorResults> results;
@@ -227,10 +243,15 @@ int run(int argc, char** argv, const WorldLayout& layout) {
       const Row row = measure(name, gradient, o, layout.rank, layout.nranks);
       results.back().rows.push_back(row);
       if (root) {
-        std::printf("  %12llu  %-9s  %9.1fx  %9.2e  %10.2f  %8.2f  %10.2f  %11.1f  %11.1f  %7.2fx\n",
+        std::printf("  %12llu  %-9s  %9.1fx  %9.2e  %10.2f  %8.2f  %10.2f  %11.1f  %11.1f  %7.2fx",
                     static_cast<unsigned long long>(bytes), name.c_str(), row.ratio, row.rel_error, row.compress_GBps,
                     row.compress_GBps / row.memcpy_GBps, row.decompress_GBps, row.allreduce_us, row.mpi_allreduce_us,
                     row.speedup);
+        if (o.device && row.device_allreduce_us >= 0)
+          std::printf("  %11.1f  %11.1f  %10.2fx", row.device_allreduce_us, row.nccl_allreduce_us, row.device_speedup);
+        else if (o.device)
+          std::printf("  %11s  %11s  %11s", "-", "-", "-");
+        std::printf("\n");
         std::fflush(stdout);
       }
     }

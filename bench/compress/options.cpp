@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "bench/compress/device_measure.hpp"
 #include "common/command_line.hpp"
 #include "common/sizes.hpp"
 #include "common/text_fields.hpp"
@@ -40,6 +41,9 @@ std::optional<CompressOptions> parse_compress_options(int argc, char** argv, boo
   app.add_option("--rank", o.params.rank, "PowerSGD's rank, at least 1 [4]");
   app.add_option("--seed", o.params.seed, "shared seed of random-k's indices [42]");
   app.add_option("--error-feedback", error_feedback, "1: carry what compression drops into the next step [1]");
+  app.add_flag("--device", o.device,
+               "also run the compressed allreduce on GPU buffers (none, fp16, bf16, qsgd, terngrad) against "
+               "ncclAllReduce; one GPU per rank");
   app.add_option("--out", o.out, "results file [out/compress-<UTC time>-<pid>.h5]");
   app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
   if (!parse_command_line(app, argc, argv, print)) return std::nullopt;
@@ -58,6 +62,8 @@ std::optional<CompressOptions> parse_compress_options(int argc, char** argv, boo
     throw UsageError("--image-size must be in 8..1024 and --batch in 1..1024");
   if (!o.model.empty()) models::make_resnet_config(o.model, 3, 1000, o.image_size, 1);  // an unknown model throws
   o.error_feedback = error_feedback == 1;
+  if (o.device)
+    if (const std::string why = device_unavailable(); !why.empty()) throw UsageError("--device: " + why);
   // Names, checked with the parameters by building each compressor once.
   for (const std::string& name : split_list(compressor_text)) {
     if (name == "all")

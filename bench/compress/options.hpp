@@ -17,6 +17,7 @@ struct CompressOptions {
   std::vector<std::string> compressors;  // default: all
   CompressorParams params;
   bool error_feedback = true;
+  bool device = false;  // --device: also the compressed allreduce on GPU buffers against ncclAllReduce
   std::string model;           // --model: a model's gradients instead of synthetic ones (one size)
   int64_t image_size = 64, batch = 8;
   int convergence_steps = 200;  // --convergence: reference steps of the least-squares check; 0: skip it

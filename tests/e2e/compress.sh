@@ -46,6 +46,7 @@ bad_input() {
 bad_input "ratio 0" --ratio 0
 bad_input "ratio above 1" --ratio 1.5
 bad_input "levels beyond a signed byte" --compressor qsgd --levels 200
+if ! nvidia-smi -L >/dev/null 2>&1; then bad_input "--device without a GPU" --device; fi
 bad_input "unknown compressor" --compressor gzip
 bad_input "a size that is not whole fp32 values" -b 6 -e 64K
 bad_input "unknown flag" --frobnicate

@@ -1,0 +1,23 @@
+#pragma once
+// sb-compress --device: the compressed allreduce on GPU buffers (DeviceCompressedAllreduce)
+// against ncclAllReduce + average of the uncompressed gradient, at the same size in the same run,
+// one GPU per rank. Times are CUDA-event times of each call, the slowest rank's, median of iters.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/compress/options.hpp"
+
+namespace sb {
+
+struct DeviceTimes {
+  double compressed_us = 0, nccl_us = 0;
+};
+
+// Why --device cannot run here (built without CUDA, or a rank without a GPU), or empty. Collective.
+std::string device_unavailable();
+// Nothing for a compressor without a device form. Collective.
+std::optional<DeviceTimes> measure_on_device(const std::string& compressor, const std::vector<float>& gradient,
+                                             const CompressOptions& o, int rank);
+
+}  // namespace sb
