@@ -14,13 +14,10 @@
 #include "models/batch_shares.hpp"
 #include "models/checkpoint.hpp"
 #include "models/data/loader.hpp"
-#if SB_HAVE_CUDA
-#include "models/cudnn_backend.hpp"
-#include "models/device_gradient_exchange.hpp"
-#endif
 #include "models/loss_scale.hpp"
 #include "models/mllog.hpp"
 #include "models/resnet.hpp"
+#include "models/training_setup.hpp"
 
 namespace sb::models {
 namespace {
@@ -104,7 +101,6 @@ class Run {
   double learning_rate(int64_t step) const;
   int64_t steps_in_epoch(int64_t epoch) const { return data_.train->size() / config_.batch_at(epoch); }
   void save();
-  std::unique_ptr<GradientAverager> make_exchange(MPI_Comm comm, BucketPlan plan);
 
   void beat(const char* what, int64_t n) const {
     if (heartbeat_) heartbeat_(std::string(what) + " " + std::to_string(n));
@@ -152,17 +148,7 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
   SB_MPI_CHECK(MPI_Comm_size(comm, &nranks_));
   validate(config, nranks_);
   mllog_.start("init_start");
-  MPI_Comm node = MPI_COMM_NULL;
-  int local_rank = 0;
-  SB_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
-  SB_MPI_CHECK(MPI_Comm_rank(node, &local_rank));
-  SB_MPI_CHECK(MPI_Comm_free(&node));
-  BackendOptions backend_options;
-  backend_options.threads = config.threads;
-  backend_options.precision = config.precision;
-  backend_options.local_rank = local_rank;
-  backend_options.timed_search = config.cudnn_timed_search;
-  backend_ = make_backend(config.backend, backend_options);
+  backend_ = make_training_backend(config, comm);
   make_resnet_config(config.model, 1, 2, 28, config.seed);  // an unknown model fails before the data is read
   mllog_.point("submission_benchmark", MlLog::string("resnet"));
   mllog_.point("seed", MlLog::number(static_cast<double>(config.seed)));
@@ -219,7 +205,7 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
     std::vector<GradientTensor> tensors;
     for (Parameter* p : model_->parameters()) tensors.push_back({p->name, static_cast<size_t>(p->grad.count())});
     BucketPlan plan = plan_buckets(tensors, config.bucket_strategy, config.bucket_mb);
-    exchange_ = make_exchange(comm, std::move(plan));
+    exchange_ = make_gradient_exchange(config, *backend_, model_->parameters(), std::move(plan), comm);
     model_->set_gradient_hook([this](size_t p) {
       if (report_gradients_) exchange_->tensor_ready(p);
     });
@@ -419,32 +405,6 @@ void Run::average_running_statistics() {
     for (float& v : host) v /= static_cast<float>(nranks_);
     backend_->write(b->value, host);
   }
-}
-
-// The host exchange over fp32 host gradients, or on a GPU backend the NCCL one over device ones.
-std::unique_ptr<GradientAverager> Run::make_exchange(MPI_Comm comm, BucketPlan plan) {
-  const std::vector<Parameter*>& parameters = model_->parameters();
-#if SB_HAVE_CUDA
-  if (auto* gpu = dynamic_cast<CudnnBackend*>(backend_.get())) {
-    std::vector<gpu::Elements> gradients;
-    for (Parameter* p : parameters) gradients.push_back(gpu->device_elements(p->grad));
-    // --compressor fp16|bf16 narrows the buckets (fp32 training); otherwise they are of the compute type.
-    const std::string& compressor = config_.exchange.compressor;
-    const gpu::ElementType bucket_type = compressor == "fp16"   ? gpu::ElementType::f16
-                                         : compressor == "bf16" ? gpu::ElementType::bf16
-                                                                : gpu->compute_type();
-    return std::make_unique<DeviceGradientExchange>(comm, std::move(plan), std::move(gradients), gpu->stream(),
-                                                    bucket_type, config_.exchange.overlap,
-                                                    config_.exchange.error_feedback && compressor != "none");
-  }
-#endif
-  std::vector<float*> gradients;
-  for (Parameter* p : parameters) {
-    gradients.push_back(backend_->host_fp32(p->grad));
-    if (!gradients.back())
-      throw UsageError("the " + backend_->name() + " backend keeps no fp32 host tensors to reduce over ranks");
-  }
-  return std::make_unique<GradientExchange>(comm, config_.exchange, std::move(plan), std::move(gradients));
 }
 
 void Run::save() {

@@ -1,0 +1,54 @@
+#include "models/training_setup.hpp"
+
+#include "collectives/buckets/gradient_exchange.hpp"
+#include "common/check.hpp"
+#include "common/usage_error.hpp"
+#if SB_HAVE_CUDA
+#include "models/cudnn_backend.hpp"
+#include "models/device_gradient_exchange.hpp"
+#endif
+
+namespace sb::models {
+
+std::unique_ptr<Backend> make_training_backend(const TrainConfig& config, MPI_Comm comm) {
+  int rank = 0, local_rank = 0;
+  SB_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  MPI_Comm node = MPI_COMM_NULL;
+  SB_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+  SB_MPI_CHECK(MPI_Comm_rank(node, &local_rank));
+  SB_MPI_CHECK(MPI_Comm_free(&node));
+  BackendOptions options;
+  options.threads = config.threads;
+  options.precision = config.precision;
+  options.local_rank = local_rank;
+  options.timed_search = config.cudnn_timed_search;
+  return make_backend(config.backend, options);
+}
+
+std::unique_ptr<GradientAverager> make_gradient_exchange(const TrainConfig& config, Backend& backend,
+                                                         const std::vector<Parameter*>& parameters, BucketPlan plan,
+                                                         MPI_Comm comm) {
+#if SB_HAVE_CUDA
+  if (auto* gpu = dynamic_cast<CudnnBackend*>(&backend)) {
+    std::vector<gpu::Elements> gradients;
+    for (const Parameter* p : parameters) gradients.push_back(gpu->device_elements(p->grad));
+    // --compressor fp16|bf16 narrows the buckets (fp32 training); otherwise they are of the compute type.
+    const std::string& compressor = config.exchange.compressor;
+    const gpu::ElementType bucket_type = compressor == "fp16"   ? gpu::ElementType::f16
+                                         : compressor == "bf16" ? gpu::ElementType::bf16
+                                                                : gpu->compute_type();
+    return std::make_unique<DeviceGradientExchange>(comm, std::move(plan), std::move(gradients), gpu->stream(),
+                                                    bucket_type, config.exchange.overlap,
+                                                    config.exchange.error_feedback && compressor != "none");
+  }
+#endif
+  std::vector<float*> gradients;
+  for (const Parameter* p : parameters) {
+    gradients.push_back(backend.host_fp32(p->grad));
+    if (!gradients.back())
+      throw UsageError("the " + backend.name() + " backend keeps no fp32 host tensors to reduce over ranks");
+  }
+  return std::make_unique<GradientExchange>(comm, config.exchange, std::move(plan), std::move(gradients));
+}
+
+}  // namespace sb::models

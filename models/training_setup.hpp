@@ -1,0 +1,27 @@
+#pragma once
+// The two pieces of a training run that depend on where it computes: the backend (on a GPU, the
+// one of this rank's node-local rank) and the gradient exchange that fits it (host buffers over
+// MPI or the schedules; device buffers over NCCL).
+#include <mpi.h>
+
+#include <memory>
+#include <vector>
+
+#include "collectives/buckets/gradient_averager.hpp"
+#include "models/backend.hpp"
+#include "models/parameter.hpp"
+#include "models/trainer.hpp"
+
+namespace sb::models {
+
+// Collective over comm (it finds the node-local rank).
+std::unique_ptr<Backend> make_training_backend(const TrainConfig& config, MPI_Comm comm);
+
+// The host exchange over the parameters' fp32 host gradients, or on the cudnn backend the NCCL
+// one over their device gradients (buckets of the compute type, or of --compressor fp16|bf16).
+// Collective over comm. UsageError for a backend that offers neither.
+std::unique_ptr<GradientAverager> make_gradient_exchange(const TrainConfig& config, Backend& backend,
+                                                         const std::vector<Parameter*>& parameters, BucketPlan plan,
+                                                         MPI_Comm comm);
+
+}  // namespace sb::models
