@@ -49,6 +49,17 @@ WorldLayout discover_world_layout() {
   return layout;
 }
 
+std::vector<std::string> gather_strings(const std::string& mine, int nranks) {
+  constexpr int kWidth = 256;
+  char buffer[kWidth] = {};
+  mine.copy(buffer, kWidth - 1);
+  std::vector<char> all(static_cast<size_t>(nranks) * kWidth);
+  SB_MPI_CHECK(MPI_Allgather(buffer, kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR, MPI_COMM_WORLD));
+  std::vector<std::string> strings;
+  for (int r = 0; r < nranks; ++r) strings.emplace_back(&all[static_cast<size_t>(r) * kWidth]);
+  return strings;
+}
+
 std::string mpi_library_version() {
   char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int length = 0;

@@ -34,4 +34,7 @@ WorldLayout discover_world_layout();
 // The MPI library's own version string, first line only.
 std::string mpi_library_version();
 
+// Every rank's string (up to 255 characters), by rank. Collective over MPI_COMM_WORLD.
+std::vector<std::string> gather_strings(const std::string& mine, int nranks);
+
 }  // namespace sb

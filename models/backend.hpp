@@ -137,6 +137,9 @@ class Backend {
   // build its batches in; nullptr: ordinary heap memory is as good.
   virtual HostMemory* input_memory() { return nullptr; }
 
+  // The device this backend computes on ("cuda:0 NVIDIA H200"), or empty for the host.
+  virtual std::string device_name() const { return {}; }
+
   // Waits for every operation issued so far (a no-op for synchronous backends).
   virtual void synchronize() {}
 };

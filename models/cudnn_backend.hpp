@@ -91,9 +91,9 @@ class CudnnBackend final : public Backend {
   gpu::ElementType compute_type() const;
   gpu::Stream stream() const;
 
-  // "9.19.0" and the device's name, for the results' metadata.
+  // "9.19.0", for the results' metadata.
   static std::string library_version();
-  std::string device_name() const;
+  std::string device_name() const override;
 
  private:
   std::unique_ptr<CudnnState> state_;

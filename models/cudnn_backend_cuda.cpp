@@ -112,7 +112,7 @@ std::string CudnnBackend::library_version() {
 std::string CudnnBackend::device_name() const {
   cudaDeviceProp properties{};
   SB_CUDA_CHECK(cudaGetDeviceProperties(&properties, state_->device));
-  return properties.name;
+  return "cuda:" + std::to_string(state_->device) + " " + properties.name;
 }
 
 void CudnnBackend::synchronize() { SB_CUDA_CHECK(cudaStreamSynchronize(state_->stream)); }

@@ -563,6 +563,7 @@ TrainResult Run::execute() {
   result_.steps = state_.step;
   if (loss_scale_) result_.loss_scale_skipped_steps = loss_scale_->skipped_steps();
   result_.loader_images_per_s = train_loader_->images_per_s();
+  result_.device = backend_->device_name();
   result_.skipped_samples = static_cast<int64_t>(sum_over_ranks(
       static_cast<double>(train_loader_->skipped_total() + eval_loader_->skipped_total())));
   if (result_.step_seconds.size() > 1) {

@@ -35,17 +35,6 @@ bool any_rank(bool failed) {
   return any != 0;
 }
 
-std::vector<std::string> gather_strings(const std::string& mine, int nranks) {
-  constexpr int kWidth = 256;
-  char buffer[kWidth] = {};
-  mine.copy(buffer, kWidth - 1);
-  std::vector<char> all(static_cast<size_t>(nranks) * kWidth);
-  SB_MPI_CHECK(MPI_Allgather(buffer, kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR, MPI_COMM_WORLD));
-  std::vector<std::string> strings;
-  for (int r = 0; r < nranks; ++r) strings.emplace_back(&all[static_cast<size_t>(r) * kWidth]);
-  return strings;
-}
-
 // Writes the results file once: at the end of the run, or from the watchdog when it fails.
 class ResultsSaver {
  public:

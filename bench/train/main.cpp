@@ -200,6 +200,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     const models::TrainResult result = models::train(parsed->config, root ? stdout : nullptr, MPI_COMM_WORLD,
                                                      [&](const std::string& phase) { watchdog.phase(phase); });
     const RankTimes times = gather_step_times(result, layout.nranks);
+    if (on_gpu) metadata.devices = gather_strings(result.device, layout.nranks);  // each rank's GPU
     if (!root) return 0;
     const double model_rate = result.images_per_s * result.train_flops_per_image / 1e9;
     if (on_gpu)
