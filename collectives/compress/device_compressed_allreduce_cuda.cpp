@@ -49,25 +49,20 @@ size_t DeviceCompressedAllreduce::payload_bytes(size_t count) const {
   return sizeof(float) + count;  // the quantisers: scale and a signed byte per value
 }
 
+// Buffers for this count, made afresh when it changes (the old ones are freed with their holder).
 void DeviceCompressedAllreduce::ensure(size_t count) {
-  Buffers& b = *buffers_;
-  if (b.count == count && b.payload) return;
-  Buffers fresh(nccl_);
-  fresh.count = count;
+  if (buffers_->count == count && buffers_->payload) return;
+  auto fresh = std::make_unique<Buffers>(nccl_);
   int nranks = 1;
   SB_NCCL_CHECK(ncclCommCount(nccl_.comm(), &nranks));
-  fresh.residual = static_cast<float*>(nccl_.allocate(count * sizeof(float)));
-  SB_CUDA_CHECK(cudaMemsetAsync(fresh.residual, 0, count * sizeof(float), nccl_.stream()));
-  fresh.corrected = static_cast<float*>(nccl_.allocate(count * sizeof(float)));
-  fresh.sent = static_cast<float*>(nccl_.allocate(count * sizeof(float)));
-  fresh.payload = nccl_.allocate(payload_bytes(count));
-  fresh.received = nccl_.allocate(payload_bytes(count) * (quantiser(name_) ? static_cast<size_t>(nranks) : 1));
-  std::swap(b.count, fresh.count);
-  std::swap(b.residual, fresh.residual);
-  std::swap(b.corrected, fresh.corrected);
-  std::swap(b.sent, fresh.sent);
-  std::swap(b.payload, fresh.payload);
-  std::swap(b.received, fresh.received);
+  fresh->count = count;
+  fresh->residual = static_cast<float*>(nccl_.allocate(count * sizeof(float)));
+  SB_CUDA_CHECK(cudaMemsetAsync(fresh->residual, 0, count * sizeof(float), nccl_.stream()));
+  fresh->corrected = static_cast<float*>(nccl_.allocate(count * sizeof(float)));
+  fresh->sent = static_cast<float*>(nccl_.allocate(count * sizeof(float)));
+  fresh->payload = nccl_.allocate(payload_bytes(count));
+  fresh->received = nccl_.allocate(payload_bytes(count) * (quantiser(name_) ? static_cast<size_t>(nranks) : 1));
+  buffers_ = std::move(fresh);
 }
 
 void DeviceCompressedAllreduce::run(float* gradient, size_t count, uint64_t step) {
