@@ -1,10 +1,12 @@
 #pragma once
-// The device pieces of the compressed allreduce on GPU buffers (collectives/compress/
-// device_compressed_allreduce.hpp), CUDA builds only: the element-wise arithmetic of error
-// feedback, the scales of QSGD and TernGrad, and the decoding of gathered byte-level payloads in
-// the order the host decoding sums them (rank 0 first), so that both give the same floats.
+// The element-wise device pieces of the compressed allreduce on GPU buffers (collectives/
+// compress/device_compressors*), CUDA builds only: error feedback's arithmetic, the scales of QSGD
+// and TernGrad, and the decoding of dense and byte-level payloads, each adding into a gradient in
+// the order the host decoding does, so that both give the same floats.
 #include <cstddef>
 #include <cstdint>
+
+#include "kernels/dtype.hpp"
 
 struct CUstream_st;  // cudaStream_t, without the CUDA headers
 
@@ -14,12 +16,12 @@ namespace sb {
 void add_cuda(const float* a, const float* b, float* out, size_t count, CUstream_st* stream);
 void subtract_cuda(const float* a, const float* b, float* out, size_t count, CUstream_st* stream);
 void scale_cuda(float* x, size_t count, float factor, CUstream_st* stream);
-// sum x^2 (in double) and max |x|, returned to the host: these wait for the stream.
+// sum x^2 (in double, deterministic) and max |x|, returned to the host: these wait for the stream.
 double sum_of_squares_cuda(const float* x, size_t count, CUstream_st* stream);
 float max_magnitude_cuda(const float* x, size_t count, CUstream_st* stream);
-// payloads: nranks payloads of payload_bytes each, laid out [fp32 scale][count int8 levels];
-// out[i] = (sum over r in order of (scale_r / levels) level_r[i]) * factor.
-void decode_levels_cuda(const unsigned char* payloads, int nranks, size_t payload_bytes, size_t count, float levels,
-                        float factor, float* out, CUstream_st* stream);
+// out[i] += payload[i] widened to fp32; payload of float32, float16 or bfloat16.
+void add_widened_cuda(const void* payload, DataType type, size_t count, float* out, CUstream_st* stream);
+// One [fp32 scale][count int8 levels] payload (at any byte): out[i] += (scale / levels) level[i].
+void add_levels_cuda(const unsigned char* payload, size_t count, float levels, float* out, CUstream_st* stream);
 
 }  // namespace sb

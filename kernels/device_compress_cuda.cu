@@ -1,46 +1,43 @@
-// The kernels of kernels/device_compress.hpp: grid-stride loops, and block reductions for the
-// two scales.
+// The kernels of kernels/device_compress.hpp: grid-stride loops, and reductions for the two
+// scales.
 #include <cmath>
 
+#include "common/check.hpp"
 #include "common/cuda_check.hpp"
 #include "kernels/cuda_grid.hpp"
+#include "kernels/cuda_loops.cuh"
 #include "kernels/device_compress.hpp"
+#include "kernels/device_sum.cuh"
+#include "kernels/float16.hpp"
 
 namespace sb {
 namespace {
 
-__device__ __forceinline__ size_t first() { return blockIdx.x * size_t{blockDim.x} + threadIdx.x; }
-__device__ __forceinline__ size_t stride() { return size_t{gridDim.x} * blockDim.x; }
-
 __global__ void add_kernel(const float* a, const float* b, float* out, size_t count) {
-  for (size_t i = first(); i < count; i += stride()) out[i] = a[i] + b[i];
+  for (size_t i = grid_first(); i < count; i += grid_stride()) out[i] = a[i] + b[i];
 }
 __global__ void subtract_kernel(const float* a, const float* b, float* out, size_t count) {
-  for (size_t i = first(); i < count; i += stride()) out[i] = a[i] - b[i];
+  for (size_t i = grid_first(); i < count; i += grid_stride()) out[i] = a[i] - b[i];
 }
 __global__ void scale_kernel(float* x, size_t count, float factor) {
-  for (size_t i = first(); i < count; i += stride()) x[i] *= factor;
+  for (size_t i = grid_first(); i < count; i += grid_stride()) x[i] *= factor;
 }
 
-// Per block, then one atomic per block: kCudaThreads a block, a multiple of 32.
-__global__ void sum_of_squares_kernel(const float* x, size_t count, double* total) {
-  __shared__ double partial[kCudaThreads];
-  double sum = 0;
-  for (size_t i = first(); i < count; i += stride()) sum += static_cast<double>(x[i]) * x[i];
-  partial[threadIdx.x] = sum;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) atomicAdd(total, partial[0]);
-}
+struct Square {
+  const float* x;
+  __device__ double operator()(size_t i) const { return static_cast<double>(x[i]) * x[i]; }
+};
+struct StoreSum {
+  double* total;
+  __device__ void operator()(double sum) const { *total = sum; }
+};
 
-// Magnitudes are non-negative, so their bits order like unsigned integers: atomicMax on them.
+// Magnitudes are non-negative, so their bits order like unsigned integers: atomicMax on them
+// (max is exact in any order).
 __global__ void max_magnitude_kernel(const float* x, size_t count, unsigned* largest_bits) {
   __shared__ float partial[kCudaThreads];
   float largest = 0;
-  for (size_t i = first(); i < count; i += stride()) largest = fmaxf(largest, fabsf(x[i]));
+  for (size_t i = grid_first(); i < count; i += grid_stride()) largest = fmaxf(largest, fabsf(x[i]));
   partial[threadIdx.x] = largest;
   __syncthreads();
   for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
@@ -50,19 +47,20 @@ __global__ void max_magnitude_kernel(const float* x, size_t count, unsigned* lar
   if (threadIdx.x == 0) atomicMax(largest_bits, __float_as_uint(partial[0]));
 }
 
-__global__ void decode_levels_kernel(const unsigned char* payloads, int nranks, size_t payload_bytes, size_t count,
-                                     float levels, float factor, float* out) {
-  for (size_t i = first(); i < count; i += stride()) {
-    float sum = 0;
-    for (int r = 0; r < nranks; ++r) {
-      const unsigned char* payload = payloads + static_cast<size_t>(r) * payload_bytes;
-      float scale;  // payloads of 4 + count bytes: the next rank's scale need not be aligned
-      memcpy(&scale, payload, sizeof scale);
-      const float unit = scale / levels;
-      sum += unit * static_cast<float>(reinterpret_cast<const int8_t*>(payload + sizeof(float))[i]);
-    }
-    out[i] = sum * factor;
-  }
+template <class Narrow>
+__global__ void add_widened_kernel(const Narrow* payload, size_t count, float* out) {
+  for (size_t i = grid_first(); i < count; i += grid_stride()) out[i] += to_float(payload[i]);
+}
+__global__ void add_float_kernel(const float* payload, size_t count, float* out) {
+  for (size_t i = grid_first(); i < count; i += grid_stride()) out[i] += payload[i];
+}
+
+__global__ void add_levels_kernel(const unsigned char* payload, size_t count, float levels, float* out) {
+  float scale;  // payloads of 4 + count bytes: another rank's scale need not be aligned
+  memcpy(&scale, payload, sizeof scale);
+  const float unit = scale / levels;
+  const int8_t* level = reinterpret_cast<const int8_t*>(payload + sizeof(float));
+  for (size_t i = grid_first(); i < count; i += grid_stride()) out[i] += unit * static_cast<float>(level[i]);
 }
 
 int blocks(size_t count) { return cuda_blocks_for(count); }
@@ -88,14 +86,13 @@ void scale_cuda(float* x, size_t count, float factor, cudaStream_t stream) {
 }
 
 double sum_of_squares_cuda(const float* x, size_t count, cudaStream_t stream) {
-  double* total = nullptr;
-  SB_CUDA_CHECK(cudaMallocAsync(&total, sizeof(double), stream));
-  SB_CUDA_CHECK(cudaMemsetAsync(total, 0, sizeof(double), stream));
-  if (count > 0) sum_of_squares_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(x, count, total);
+  double* scratch = nullptr;  // the total, then the blocks' partial sums
+  SB_CUDA_CHECK(cudaMallocAsync(&scratch, (1 + blocks(count)) * sizeof(double), stream));
+  device_sum(count, Square{x}, StoreSum{scratch}, scratch + 1, stream);
   SB_CUDA_CHECK(cudaGetLastError());
   double result = 0;
-  SB_CUDA_CHECK(cudaMemcpyAsync(&result, total, sizeof(double), cudaMemcpyDeviceToHost, stream));
-  SB_CUDA_CHECK(cudaFreeAsync(total, stream));
+  SB_CUDA_CHECK(cudaMemcpyAsync(&result, scratch, sizeof(double), cudaMemcpyDeviceToHost, stream));
+  SB_CUDA_CHECK(cudaFreeAsync(scratch, stream));
   SB_CUDA_CHECK(cudaStreamSynchronize(stream));
   return result;
 }
@@ -116,11 +113,26 @@ float max_magnitude_cuda(const float* x, size_t count, cudaStream_t stream) {
   return largest;
 }
 
-void decode_levels_cuda(const unsigned char* payloads, int nranks, size_t payload_bytes, size_t count, float levels,
-                        float factor, float* out, cudaStream_t stream) {
+void add_widened_cuda(const void* payload, DataType type, size_t count, float* out, cudaStream_t stream) {
   if (count == 0) return;
-  decode_levels_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(payloads, nranks, payload_bytes, count, levels,
-                                                                    factor, out);
+  switch (type) {
+    case DataType::float32:
+      add_float_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(static_cast<const float*>(payload), count, out);
+      break;
+    case DataType::float16:
+      add_widened_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(static_cast<const float16*>(payload), count, out);
+      break;
+    case DataType::bfloat16:
+      add_widened_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(static_cast<const bfloat16*>(payload), count, out);
+      break;
+    default: SB_CHECK(false, "add_widened_cuda: payloads are float32, float16 or bfloat16");
+  }
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+void add_levels_cuda(const unsigned char* payload, size_t count, float levels, float* out, cudaStream_t stream) {
+  if (count == 0) return;
+  add_levels_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(payload, count, levels, out);
   SB_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -4,6 +4,12 @@
 // of a factor's columns, and the decoding M += P Q^T. Loops over M row by row, so that each
 // product reads M once; r is small enough that the factor rows stay in registers and cache.
 #include <cstddef>
+#include <cstdint>
+
+#if SB_HAVE_CUDA
+struct CUstream_st;    // cudaStream_t
+struct cublasContext;  // cublasHandle_t
+#endif
 
 namespace sb {
 
@@ -16,5 +22,20 @@ void matmul_transposed_cpu(const float* m, size_t n, size_t cols, const float* p
 void orthonormalise_columns_cpu(float* p, size_t n, size_t r);
 // m (n x cols) += p (n x r) q^T (r x cols).
 void add_outer_cpu(const float* p, const float* q, size_t n, size_t cols, size_t r, float* m);
+
+// PowerSGD's first Q: `count` standard normal values (Box-Muller) from `key` alone, so that
+// every rank, on the host or the device (which uploads them), starts from the same factor.
+void standard_normal_cpu(float* out, size_t count, uint64_t key);
+
+#if SB_HAVE_CUDA
+// The same on device memory (lowrank_cuda.cu): the products through cuBLAS in fp32 (the handle
+// carries the stream; its math mode must not allow TF32), the orthogonalisation as one block of
+// threads (r columns of a few thousand rows: too little work for more), in double like the CPU.
+void matmul_cuda(cublasContext* handle, const float* m, size_t n, size_t cols, const float* q, size_t r, float* p);
+void matmul_transposed_cuda(cublasContext* handle, const float* m, size_t n, size_t cols, const float* p, size_t r,
+                            float* q);
+void orthonormalise_columns_cuda(float* p, size_t n, size_t r, CUstream_st* stream);
+void add_outer_cuda(cublasContext* handle, const float* p, const float* q, size_t n, size_t cols, size_t r, float* m);
+#endif
 
 }  // namespace sb

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/random.hpp"
 #include "kernels/vector_clones.hpp"
 
 namespace sb {
@@ -83,6 +84,14 @@ void add_outer_cpu(const float* p, const float* q, size_t n, size_t cols, size_t
     combine_columns(p + i * r, qt.data(), cols, r, row.data());
     float* mi = m + i * cols;
     for (size_t j = 0; j < cols; ++j) mi[j] += row[j];
+  }
+}
+
+void standard_normal_cpu(float* out, size_t count, uint64_t key) {
+  for (size_t k = 0; k < count; ++k) {
+    const double u = (static_cast<double>(random_bits(key, 2 * k) >> 11) + 0.5) * 0x1p-53;
+    const double v = static_cast<double>(random_bits(key, 2 * k + 1) >> 11) * 0x1p-53;
+    out[k] = static_cast<float>(std::sqrt(-2 * std::log(u)) * std::cos(2 * M_PI * v));
   }
 }
 

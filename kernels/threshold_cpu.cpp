@@ -7,25 +7,33 @@
 
 namespace sb {
 
-float sampled_threshold(const float* values, size_t count, double ratio, size_t samples, uint64_t key) {
-  if (count == 0) return 0.0f;
-  std::vector<float> magnitudes;
-  if (samples >= count) {
-    magnitudes.resize(count);
-    for (size_t i = 0; i < count; ++i) magnitudes[i] = std::fabs(values[i]);
-  } else {
-    magnitudes.resize(std::max<size_t>(samples, 1));
-    for (size_t j = 0; j < magnitudes.size(); ++j) magnitudes[j] = std::fabs(values[random_bits(key, j) % count]);
-  }
+ThresholdSampling dgc_sampling(size_t count, double ratio, uint64_t seed, uint64_t step) {
+  return {std::max<size_t>(count / 100, 1024), std::min(1.0, 2 * ratio), random_key(seed, 0x64676374, step)};
+}
+
+size_t sample_size(size_t count, size_t samples) { return samples >= count ? count : std::max<size_t>(samples, 1); }
+
+float magnitude_quantile(std::vector<float>& magnitudes, double ratio) {
+  if (magnitudes.empty()) return 0.0f;
   // NaN ranks above every number (as in top-k), and must not reach the comparisons as NaN.
   for (float& m : magnitudes)
     if (std::isnan(m)) m = INFINITY;
-  // The value with a fraction `ratio` of the sample at or above it.
   const size_t above = std::clamp<size_t>(static_cast<size_t>(std::ceil(ratio * static_cast<double>(magnitudes.size()))), 1,
                                           magnitudes.size());
   const auto nth = magnitudes.begin() + static_cast<std::ptrdiff_t>(above - 1);
   std::nth_element(magnitudes.begin(), nth, magnitudes.end(), std::greater<float>());
   return *nth;
+}
+
+float sampled_threshold(const float* values, size_t count, double ratio, size_t samples, uint64_t key) {
+  if (count == 0) return 0.0f;
+  std::vector<float> magnitudes(sample_size(count, samples));
+  if (magnitudes.size() == count) {
+    for (size_t i = 0; i < count; ++i) magnitudes[i] = std::fabs(values[i]);
+  } else {
+    for (size_t j = 0; j < magnitudes.size(); ++j) magnitudes[j] = std::fabs(values[sample_position(key, j, count)]);
+  }
+  return magnitude_quantile(magnitudes, ratio);
 }
 
 void select_at_least(const float* values, size_t count, float threshold, std::vector<uint32_t>& indices) {

@@ -13,10 +13,21 @@
 #include <cstdint>
 #include <vector>
 
+#if SB_HAVE_CUDA
+struct CUstream_st;  // cudaStream_t, without the CUDA headers
+#endif
+
 namespace sb {
 
 // Writes the k indices to `indices` (which must hold k) and returns k. Requires k <= count.
 size_t topk_cpu(const float* values, size_t count, size_t k, uint32_t* indices);
+
+#if SB_HAVE_CUDA
+// The same k indices on device memory (topk_cuda.cu: a radix select, 8 bits a pass, and two
+// stream compactions), into `indices` (device, room for k). Queued on `stream`, no host wait;
+// scratch comes from the stream-ordered pool.
+void topk_cuda(const float* values, size_t count, size_t k, uint32_t* indices, CUstream_st* stream);
+#endif
 
 // The same by sorting (key descending, index ascending): the reference the tests check against.
 std::vector<uint32_t> topk_reference(const float* values, size_t count, size_t k);

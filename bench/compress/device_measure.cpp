@@ -57,7 +57,6 @@ double median_slowest_device_us(const CompressOptions& o, Enqueue&& enqueue) {
 
 std::optional<DeviceTimes> measure_on_device(const std::string& compressor, const std::vector<float>& gradient,
                                              const CompressOptions& o, int rank) {
-  if (!DeviceCompressedAllreduce::supports(compressor)) return std::nullopt;
   NcclContext& nccl = context();
   const size_t count = gradient.size(), bytes = count * sizeof(float);
   float* original = static_cast<float*>(nccl.allocate(bytes));

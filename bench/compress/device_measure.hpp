@@ -16,7 +16,7 @@ struct DeviceTimes {
 
 // Why --device cannot run here (built without CUDA, or a rank without a GPU), or empty. Collective.
 std::string device_unavailable();
-// Nothing for a compressor without a device form. Collective.
+// Nothing in a build without CUDA. Collective.
 std::optional<DeviceTimes> measure_on_device(const std::string& compressor, const std::vector<float>& gradient,
                                              const CompressOptions& o, int rank);
 

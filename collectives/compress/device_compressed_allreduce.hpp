@@ -1,14 +1,16 @@
 #pragma once
 // The compressed allreduce on device buffers (CUDA builds only): the host CompressedAllreduce's
-// algorithm (compressed_allreduce.hpp) with the payloads made, carried and decoded on the GPU —
-// ncclAllReduce for none, fp16 and bf16, ncclAllGather for QSGD and TernGrad — and error
-// feedback's residual kept on the device. The same arithmetic in the same order as the host
-// compressors, so both give the same averages (QSGD's scale, a norm summed in another order,
-// can differ in its last bit). Other compressors have no device form yet: UsageError.
+// algorithm (compressed_allreduce.hpp) with every compressor's device form
+// (device_compressor.hpp): payloads made, carried and decoded on the GPU — ncclAllReduce for the
+// payloads that add up, ncclAllGather for the others — and error feedback's residual kept on the
+// device. The same payloads and the same order of decoding as on the host, so both give the same
+// averages but for last-bit differences where a device sum runs in another order (a norm, a
+// mean, a cuBLAS product).
 #include <memory>
 #include <string>
+#include <vector>
 
-#include "collectives/compress/compressor.hpp"
+#include "collectives/compress/device_compressor.hpp"
 
 namespace sb {
 
@@ -16,29 +18,31 @@ class NcclContext;
 
 class DeviceCompressedAllreduce {
  public:
-  static bool supports(const std::string& compressor);
-  // params.stream seeds this rank's stochastic rounding, as on the host.
+  // params.stream seeds this rank's stochastic rounding, as on the host. UsageError for an
+  // unknown compressor or a parameter out of range.
   DeviceCompressedAllreduce(const std::string& compressor, const CompressorParams& params, bool error_feedback,
                             NcclContext& nccl);
   ~DeviceCompressedAllreduce();
   DeviceCompressedAllreduce(const DeviceCompressedAllreduce&) = delete;
   DeviceCompressedAllreduce& operator=(const DeviceCompressedAllreduce&) = delete;
 
-  // Collective, on nccl's stream (returns once queued): gradient (device, count fp32) <- the
-  // average over ranks of their decoded payloads. `step` must be the same on every rank.
+  // Collective, on nccl's stream (returns once queued, but for the compressors that wait on it):
+  // gradient (device, count fp32) <- the average over ranks of their decoded payloads. `step`
+  // must be the same on every rank.
   void run(float* gradient, size_t count, uint64_t step);
   // The residual carried to the next step, copied to the host (waits).
   std::vector<float> residual() const;
-  size_t payload_bytes(size_t count) const;
+  size_t payload_bytes(size_t count) const { return compressor_->layout().payload_bytes(count); }
 
  private:
   struct Buffers;
   void ensure(size_t count);
+  void exchange(size_t bytes);  // payload -> received, by the compressor's carrier
 
-  std::string name_;
-  CompressorParams params_;
+  std::unique_ptr<DeviceCompressor> compressor_;
   bool error_feedback_;
   NcclContext& nccl_;
+  int nranks_ = 1;
   std::unique_ptr<Buffers> buffers_;
 };
 

@@ -12,10 +12,20 @@
 #include <cstring>
 
 #include "collectives/compress/compressors.hpp"
+#include "collectives/compress/powersgd.hpp"
 #include "kernels/lowrank.hpp"
 #include "kernels/random.hpp"
 
 namespace sb {
+
+PowerSgdShape powersgd_shape(size_t count, size_t rank) {
+  const size_t cols = std::max<size_t>(1, static_cast<size_t>(std::ceil(std::sqrt(static_cast<double>(count)))));
+  const size_t rows = std::max<size_t>(1, (count + cols - 1) / cols);
+  return {rows, cols, std::min({rank, rows, cols})};
+}
+
+uint64_t powersgd_start_key(uint64_t seed, size_t q_size) { return random_key(seed, 0x706f776572, q_size); }
+
 namespace {
 
 class PowerSgd final : public Compressor {
@@ -63,24 +73,13 @@ class PowerSgd final : public Compressor {
   }
 
  private:
-  struct Shape {
-    size_t rows, cols, r;
-  };
-  Shape shape(size_t count) const {
-    const size_t cols = std::max<size_t>(1, static_cast<size_t>(std::ceil(std::sqrt(static_cast<double>(count)))));
-    const size_t rows = std::max<size_t>(1, (count + cols - 1) / cols);
-    return {rows, cols, std::min({rank_, rows, cols})};
-  }
+  using Shape = PowerSgdShape;
+  Shape shape(size_t count) const { return powersgd_shape(count, rank_); }
   // The first Q of this shape: standard normal from the shared seed (the same on every rank).
   void start_q(const Shape& s) {
     if (q_.size() == s.cols * s.r) return;
     q_.resize(s.cols * s.r);
-    const uint64_t key = random_key(seed_, 0x706f776572, s.cols * s.r);
-    for (size_t k = 0; k < q_.size(); ++k) {
-      const double u = (static_cast<double>(random_bits(key, 2 * k) >> 11) + 0.5) * 0x1p-53;
-      const double v = static_cast<double>(random_bits(key, 2 * k + 1) >> 11) * 0x1p-53;
-      q_[k] = static_cast<float>(std::sqrt(-2 * std::log(u)) * std::cos(2 * M_PI * v));
-    }
+    standard_normal_cpu(q_.data(), q_.size(), powersgd_start_key(seed_, s.cols * s.r));
   }
   // The values as the zero-padded matrix (no copy when count fills it).
   const float* padded(const float* values, size_t count, const Shape& s) {

@@ -19,6 +19,7 @@
 #include "collectives/compress/compressors.hpp"
 #include "kernels/quantise.hpp"
 #include "kernels/random.hpp"
+#include "kernels/sign.hpp"
 #include "kernels/vector_clones.hpp"
 
 namespace sb {
@@ -77,7 +78,7 @@ SB_VECTOR_CLONES void pack_signs(const float* values, size_t count, unsigned cha
     for (size_t k = 0; k < 8 && 8 * j + k < count; ++k) {
       uint32_t word;
       std::memcpy(&word, values + 8 * j + k, sizeof word);
-      byte |= (word >> 31) << k;
+      byte |= sign_bit(word) << k;
     }
     bits[j] = static_cast<unsigned char>(byte);
   }
@@ -99,12 +100,11 @@ SB_VECTOR_CLONES void add_by_sign(const unsigned char* bits, size_t begin, size_
   for (; i < end; ++i) out[i] += (bits[i / 8] >> (i % 8)) & 1u ? negative : positive;
 }
 
-// 1 where x < 0 (not -0, not NaN), from its bits: integer work, which vectorises without
-// branches. Negative floats other than -0 and NaN are exactly the words 0x80000001..0xff800000.
+// 1 where x < 0 (not -0, not NaN): kernels/sign.hpp's rule on x's bits.
 inline uint32_t below_zero(float x) {
   uint32_t word;
   std::memcpy(&word, &x, sizeof word);
-  return word - 0x80000001u < 0x7f800000u;
+  return below_zero_bit(word);
 }
 
 // One chunk of 1-bit SGD: bit i set where values[i] < 0, and the sums of the negative and of the
@@ -187,15 +187,14 @@ class ScaledSign final : public Compressor {
 
 class OneBit final : public Compressor {
  public:
-  static constexpr size_t kChunk = 512;
   std::string_view name() const override { return "onebit"; }
   Carrier carrier() const override { return Carrier::allgather; }
   // Two means per chunk, then the bits.
-  size_t payload_bytes(size_t count) const override { return chunks(count) * 2 * sizeof(float) + (count + 7) / 8; }
+  size_t payload_bytes(size_t count) const override { return onebit_chunks(count) * 2 * sizeof(float) + (count + 7) / 8; }
   void compress(const float* values, size_t count, uint64_t, unsigned char* payload) override {
-    unsigned char* bits = payload + chunks(count) * 2 * sizeof(float);
-    for (size_t c = 0; c < chunks(count); ++c) {
-      const size_t begin = c * kChunk, end = std::min(count, begin + kChunk);
+    unsigned char* bits = payload + onebit_chunks(count) * 2 * sizeof(float);
+    for (size_t c = 0; c < onebit_chunks(count); ++c) {
+      const size_t begin = c * kOneBitChunk, end = std::min(count, begin + kOneBitChunk);
       const ChunkSums s = onebit_chunk(values + begin, end - begin, bits + begin / 8);
       const size_t positives = end - begin - s.negatives;
       write_scale(payload + 2 * c * sizeof(float),
@@ -205,16 +204,13 @@ class OneBit final : public Compressor {
     }
   }
   void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out) const override {
-    const unsigned char* bits = payload + chunks(count) * 2 * sizeof(float);
-    for (size_t c = 0; c < chunks(count); ++c) {
+    const unsigned char* bits = payload + onebit_chunks(count) * 2 * sizeof(float);
+    for (size_t c = 0; c < onebit_chunks(count); ++c) {
       const float positive = read_scale(payload + 2 * c * sizeof(float));
       const float negative = read_scale(payload + (2 * c + 1) * sizeof(float));
-      add_by_sign(bits, c * kChunk, std::min(count, (c + 1) * kChunk), positive, negative, out);
+      add_by_sign(bits, c * kOneBitChunk, std::min(count, (c + 1) * kOneBitChunk), positive, negative, out);
     }
   }
-
- private:
-  static size_t chunks(size_t count) { return (count + kChunk - 1) / kChunk; }
 };
 
 // One signed byte per value and a scale: the layout QSGD and TernGrad share.

@@ -5,10 +5,10 @@
 // payloads are aligned and an allreduce of k floats carries them (no indices on the wire).
 #include <algorithm>
 #include <cstring>
-#include <unordered_set>
 
 #include "collectives/compress/compressors.hpp"
-#include "kernels/random.hpp"
+#include "kernels/randomk.hpp"
+#include "kernels/sparse.hpp"
 #include "kernels/threshold.hpp"
 #include "kernels/topk.hpp"
 
@@ -41,14 +41,14 @@ class TopK final : public Compressor {
 };
 
 // Deep Gradient Compression's selection: the threshold of the top 2 x ratio is estimated from 1%
-// of the values (at least 1024), every value above it is a candidate (when fewer than k are, the
-// threshold is halved and the pass repeated, up to three times, as DGC does), and the exact top-k
+// of the values (at least 1024: dgc_sampling), every value above it is a candidate (when fewer
+// than k are, the threshold is halved and the pass repeated, up to three times, as DGC does:
+// select_with_retries), and the exact top-k
 // is settled among the candidates only. With k or more candidates that is exactly top-k (every
 // value of the top k is above the threshold); with fewer, all of them are sent and the rest of
 // the k slots are empty (index kNoIndex).
 class Threshold final : public Compressor {
  public:
-  static constexpr uint32_t kNoIndex = UINT32_MAX;
   Threshold(double ratio, uint64_t seed) : ratio_(ratio), seed_(seed) {}
   std::string_view name() const override { return "threshold"; }
   Carrier carrier() const override { return Carrier::allgather; }
@@ -57,16 +57,13 @@ class Threshold final : public Compressor {
     const size_t k = sparse_k(ratio_, count);
     uint32_t* indices = reinterpret_cast<uint32_t*>(payload);
     float* sent = reinterpret_cast<float*>(payload + k * sizeof(uint32_t));
-    const size_t samples = std::max<size_t>(count / 100, 1024);
-    float threshold = sampled_threshold(values, count, std::min(1.0, 2 * ratio_), samples, random_key(seed_, 0x64676374, step));
-    candidates_.clear();
-    select_at_least(values, count, threshold, candidates_);
-    for (int retry = 0; retry < 3 && candidates_.size() < k && threshold > 0; ++retry) {  // the sample undershot
-      threshold /= 2;
+    const ThresholdSampling sampling = dgc_sampling(count, ratio_, seed_, step);
+    const float threshold = sampled_threshold(values, count, sampling.ratio, sampling.samples, sampling.key);
+    size_t taken = select_with_retries(threshold, k, [&](float t) {
       candidates_.clear();
-      select_at_least(values, count, threshold, candidates_);
-    }
-    size_t taken = candidates_.size();
+      select_at_least(values, count, t, candidates_);
+      return candidates_.size();
+    });
     if (taken > k) {  // exact top-k among the candidates
       gathered_.resize(taken);
       for (size_t j = 0; j < taken; ++j) gathered_[j] = values[candidates_[j]];
@@ -114,24 +111,10 @@ class RandomK final : public Compressor {
   }
 
  private:
-  // k distinct indices of [0, count), ascending, from (seed, step) alone: Floyd's sampling.
-  std::vector<uint32_t> draw(size_t count, uint64_t step) const {
-    const size_t k = sparse_k(ratio_, count);
-    const uint64_t key = random_key(seed_, 0x72616e646b, step);
-    std::unordered_set<uint32_t> chosen;
-    chosen.reserve(k * 2);
-    for (size_t j = count - k; j < count; ++j) {
-      const uint32_t t = static_cast<uint32_t>(random_bits(key, j) % (j + 1));
-      chosen.insert(chosen.count(t) ? static_cast<uint32_t>(j) : t);
-    }
-    std::vector<uint32_t> indices(chosen.begin(), chosen.end());
-    std::sort(indices.begin(), indices.end());
-    return indices;
-  }
   // The draw for (count, step), kept: compress and every decompress of a step use the same one.
   const std::vector<uint32_t>& indices_for(size_t count, uint64_t step) const {
     if (cached_count_ != count || cached_step_ != step) {
-      cached_ = draw(count, step);
+      cached_ = randomk_indices(count, sparse_k(ratio_, count), seed_, step);
       cached_count_ = count;
       cached_step_ = step;
     }
