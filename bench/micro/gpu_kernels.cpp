@@ -7,11 +7,15 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
+#include "collectives/compress/device_compressor.hpp"
+#include "collectives/compress/synthetic_gradient.hpp"
 #include "kernels/convert.hpp"
 #include "kernels/quantise.hpp"
 #include "kernels/reduce.hpp"
+#include "kernels/topk.hpp"
 
 namespace sb {
 namespace {
@@ -55,14 +59,16 @@ struct DeviceBench {
 };
 
 // The benchmark's loop with manual (event) times, traffic bytes per iteration, and x_memcpy: the
-// ratio to the median of five cudaMemcpy runs moving the same traffic.
+// ratio to the median of five cudaMemcpy runs moving the same traffic. Buffer a starts as
+// `input` where one is given (data-dependent kernels), else zeros.
 template <class Enqueue>
-void run_device(benchmark::State& state, size_t traffic, Enqueue&& enqueue) {
+void run_device(benchmark::State& state, size_t traffic, Enqueue&& enqueue, const std::vector<float>& input = {}) {
   if (!have_gpu()) {
     state.SkipWithError("no GPU visible");
     return;
   }
-  DeviceBench bench(traffic);
+  DeviceBench bench(std::max(traffic, input.size() * sizeof(float)));
+  cudaMemcpy(bench.a, input.data(), input.size() * sizeof(float), cudaMemcpyHostToDevice);
   std::vector<double> copies;
   for (int i = 0; i < 5; ++i)
     copies.push_back(bench.seconds([&] { cudaMemcpyAsync(bench.b, bench.a, traffic / 2, cudaMemcpyDeviceToDevice); }));
@@ -122,12 +128,66 @@ void BM_cuda_stochastic_levels(benchmark::State& state) {
   });
 }
 
+// Gradient-like data for the data-dependent kernels, as the CPU benchmarks use; made once per
+// size (64 Mi values take a while), not per benchmark and repetition.
+const std::vector<float>& gradient(size_t n) {
+  static std::vector<float> values;
+  if (values.size() != n) values = heavy_tailed_gradient(n, 1, 1.5f, 1e-3f);
+  return values;
+}
+
+// Exact top-k at density range(1) per mille (the radix select): traffic counted as one read of the
+// values, so x_memcpy says how many copies' time the whole selection costs.
+void BM_cuda_topk(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const size_t k = std::max<size_t>(1, n * static_cast<size_t>(state.range(1)) / 1000);
+  run_device(state, n * sizeof(float), [&](void* a, void* b) {
+    topk_cuda(static_cast<const float*>(a), n, k, static_cast<uint32_t*>(b), nullptr);
+  }, gradient(n));
+}
+
+// One compressor's device compress (every round, each from its own payload, as compress_alone
+// does on the host), at the default parameters: traffic counted as one read of the fp32 input.
+void BM_cuda_compress(benchmark::State& state, const std::string& name) {
+  if (!have_gpu()) {
+    state.SkipWithError("no GPU visible");
+    return;
+  }
+  const size_t n = static_cast<size_t>(state.range(0));
+  const std::unique_ptr<DeviceCompressor> compressor = make_device_compressor(name, {});
+  const Compressor& layout = compressor->layout();
+  unsigned char* rounds = nullptr;  // each round's payload, one after another
+  cudaMalloc(&rounds, layout.payload_bytes(n));
+  uint64_t step = 0;
+  run_device(state, n * sizeof(float), [&](void* a, void*) {
+    const float* values = static_cast<const float*>(a);
+    unsigned char* payload = rounds;
+    compressor->compress(values, n, step, payload, nullptr);
+    for (int round = 1; round < layout.rounds(); ++round) {
+      unsigned char* next = payload + layout.round_payload_bytes(n, round - 1);
+      compressor->next_round(values, n, round, payload, next, nullptr);
+      payload = next;
+    }
+    ++step;
+  }, gradient(n));
+  cudaFree(rounds);
+}
+
+[[maybe_unused]] const bool compress_benchmarks_registered = [] {
+  for (std::string_view name : compressor_names())
+    benchmark::RegisterBenchmark(("BM_cuda_compress/" + std::string(name)).c_str(), BM_cuda_compress, std::string(name))
+        ->Arg(kDeviceSize)
+        ->UseManualTime();
+  return true;
+}();
+
 BENCHMARK(BM_cuda_memcpy)->Arg(kDeviceSize)->UseManualTime();
 BENCHMARK(BM_cuda_reduce_sum_fp32)->Arg(kDeviceSize)->UseManualTime();
 BENCHMARK(BM_cuda_fp32_to_fp16)->Arg(kDeviceSize)->UseManualTime();
 BENCHMARK(BM_cuda_fp32_to_bf16)->Arg(kDeviceSize)->UseManualTime();
 BENCHMARK(BM_cuda_fp16_to_fp32)->Arg(kDeviceSize)->UseManualTime();
 BENCHMARK(BM_cuda_stochastic_levels)->Arg(kDeviceSize)->UseManualTime();
+BENCHMARK(BM_cuda_topk)->Args({kDeviceSize, 10})->Args({kDeviceSize, 1})->UseManualTime();
 
 }  // namespace
 }  // namespace sb
