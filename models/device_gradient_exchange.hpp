@@ -14,24 +14,40 @@
 // batch-norm gradients under fp16) are converted on packing and back on unpacking. With error
 // feedback, a bucket narrower than a piece keeps an fp32 residual per element: what rounding
 // dropped is added to the next step's gradient before it is rounded again.
+//
+// Any other compressor (--compressor topk, powersgd, ...) gives each fp32 bucket a
+// DeviceCompressedAllreduce of its own (its residual, PowerSGD's warm start), which leaves the
+// average in the bucket, weighted before compression as on the host. qsgd, terngrad and threshold
+// read a figure back to the host while compressing, so with them the host waits for the
+// communication stream inside backward: correct, but with less overlap.
 #include <mpi.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "collectives/buckets/gradient_averager.hpp"
+#include "collectives/compress/compressor.hpp"
 #include "models/gpu_kernels.hpp"
 
 namespace sb::models {
 
 struct DeviceExchangeState;  // NCCL communicator, stream, events, buffers
 
+struct DeviceExchangeOptions {
+  gpu::ElementType bucket_type = gpu::ElementType::f32;  // the fused buffers' type (fp32 with a compressor)
+  bool overlap = true;
+  std::string compressor = "none";  // none, fp16 or bf16 (as bucket_type says), or a payload compressor
+  CompressorParams params;          // its parameters; params.stream is set to the rank
+  bool error_feedback = true;
+};
+
 class DeviceGradientExchange final : public GradientAverager {
  public:
   // gradients[k]: tensor k's gradient on the device (plan's tensor order). compute: the stream
   // backward runs on. Collective over comm (one GPU per rank, this process's current device).
   DeviceGradientExchange(MPI_Comm comm, BucketPlan plan, std::vector<gpu::Elements> gradients, gpu::Stream compute,
-                         gpu::ElementType bucket_type, bool overlap, bool error_feedback);
+                         const DeviceExchangeOptions& options);
   ~DeviceGradientExchange() override;
 
   void begin_step() override;
@@ -45,6 +61,7 @@ class DeviceGradientExchange final : public GradientAverager {
 
  private:
   void launch(size_t bucket);
+  void reduce_compressed(size_t bucket);
 
   BucketPlan plan_;
   std::vector<gpu::Elements> gradients_;
@@ -53,6 +70,7 @@ class DeviceGradientExchange final : public GradientAverager {
   bool overlap_, error_feedback_;
   float weight_ = 1.0f;
   int ranks_ = 1;
+  uint64_t step_ = 0;  // begin_step()s so far: the compressors' step, the same on every rank
   std::vector<size_t> pieces_left_;  // per bucket, this step
   std::vector<bool> launched_;
   size_t launched_count_ = 0;

@@ -1,7 +1,9 @@
 #include "models/device_gradient_exchange.hpp"
 
+#include "collectives/compress/device_compressed_allreduce.hpp"
 #include "collectives/nccl_context.hpp"
 #include "common/check.hpp"
+#include "kernels/device_compress.hpp"
 
 namespace sb::models {
 
@@ -10,6 +12,7 @@ struct DeviceExchangeState {
   NcclContext nccl;  // the communicator and the communication stream
   std::vector<void*> fused;          // one buffer per bucket
   std::vector<float*> residual;      // per bucket, with error feedback into a narrower type; else null
+  std::vector<std::unique_ptr<DeviceCompressedAllreduce>> compressed;  // per bucket, with a payload compressor
   std::vector<cudaEvent_t> ready;    // per bucket: backward has produced its last gradient
   cudaEvent_t first_start = nullptr, backward_end = nullptr, comm_end = nullptr;
 };
@@ -28,26 +31,36 @@ ncclDataType_t nccl_type(gpu::ElementType type) {
 }  // namespace
 
 DeviceGradientExchange::DeviceGradientExchange(MPI_Comm comm, BucketPlan plan, std::vector<gpu::Elements> gradients,
-                                               gpu::Stream compute, gpu::ElementType bucket_type, bool overlap,
-                                               bool error_feedback)
+                                               gpu::Stream compute, const DeviceExchangeOptions& options)
     : plan_(std::move(plan)),
       gradients_(std::move(gradients)),
       compute_(compute),
-      bucket_type_(bucket_type),
-      overlap_(overlap),
-      error_feedback_(error_feedback),
+      bucket_type_(options.bucket_type),
+      overlap_(options.overlap),
+      error_feedback_(options.error_feedback),
       pieces_left_(plan_.buckets.size()),
       launched_(plan_.buckets.size()),
       state_(std::make_unique<DeviceExchangeState>(comm)) {
   SB_MPI_CHECK(MPI_Comm_size(comm, &ranks_));
   SB_CHECK(gradients_.size() == plan_.buckets_of_tensor.size(), "one gradient per planned tensor");
+  const bool payload_compressor = options.compressor != "none" && options.compressor != "fp16" && options.compressor != "bf16";
+  if (payload_compressor) {
+    SB_CHECK(bucket_type_ == gpu::ElementType::f32, "compressors take fp32 buckets");
+    int rank = 0;
+    SB_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    CompressorParams params = options.params;
+    params.stream = static_cast<uint64_t>(rank);
+    for (size_t b = 0; b < plan_.buckets.size(); ++b)
+      state_->compressed.push_back(
+          std::make_unique<DeviceCompressedAllreduce>(options.compressor, params, error_feedback_, state_->nccl));
+  }
   for (const Bucket& b : plan_.buckets) {
     state_->fused.push_back(state_->nccl.allocate(b.count * gpu::element_size(bucket_type_)));
     bool narrowing = false;
     for (const BucketPiece& p : b.pieces)
       narrowing = narrowing || gpu::element_size(gradients_[p.tensor].type) > gpu::element_size(bucket_type_);
     float* residual = nullptr;
-    if (error_feedback_ && narrowing) {
+    if (error_feedback_ && narrowing && !payload_compressor) {
       residual = static_cast<float*>(state_->nccl.allocate(b.count * sizeof(float)));
       SB_CUDA_CHECK(cudaMemsetAsync(residual, 0, b.count * sizeof(float), state_->nccl.stream()));
     }
@@ -73,6 +86,7 @@ DeviceGradientExchange::~DeviceGradientExchange() {
 }
 
 void DeviceGradientExchange::begin_step() {
+  ++step_;
   for (size_t b = 0; b < plan_.buckets.size(); ++b) {
     pieces_left_[b] = plan_.buckets[b].pieces.size();
     launched_[b] = false;
@@ -96,6 +110,7 @@ void DeviceGradientExchange::launch(size_t b) {
   SB_CUDA_CHECK(cudaEventRecord(state_->ready[b], compute_));
   SB_CUDA_CHECK(cudaStreamWaitEvent(comm, state_->ready[b], 0));
   if (launched_count_++ == 0) SB_CUDA_CHECK(cudaEventRecord(state_->first_start, comm));
+  if (!state_->compressed.empty()) return reduce_compressed(b);
   const Bucket& bucket = plan_.buckets[b];
   const gpu::Elements fused{state_->fused[b], bucket_type_};
   float* residual = state_->residual[b];
@@ -111,6 +126,21 @@ void DeviceGradientExchange::launch(size_t b) {
   const float scale = weight_ / static_cast<float>(ranks_);
   for (const BucketPiece& p : bucket.pieces)
     gpu::axpby(scale, at(fused, p.bucket_offset), 0.0f, at(gradients_[p.tensor], p.offset), p.count, comm);
+}
+
+// The compressed path: packed as fp32 and weighted (compression is not linear: the weight goes in
+// first, as on the host), averaged by the bucket's compressed allreduce, unpacked as it is.
+void DeviceGradientExchange::reduce_compressed(size_t b) {
+  const cudaStream_t comm = state_->nccl.stream();
+  const Bucket& bucket = plan_.buckets[b];
+  float* fused = static_cast<float*>(state_->fused[b]);
+  const gpu::Elements packed{fused, gpu::ElementType::f32};
+  for (const BucketPiece& p : bucket.pieces)
+    gpu::convert(at(gradients_[p.tensor], p.offset), at(packed, p.bucket_offset), p.count, comm);
+  if (weight_ != 1.0f) scale_cuda(fused, bucket.count, weight_, comm);
+  state_->compressed[b]->run(fused, bucket.count, step_);
+  for (const BucketPiece& p : bucket.pieces)
+    gpu::convert(at(packed, p.bucket_offset), at(gradients_[p.tensor], p.offset), p.count, comm);
 }
 
 ExchangeTimes DeviceGradientExchange::finish() {

@@ -32,14 +32,18 @@ std::unique_ptr<GradientAverager> make_gradient_exchange(const TrainConfig& conf
   if (auto* gpu = dynamic_cast<CudnnBackend*>(&backend)) {
     std::vector<gpu::Elements> gradients;
     for (const Parameter* p : parameters) gradients.push_back(gpu->device_elements(p->grad));
-    // --compressor fp16|bf16 narrows the buckets (fp32 training); otherwise they are of the compute type.
-    const std::string& compressor = config.exchange.compressor;
-    const gpu::ElementType bucket_type = compressor == "fp16"   ? gpu::ElementType::f16
-                                         : compressor == "bf16" ? gpu::ElementType::bf16
-                                                                : gpu->compute_type();
-    return std::make_unique<DeviceGradientExchange>(comm, std::move(plan), std::move(gradients), gpu->stream(),
-                                                    bucket_type, config.exchange.overlap,
-                                                    config.exchange.error_feedback && compressor != "none");
+    // --compressor fp16|bf16 narrows the buckets (fp32 training); other compressors take fp32
+    // buckets; without one they are of the compute type.
+    DeviceExchangeOptions options;
+    options.compressor = config.exchange.compressor;
+    options.params = config.exchange.compressor_params;
+    options.overlap = config.exchange.overlap;
+    options.error_feedback = config.exchange.error_feedback && options.compressor != "none";
+    options.bucket_type = options.compressor == "fp16"   ? gpu::ElementType::f16
+                          : options.compressor == "bf16" ? gpu::ElementType::bf16
+                          : options.compressor == "none" ? gpu->compute_type()
+                                                         : gpu::ElementType::f32;
+    return std::make_unique<DeviceGradientExchange>(comm, std::move(plan), std::move(gradients), gpu->stream(), options);
   }
 #endif
   std::vector<float*> gradients;

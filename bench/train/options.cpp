@@ -126,9 +126,6 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
     if (c.exchange.algorithm != "mpi" && c.exchange.algorithm != "nccl")
       throw UsageError("--backend cudnn reduces gradients with ncclAllReduce: --algo nccl, not '" +
                        c.exchange.algorithm + "'");
-    if (c.exchange.compressor != "none" && c.exchange.compressor != "fp16" && c.exchange.compressor != "bf16")
-      throw UsageError("--backend cudnn compresses gradient buckets with fp16 or bf16 only, not '" +
-                       c.exchange.compressor + "'");
     if (c.exchange.progress == Progress::poll) throw UsageError("--progress poll is for host training");
     c.exchange.algorithm = "nccl";
   } else {
