@@ -136,6 +136,13 @@ class Backend {
   // Host memory that write() copies from fastest (a GPU backend's pinned pool), for the loader to
   // build its batches in; nullptr: ordinary heap memory is as good.
   virtual HostMemory* input_memory() { return nullptr; }
+  // Whether prefetch() does anything: the trainer then fetches each next batch during the step
+  // before it, to hand it over early.
+  virtual bool copies_ahead() const { return false; }
+  // Starts copying a batch that the next write() of an input will ask for (the same span) to the
+  // device, on a stream of its own, so that the copy runs while the current step computes. GPU
+  // backends; the others copy in write(). `nchw` must stay valid until that write().
+  virtual void prefetch(std::span<const float> /*nchw*/) {}
 
   // The device this backend computes on ("cuda:0 NVIDIA H200"), or empty for the host.
   virtual std::string device_name() const { return {}; }

@@ -45,6 +45,8 @@ class CudnnBackend final : public Backend {
 
   Tensor allocate(Shape shape) override;
   void write(Tensor& tensor, std::span<const float> nchw) override;
+  bool copies_ahead() const override { return true; }
+  void prefetch(std::span<const float> nchw) override;
   void read(const Tensor& tensor, std::span<float> nchw) override;
   void fill(Tensor& tensor, float value) override;
   void copy(const Tensor& from, Tensor& to) override;

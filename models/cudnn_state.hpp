@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 
@@ -61,6 +62,15 @@ struct CudnnState {
   size_t labels_capacity = 0;
   std::unordered_map<std::string, std::unique_ptr<ConvPlan>> conv_plans;
   std::unique_ptr<CachingHostMemory> pinned;  // the loader's batches: page-locked, cached by size
+
+  // The next batch's copy (prefetch): on its own stream into a device buffer of its own, which
+  // write() then reads when asked for the same span. `staged` is recorded when the copy is done,
+  // `consumed` when write() has read the buffer (the next copy waits for it).
+  cudaStream_t copy_stream = nullptr;
+  float* prefetch_buffer = nullptr;
+  size_t prefetch_capacity = 0;  // floats
+  std::span<const float> prefetched;  // the host span copied, or empty
+  cudaEvent_t staged = nullptr, consumed = nullptr;
 
   void* workspace_of(size_t bytes);
   // The operand as a contiguous array of `type`: the tensor itself, or a converted copy in

@@ -92,6 +92,8 @@ class Run {
   double elapsed() const { return elapsed_before_ + seconds_since(run_start_); }
   double sum_over_ranks(double value) const;
   double train_step(const Batch& batch, int64_t step, StepTimes& times);
+  std::optional<Batch> next_batch(StepTimes& times);
+  void fetch_ahead(const Batch& current);
   void forward_backward(const Batch& batch, int64_t first, int64_t count, double& loss_sum);
   Evaluation evaluate();
   void average_running_statistics();
@@ -124,6 +126,11 @@ class Run {
   MPI_Comm bn_comm_ = MPI_COMM_NULL;  // --bn-span: this rank's batch-norm group
   BnSync bn_sync_;
   bool report_gradients_ = false;
+  // A GPU backend's next batch, fetched during the step before and already being copied to the
+  // device (Backend::prefetch), with the time the loader kept the trainer waiting for it.
+  std::optional<Batch> ahead_;
+  double ahead_data_s_ = 0;
+  int64_t last_step_ = 0;  // the run's last step (execute() sets it)
   std::vector<Tensor> accumulated_;  // --accumulate > 1: the step's gradient sum
   LrSchedule schedule_;
   TrainingState state_;
@@ -294,6 +301,31 @@ void Run::forward_backward(const Batch& batch, int64_t first, int64_t count, dou
   loss_sum += loss * static_cast<double>(count);
 }
 
+// This step's batch: the one fetched ahead during the last step, or the loader's next (nothing at
+// the end of the epoch). times.data_s is how long the loader kept the trainer waiting for it.
+std::optional<Batch> Run::next_batch(StepTimes& times) {
+  if (ahead_) {
+    times.data_s = ahead_data_s_;
+    return std::exchange(ahead_, std::nullopt);
+  }
+  const Clock::time_point start = Clock::now();
+  std::optional<Batch> batch = train_loader_->next();
+  times.data_s = seconds_since(start);
+  return batch;
+}
+
+// On a GPU backend, once this step's backward is queued (its kernels still running): the epoch's
+// next batch, whose copy to the device then overlaps the rest of this step. Within an epoch only
+// (the loader gives nothing past its end), and never past the run's last step, so a batch fetched
+// ahead is always the next one trained on.
+void Run::fetch_ahead(const Batch& current) {
+  if (current.index + 1 >= train_loader_->sampler().batches_per_epoch()) return;
+  const Clock::time_point start = Clock::now();
+  ahead_ = train_loader_->next();
+  ahead_data_s_ = seconds_since(start);
+  if (ahead_) backend_->prefetch(ahead_->images);
+}
+
 // One optimizer step over this rank's shard of a global batch; returns the shard's summed loss.
 double Run::train_step(const Batch& batch, int64_t step, StepTimes& times) {
   const Clock::time_point start = Clock::now();
@@ -328,6 +360,7 @@ double Run::train_step(const Batch& batch, int64_t step, StepTimes& times) {
   const Clock::time_point backward_end = Clock::now();
   balance_compute_s_ += std::chrono::duration<double>(backward_end - start).count();
   balance_samples_ += batch.count();
+  if (micro == 1 && backend_->copies_ahead() && step + 1 < last_step_) fetch_ahead(batch);
   if (exchange_) {
     const ExchangeTimes exchanged = exchange_->finish();
     times.wait_s = exchanged.wait_s;
@@ -471,7 +504,7 @@ void Run::rebalance(int64_t epoch) {
 }
 
 TrainResult Run::execute() {
-  const int64_t last_step =
+  const int64_t last_step = last_step_ =
       config_.max_steps > 0 ? std::min(config_.max_steps, schedule_.total_steps) : schedule_.total_steps;
   bool stop = state_.step >= last_step;
   for (int64_t epoch = state_.epoch; epoch < config_.epochs && !stop; ++epoch) {
@@ -483,15 +516,15 @@ TrainResult Run::execute() {
     rebalance(epoch);
     const int64_t batch_size = config_.batch_at(epoch);
     const int64_t steps_per_epoch = train_loader_->sampler().batches_per_epoch();
+    SB_CHECK(!ahead_, "a batch fetched ahead crossed an epoch's end");
     train_loader_->start_epoch(epoch, epoch == state_.epoch ? state_.next_batch : 0);
     if (epoch != state_.epoch) state_.epoch_loss_sum = 0, state_.epoch_samples = 0;
     state_.epoch = epoch;
     while (!stop) {
       const Clock::time_point step_start = Clock::now();
       StepTimes times;
-      std::optional<Batch> batch = train_loader_->next();
+      std::optional<Batch> batch = next_batch(times);
       if (!batch) break;
-      times.data_s = seconds_since(step_start);
       const double lr = learning_rate(state_.step);
       const double loss_sum = train_step(*batch, state_.step, times);
       const double step_s = seconds_since(step_start);
