@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/usage_error.hpp"
+#include "models/data/host_memory.hpp"
 #include "models/loss_scale.hpp"
 #include "models/onednn_backend.hpp"
 #include "models/optimizer.hpp"
@@ -277,6 +278,29 @@ TEST_P(CudnnLayers, LayoutRoundTripsThroughWriteAndRead) {
   Tensor t = p.gpu.allocate(s);
   p.gpu.write(t, in);
   EXPECT_EQ(host(p.gpu, t), in);
+}
+
+// A batch prefetched from the pinned pool reaches the tensor as a plain write does; a write of
+// other data after it is not mistaken for the prefetched one.
+TEST_P(CudnnLayers, PrefetchedWriteMatchesAPlainWrite) {
+  Pair p(GetParam());
+  ASSERT_TRUE(p.gpu.copies_ahead());
+  const Shape s{3, 3, 8, 8};
+  const size_t n = static_cast<size_t>(s.count());
+  HostFloats pinned(n, 0.0f, HostAllocator<float>(p.gpu.input_memory()));
+  std::vector<float> other(n);
+  for (size_t i = 0; i < n; ++i) {
+    pinned[i] = static_cast<float>(i % 251);  // exact in every type
+    other[i] = static_cast<float>((i * 7) % 113);
+  }
+  Tensor t = p.gpu.allocate(s);
+  for (int round = 0; round < 2; ++round) {  // the second reuses the prefetch buffer
+    p.gpu.prefetch(pinned);
+    p.gpu.write(t, pinned);
+    EXPECT_EQ(host(p.gpu, t), std::vector<float>(pinned.begin(), pinned.end())) << "round " << round;
+    p.gpu.write(t, other);
+    EXPECT_EQ(host(p.gpu, t), other) << "round " << round;
+  }
 }
 
 // Two SGD steps of a small ResNet, with batch statistics, on both backends from the same
