@@ -1,6 +1,7 @@
 #include "models/checkpoint.hpp"
 
 #include <cmath>
+#include <filesystem>
 
 #include "common/check.hpp"
 #include "common/usage_error.hpp"
@@ -125,6 +126,44 @@ TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer&
     return state;
   } catch (const LibraryError& e) {
     throw UsageError("checkpoint '" + path + "' is incomplete: " + e.what());
+  }
+}
+
+std::string exchange_state_path(const std::string& checkpoint_path, int rank) {
+  const std::string stem = checkpoint_path.size() > 3 && checkpoint_path.ends_with(".h5")
+                               ? checkpoint_path.substr(0, checkpoint_path.size() - 3)
+                               : checkpoint_path;
+  return stem + ".exchange-rank" + std::to_string(rank) + ".h5";
+}
+
+void save_exchange_state(const std::string& path, const std::vector<NamedFloats>& state, int64_t step, int ranks) {
+  ResultsFile file(path);
+  const h5::Node root = file.root().create_group("exchange");
+  root.set_attr("step", step);
+  root.set_attr("ranks", static_cast<int64_t>(ranks));
+  for (const auto& [name, values] : state) root.write(name, values);
+  file.commit();
+}
+
+std::optional<std::vector<NamedFloats>> load_exchange_state(const std::string& path, int64_t step, int ranks,
+                                                            std::string& why) {
+  if (!std::filesystem::exists(path)) {
+    why = path + " is missing";
+    return std::nullopt;
+  }
+  try {
+    ResultsReader file(path);
+    const h5::Node root = file.root().open_group("exchange");
+    if (root.attr_int("step") != step || root.attr_int("ranks") != ranks) {
+      why = path + " is of step " + std::to_string(root.attr_int("step")) + " with " +
+            std::to_string(root.attr_int("ranks")) + " ranks";
+      return std::nullopt;
+    }
+    std::vector<NamedFloats> state;
+    for (const std::string& name : root.children()) state.emplace_back(name, root.read_floats(name));
+    return state;
+  } catch (const LibraryError& e) {
+    throw UsageError("'" + path + "' is not a readable exchange state: " + e.what());
   }
 }
 

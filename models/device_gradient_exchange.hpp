@@ -1,6 +1,8 @@
 #pragma once
 // Data-parallel gradient averaging on GPUs (CUDA builds only): the bucket plan of the host
-// exchange, reduced by ncclAllReduce on a communication stream of its own. Nothing waits on the
+// exchange, reduced by ncclAllReduce, or by one of the schedules on the nccl transport (--algo
+// ring, rabenseifner, ...: collectives/transports/nccl_transport.hpp), on a communication stream
+// of its own. Nothing waits on the
 // host: when backward reports a bucket's last gradient, the communication stream waits for an
 // event recorded on the compute stream at that point, packs the bucket's pieces into a fused
 // buffer, reduces it, and unpacks it scaled by weight / ranks into the gradients; finish() makes
@@ -26,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/algorithms/algorithms.hpp"
 #include "collectives/buckets/gradient_averager.hpp"
 #include "collectives/compress/compressor.hpp"
 #include "models/gpu_kernels.hpp"
@@ -37,6 +40,8 @@ struct DeviceExchangeState;  // NCCL communicator, stream, events, buffers
 struct DeviceExchangeOptions {
   gpu::ElementType bucket_type = gpu::ElementType::f32;  // the fused buffers' type (fp32 with a compressor)
   bool overlap = true;
+  const AllreduceAlgorithm* algorithm = nullptr;  // a schedule on the nccl transport; null: ncclAllReduce
+  AlgorithmParams algorithm_params;               // its parameters (segment in elements of bucket_type)
   std::string compressor = "none";  // none, fp16 or bf16 (as bucket_type says), or a payload compressor
   CompressorParams params;          // its parameters; params.stream is set to the rank
   bool error_feedback = true;
@@ -58,6 +63,9 @@ class DeviceGradientExchange final : public GradientAverager {
   ExchangeTimes finish() override;
   void set_weight(float weight) override { weight_ = weight; }
   const BucketPlan& plan() const override { return plan_; }
+  std::vector<NamedFloats> carried_state() const override;
+  void restore_carried_state(const std::vector<NamedFloats>& state) override;
+  void set_step(uint64_t steps_done) override { step_ = steps_done; }
 
  private:
   void launch(size_t bucket);

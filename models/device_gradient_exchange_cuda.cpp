@@ -1,7 +1,11 @@
 #include "models/device_gradient_exchange.hpp"
 
+#include <stdexcept>
+
 #include "collectives/compress/device_compressed_allreduce.hpp"
 #include "collectives/nccl_context.hpp"
+#include "collectives/schedule_allreduce.hpp"
+#include "collectives/transports/nccl_transport.hpp"
 #include "common/check.hpp"
 #include "kernels/device_compress.hpp"
 
@@ -13,6 +17,8 @@ struct DeviceExchangeState {
   std::vector<void*> fused;          // one buffer per bucket
   std::vector<float*> residual;      // per bucket, with error feedback into a narrower type; else null
   std::vector<std::unique_ptr<DeviceCompressedAllreduce>> compressed;  // per bucket, with a payload compressor
+  std::unique_ptr<NcclTransport> transport;  // with a schedule (--algo ring, ...)
+  std::vector<ScheduleCache> schedules;      // per bucket: its schedule, built on first use
   std::vector<cudaEvent_t> ready;    // per bucket: backward has produced its last gradient
   cudaEvent_t first_start = nullptr, backward_end = nullptr, comm_end = nullptr;
 };
@@ -21,11 +27,11 @@ namespace {
 gpu::Elements at(const gpu::Elements& e, size_t elements) {
   return {static_cast<char*>(e.data) + elements * gpu::element_size(e.type), e.type};
 }
-ncclDataType_t nccl_type(gpu::ElementType type) {
+DataType data_type(gpu::ElementType type) {
   switch (type) {
-    case gpu::ElementType::f16: return ncclFloat16;
-    case gpu::ElementType::bf16: return ncclBfloat16;
-    default: return ncclFloat32;
+    case gpu::ElementType::f16: return DataType::float16;
+    case gpu::ElementType::bf16: return DataType::bfloat16;
+    default: return DataType::float32;
   }
 }
 }  // namespace
@@ -43,6 +49,11 @@ DeviceGradientExchange::DeviceGradientExchange(MPI_Comm comm, BucketPlan plan, s
       state_(std::make_unique<DeviceExchangeState>(comm)) {
   SB_MPI_CHECK(MPI_Comm_size(comm, &ranks_));
   SB_CHECK(gradients_.size() == plan_.buckets_of_tensor.size(), "one gradient per planned tensor");
+  if (options.algorithm) {
+    state_->transport = std::make_unique<NcclTransport>(state_->nccl);
+    for (size_t b = 0; b < plan_.buckets.size(); ++b)
+      state_->schedules.emplace_back(*options.algorithm, options.algorithm_params, comm);
+  }
   const bool payload_compressor = options.compressor != "none" && options.compressor != "fp16" && options.compressor != "bf16";
   if (payload_compressor) {
     SB_CHECK(bucket_type_ == gpu::ElementType::f32, "compressors take fp32 buckets");
@@ -121,8 +132,12 @@ void DeviceGradientExchange::launch(size_t b) {
     else
       gpu::convert(at(gradients_[p.tensor], p.offset), at(fused, p.bucket_offset), p.count, comm);
   }
-  SB_NCCL_CHECK(ncclAllReduce(fused.data, fused.data, bucket.count, nccl_type(bucket_type_), ncclSum,
-                              state_->nccl.comm(), comm));
+  if (state_->transport)  // the schedule's rounds and reduction kernels, queued on the same stream
+    state_->transport->enqueue(state_->schedules[b].for_count(bucket.count), fused.data, fused.data,
+                               data_type(bucket_type_), RedOp::sum);
+  else
+    SB_NCCL_CHECK(ncclAllReduce(fused.data, fused.data, bucket.count, nccl_datatype(data_type(bucket_type_)), ncclSum,
+                                state_->nccl.comm(), comm));
   const float scale = weight_ / static_cast<float>(ranks_);
   for (const BucketPiece& p : bucket.pieces)
     gpu::axpby(scale, at(fused, p.bucket_offset), 0.0f, at(gradients_[p.tensor], p.offset), p.count, comm);
@@ -155,6 +170,51 @@ ExchangeTimes DeviceGradientExchange::finish() {
   SB_CUDA_CHECK(cudaEventElapsedTime(&total_ms, state_->first_start, state_->comm_end));
   SB_CUDA_CHECK(cudaEventElapsedTime(&exposed_ms, state_->backward_end, state_->comm_end));
   return {total_ms * 1e-3, std::max(0.0f, exposed_ms) * 1e-3};
+}
+
+// The narrowing residuals (fp16/bf16 buckets) or the compressed allreduces' residuals and warm
+// starts, copied to the host once the communication stream is idle.
+std::vector<NamedFloats> DeviceGradientExchange::carried_state() const {
+  SB_CUDA_CHECK(cudaStreamSynchronize(state_->nccl.stream()));
+  std::vector<NamedFloats> state;
+  for (size_t b = 0; b < plan_.buckets.size(); ++b) {
+    if (float* residual = state_->residual[b]) {
+      std::vector<float> host(plan_.buckets[b].count);
+      state_->nccl.download(host.data(), residual, host.size() * sizeof(float));
+      state.emplace_back(carried_name(b, "residual"), std::move(host));
+    }
+    if (state_->compressed.empty()) continue;
+    DeviceCompressedAllreduce& compressed = *state_->compressed[b];
+    if (std::vector<float> residual = compressed.residual(); compressed.error_feedback() && !residual.empty())
+      state.emplace_back(carried_name(b, "residual"), std::move(residual));
+    if (std::vector<float> own = compressed.compressor().carried(); !own.empty())
+      state.emplace_back(carried_name(b, "warm_start"), std::move(own));
+  }
+  return state;
+}
+
+void DeviceGradientExchange::restore_carried_state(const std::vector<NamedFloats>& state) {
+  SB_CUDA_CHECK(cudaStreamSynchronize(state_->nccl.stream()));
+  for (const auto& [name, values] : state) {
+    size_t b = 0;
+    for (; b < plan_.buckets.size(); ++b) {
+      const bool residual = name == carried_name(b, "residual"), warm = name == carried_name(b, "warm_start");
+      if (!residual && !warm) continue;
+      if (residual && values.size() != plan_.buckets[b].count)
+        throw std::invalid_argument(name + " holds " + std::to_string(values.size()) + " values, not the bucket's " +
+                                    std::to_string(plan_.buckets[b].count));
+      if (residual && state_->residual[b])
+        state_->nccl.upload(state_->residual[b], values.data(), values.size() * sizeof(float));
+      else if (residual && !state_->compressed.empty())
+        state_->compressed[b]->restore_residual(values);
+      else if (warm && !state_->compressed.empty())
+        state_->compressed[b]->compressor().restore_carried(values);
+      else
+        throw std::invalid_argument(name + ": this exchange keeps no such state");
+      break;
+    }
+    if (b == plan_.buckets.size()) throw std::invalid_argument(name + " belongs to no bucket of this exchange");
+  }
 }
 
 }  // namespace sb::models

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include "common/check.hpp"
@@ -103,6 +104,7 @@ class Run {
   double learning_rate(int64_t step) const;
   int64_t steps_in_epoch(int64_t epoch) const { return data_.train->size() / config_.batch_at(epoch); }
   void save();
+  void restore_exchange(const std::string& checkpoint);
 
   void beat(const char* what, int64_t n) const {
     if (heartbeat_) heartbeat_(std::string(what) + " " + std::to_string(n));
@@ -254,6 +256,7 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
       mllog_.point("elastic_rescale", "{\"from_ranks\": " + std::to_string(state_.ranks) + ", \"to_ranks\": " +
                                           std::to_string(nranks_) + "}");
     }
+    restore_exchange(path);
     state_.ranks = nranks_;
   }
   result_.curve = state_.curve;
@@ -442,6 +445,11 @@ void Run::average_running_statistics() {
 
 void Run::save() {
   average_running_statistics();
+  const std::string path = checkpoint_path(config_.checkpoint_dir);
+  if (exchange_) {  // every rank its own residuals and warm starts
+    const std::vector<NamedFloats> carried = exchange_->carried_state();
+    if (!carried.empty()) save_exchange_state(exchange_state_path(path, rank_), carried, state_.step, nranks_);
+  }
   if (rank_ != 0) return;
   TrainingState saved = state_;
   saved.curve = result_.curve;
@@ -450,7 +458,30 @@ void Run::save() {
     saved.loss_scale = loss_scale_->scale();
     saved.loss_scale_clean_steps = loss_scale_->clean_steps();
   }
-  save_checkpoint(checkpoint_path(config_.checkpoint_dir), *model_, *optimizer_, saved);
+  save_checkpoint(path, *model_, *optimizer_, saved);
+}
+
+// A resumed run's exchange goes on from the checkpoint's step (the compressors' random draws
+// follow it) with this rank's residuals and warm starts, when they were saved at that step by as
+// many ranks; otherwise (elastic rescaling, a run without them) they start afresh, as said.
+void Run::restore_exchange(const std::string& checkpoint) {
+  if (!exchange_) return;
+  exchange_->set_step(static_cast<uint64_t>(state_.step));
+  if (config_.exchange.compressor == "none") return;
+  std::string why;
+  const std::optional<std::vector<NamedFloats>> carried =
+      load_exchange_state(exchange_state_path(checkpoint, rank_), state_.step, nranks_, why);
+  if (!carried) {
+    log("[resume] %s: error-feedback residuals and warm starts start afresh\n", why.c_str());
+    return;
+  }
+  try {
+    exchange_->restore_carried_state(*carried);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--resume: the exchange state does not fit this run (another --compressor or bucket plan?): " +
+                     std::string(e.what()));
+  }
+  log("[resume] rank %d: %zu error-feedback and warm-start arrays restored\n", rank_, carried->size());
 }
 
 // The linear scaling rule through a batch ramp: the rate of the schedule, scaled by how much the

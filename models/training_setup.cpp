@@ -1,6 +1,7 @@
 #include "models/training_setup.hpp"
 
 #include "collectives/buckets/gradient_exchange.hpp"
+#include "collectives/schedule_allreduce.hpp"
 #include "common/check.hpp"
 #include "common/usage_error.hpp"
 #if SB_HAVE_CUDA
@@ -38,11 +39,19 @@ std::unique_ptr<GradientAverager> make_gradient_exchange(const TrainConfig& conf
     options.compressor = config.exchange.compressor;
     options.params = config.exchange.compressor_params;
     options.overlap = config.exchange.overlap;
+    // --algo nccl is ncclAllReduce; a schedule's name runs it on the nccl transport.
+    const AllreduceImplInfo* algo = find_allreduce_impl(config.exchange.algorithm);
+    options.algorithm = algo ? algo->algorithm : nullptr;
     options.error_feedback = config.exchange.error_feedback && options.compressor != "none";
     options.bucket_type = options.compressor == "fp16"   ? gpu::ElementType::f16
                           : options.compressor == "bf16" ? gpu::ElementType::bf16
                           : options.compressor == "none" ? gpu->compute_type()
                                                          : gpu::ElementType::f32;
+    ImplConfig impl = config.exchange.impl;
+    impl.type = options.bucket_type == gpu::ElementType::f16    ? DataType::float16
+                : options.bucket_type == gpu::ElementType::bf16 ? DataType::bfloat16
+                                                                : DataType::float32;
+    options.algorithm_params = algorithm_params(impl);
     return std::make_unique<DeviceGradientExchange>(comm, std::move(plan), std::move(gradients), gpu->stream(), options);
   }
 #endif

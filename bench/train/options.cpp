@@ -60,8 +60,8 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   app.add_option("--print-every", c.print_every, "steps between progress lines [50]");
   app.add_option("--algo", c.exchange.algorithm,
                  "gradient allreduce: mpi (MPI_Allreduce) or a schedule (ring, rd, rabenseifner, tree, dbtree, hier, "
-                 "torus2d) [mpi]");
-  app.add_option("--transport", transport, "a schedule's transport: mpi or shm [mpi]");
+                 "torus2d); with --backend cudnn, nccl (ncclAllReduce) or a schedule on the nccl transport [mpi; nccl on GPUs]");
+  app.add_option("--transport", transport, "a schedule's transport: mpi or shm; nccl with --backend cudnn (its only one) [mpi]");
   app.add_option("--bucket-strategy", strategy, "per-tensor, fixed (Horovod), ddp (PyTorch) or partition [ddp]");
   app.add_option("--bucket-mb", bucket_mb, "bucket size in MiB [fixed 128, ddp 25, partition 4]");
   app.add_option("--overlap", overlap, "1: reduce buckets while backward runs; 0: after it [1]");
@@ -120,18 +120,22 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   make_compressor(c.exchange.compressor, c.exchange.compressor_params);  // checks the name and parameters
   if (transport == "mpi") c.exchange.impl.transport = Transport::mpi;
   else if (transport == "shm") c.exchange.impl.transport = Transport::shm;
-  else throw UsageError("--transport must be mpi or shm for host training, not '" + transport + "'");
+  else if (transport != "nccl") throw UsageError("--transport must be mpi, shm or nccl, not '" + transport + "'");
+  const AllreduceImplInfo* algo = find_allreduce_impl(c.exchange.algorithm);
   if (c.backend == "cudnn") {
-    // On GPUs the gradients stay on the device and ncclAllReduce averages them.
-    if (c.exchange.algorithm != "mpi" && c.exchange.algorithm != "nccl")
-      throw UsageError("--backend cudnn reduces gradients with ncclAllReduce: --algo nccl, not '" +
-                       c.exchange.algorithm + "'");
+    // On GPUs the gradients stay on the device: ncclAllReduce (--algo nccl, or the default mpi)
+    // or a schedule on the nccl transport averages them.
+    if (c.exchange.algorithm == "mpi") c.exchange.algorithm = "nccl";
+    if (c.exchange.algorithm != "nccl" && !(algo && algo->algorithm))
+      throw UsageError("--backend cudnn reduces gradients with --algo nccl or a schedule (ring, rd, ...) on the nccl "
+                       "transport, not '" + c.exchange.algorithm + "'");
+    if (transport == "shm") throw UsageError("--backend cudnn runs its schedules on the nccl transport, not shm");
     if (c.exchange.progress == Progress::poll) throw UsageError("--progress poll is for host training");
-    c.exchange.algorithm = "nccl";
+    c.exchange.impl.transport = Transport::nccl;
   } else {
-    const AllreduceImplInfo* algo = find_allreduce_impl(c.exchange.algorithm);
     if (!algo || c.exchange.algorithm == "nccl")
       throw UsageError("unknown or device-only --algo '" + c.exchange.algorithm + "' (nccl needs --backend cudnn)");
+    if (transport == "nccl") throw UsageError("--transport nccl needs --backend cudnn");
   }
   if (c.threads < 0) throw UsageError("--threads must not be negative");
   if (o.timeout_seconds < 0) throw UsageError("--timeout must not be negative");

@@ -3,10 +3,21 @@
 // (gradient_exchange.hpp: MPI or the schedules, fp32 host buffers, a communication thread) or the
 // device one (models/device_gradient_exchange.hpp: NCCL on a communication stream).
 #include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "collectives/buckets/bucket_plan.hpp"
 
 namespace sb {
+
+// One named fp32 array of an exchange's carried state (GradientAverager::carried_state): named
+// "bucket<b>.residual" (error feedback) or "bucket<b>.warm_start" (a compressor's own).
+using NamedFloats = std::pair<std::string, std::vector<float>>;
+inline std::string carried_name(size_t bucket, const char* what) {
+  return "bucket" + std::to_string(bucket) + "." + what;
+}
 
 // What one step's exchange cost, as seen from this rank.
 struct ExchangeTimes {
@@ -26,6 +37,17 @@ class GradientAverager {
   // This rank's gradients count `weight` times in the average (default 1); set between steps.
   virtual void set_weight(float weight) = 0;
   virtual const BucketPlan& plan() const = 0;
+
+  // What the exchange carries from one step to the next on this rank: error feedback's residuals
+  // and compressors' warm starts, per bucket, named; empty without either. Checkpoints keep it,
+  // with the step count, so that a resumed run goes on as if it had not stopped.
+  virtual std::vector<NamedFloats> carried_state() const { return {}; }
+  // Takes back what carried_state() gave (same plan, compressor and ranks); throws
+  // std::invalid_argument naming what does not fit.
+  virtual void restore_carried_state(const std::vector<NamedFloats>& /*state*/) {}
+  // The steps before this run (a resumed run's first step): random choices (random-k's indices,
+  // stochastic rounding) follow the step, so it must go on from where the checkpoint stopped.
+  virtual void set_step(uint64_t steps_done) = 0;
 };
 
 }  // namespace sb

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <stdexcept>
 
 #include "common/check.hpp"
 #include "common/usage_error.hpp"
@@ -265,6 +266,36 @@ ExchangeTimes GradientExchange::finish() {
   std::lock_guard lock(mutex_);
   times.communication_s = communication_s_;
   return times;
+}
+
+std::vector<NamedFloats> GradientExchange::carried_state() const {
+  std::vector<NamedFloats> state;
+  for (size_t b = 0; b < compressed_.size(); ++b) {
+    if (!compressed_[b]->residual().empty()) state.emplace_back(carried_name(b, "residual"), compressed_[b]->residual());
+    if (std::vector<float> own = compressed_[b]->compressor().carried(); !own.empty())
+      state.emplace_back(carried_name(b, "warm_start"), std::move(own));
+  }
+  return state;
+}
+
+void GradientExchange::restore_carried_state(const std::vector<NamedFloats>& state) {
+  for (const auto& [name, values] : state) {
+    size_t b = 0;
+    for (; b < compressed_.size(); ++b) {
+      if (name == carried_name(b, "residual")) {
+        if (values.size() != plan_.buckets[b].count)
+          throw std::invalid_argument(name + " holds " + std::to_string(values.size()) + " values, not the bucket's " +
+                                      std::to_string(plan_.buckets[b].count));
+        compressed_[b]->restore_residual(values);
+        break;
+      }
+      if (name == carried_name(b, "warm_start")) {
+        compressed_[b]->compressor().restore_carried(values);
+        break;
+      }
+    }
+    if (b == compressed_.size()) throw std::invalid_argument(name + " belongs to no bucket of this exchange");
+  }
 }
 
 }  // namespace sb

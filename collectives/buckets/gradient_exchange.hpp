@@ -71,6 +71,9 @@ class GradientExchange final : public GradientAverager {
   void set_weight(float weight) override { weight_ = weight; }
 
   const BucketPlan& plan() const override { return plan_; }
+  std::vector<NamedFloats> carried_state() const override;
+  void restore_carried_state(const std::vector<NamedFloats>& state) override;
+  void set_step(uint64_t steps_done) override { step_ = steps_done; }
   // When each bucket's reduction started and ended in the last step (MPI_Wtime seconds), by bucket.
   const std::vector<double>& bucket_start() const { return bucket_start_; }
   const std::vector<double>& bucket_end() const { return bucket_end_; }

@@ -27,6 +27,10 @@ class CompressedAllreduce {
   // the residual carried to the next step (empty without error feedback).
   const std::vector<float>& sent() const;
   const std::vector<float>& residual() const { return residual_; }
+  // A checkpoint's residual (empty: none yet), for a resumed run; the compressor's own carried
+  // state goes through compressor().
+  void restore_residual(std::vector<float> residual) { residual_ = std::move(residual); }
+  Compressor& compressor() { return *compressor_; }
 
  private:
   // This rank's (last) payload is in payload_: what sent() decodes, and with error feedback the

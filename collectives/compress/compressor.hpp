@@ -55,6 +55,11 @@ class Compressor {
   // `payloads` is what the collective delivered (the summed payload, or every rank's payload one
   // after another), for aggregates that are not a sum: signSGD's majority vote.
   virtual void combine(const unsigned char* payloads, size_t count, int nranks, float* out);
+  // What a compressor carries from one step to the next besides error feedback's residual
+  // (PowerSGD's warm-start Q), for checkpoints: empty for the others. restore_carried() takes
+  // back what carried() gave, so that a resumed run goes on as if it had not stopped.
+  virtual std::vector<float> carried() const { return {}; }
+  virtual void restore_carried(std::vector<float> /*state*/) {}
 };
 
 // The compressors by name: none, fp16, bf16, topk, threshold, randomk, sign, efsign, onebit, qsgd,

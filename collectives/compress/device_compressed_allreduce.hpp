@@ -30,8 +30,12 @@ class DeviceCompressedAllreduce {
   // gradient (device, count fp32) <- the average over ranks of their decoded payloads. `step`
   // must be the same on every rank.
   void run(float* gradient, size_t count, uint64_t step);
-  // The residual carried to the next step, copied to the host (waits).
+  // The residual carried to the next step, copied to the host (waits); empty before the first
+  // run. restore_residual() sets it from a checkpoint (count values).
   std::vector<float> residual() const;
+  void restore_residual(const std::vector<float>& residual);
+  bool error_feedback() const { return error_feedback_; }
+  DeviceCompressor& compressor() { return *compressor_; }
   size_t payload_bytes(size_t count) const { return compressor_->layout().payload_bytes(count); }
 
  private:

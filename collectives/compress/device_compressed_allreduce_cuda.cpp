@@ -82,10 +82,18 @@ void DeviceCompressedAllreduce::run(float* gradient, size_t count, uint64_t step
   compressor_->combine(b.received.data(), count, nranks_, gradient, s);
 }
 
+// The stream is non-blocking: the plain copies below wait for its work explicitly.
 std::vector<float> DeviceCompressedAllreduce::residual() const {
+  SB_CUDA_CHECK(cudaStreamSynchronize(nccl_.stream()));
   std::vector<float> host(buffers_->count);
   if (!host.empty()) nccl_.download(host.data(), buffers_->residual.data(), host.size() * sizeof(float));
   return host;
+}
+
+void DeviceCompressedAllreduce::restore_residual(const std::vector<float>& residual) {
+  ensure(residual.size());
+  SB_CUDA_CHECK(cudaStreamSynchronize(nccl_.stream()));  // ensure()'s zeroing first
+  if (!residual.empty()) nccl_.upload(buffers_->residual.data(), residual.data(), residual.size() * sizeof(float));
 }
 
 }  // namespace sb

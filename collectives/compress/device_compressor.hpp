@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "collectives/compress/compressor.hpp"
 
@@ -35,6 +36,9 @@ class DeviceCompressor {
                           unsigned char* /*payload*/, CUstream_st* /*stream*/) {}
   // By default the average: out *= 1 / nranks.
   virtual void combine(const unsigned char* payloads, size_t count, int nranks, float* out, CUstream_st* stream);
+  // As Compressor's, copied from and to the device (these wait for the device).
+  virtual std::vector<float> carried() const { return {}; }
+  virtual void restore_carried(const std::vector<float>& /*state*/) {}
 
  private:
   std::unique_ptr<Compressor> twin_;

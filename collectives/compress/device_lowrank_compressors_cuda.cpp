@@ -56,6 +56,16 @@ class DevicePowerSgd final : public DeviceCompressor {
     add_outer_cuda(cublas_, p_.data(), q, s.rows, s.cols, s.r, decoded_.data());
     add_cuda(out, decoded_.data(), out, count, stream);
   }
+  std::vector<float> carried() const override {
+    std::vector<float> q(q_.size());
+    SB_CUDA_CHECK(cudaDeviceSynchronize());  // combine() may still be writing it
+    SB_CUDA_CHECK(cudaMemcpy(q.data(), q_.data(), q.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    return q;
+  }
+  void restore_carried(const std::vector<float>& state) override {
+    q_.resize(state.size());
+    SB_CUDA_CHECK(cudaMemcpy(q_.data(), state.data(), state.size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
   // The average, and the averaged Q (divided, as the host does) kept as the next step's start.
   void combine(const unsigned char* payloads, size_t count, int nranks, float* out, cudaStream_t stream) override {
     DeviceCompressor::combine(payloads, count, nranks, out, stream);

@@ -64,6 +64,8 @@ class PowerSgd final : public Compressor {
     add_outer_cpu(p_.data(), q, s.rows, s.cols, s.r, decoded_.data());
     for (size_t i = 0; i < count; ++i) out[i] += decoded_[i];
   }
+  std::vector<float> carried() const override { return q_; }
+  void restore_carried(std::vector<float> state) override { q_ = std::move(state); }
   // The average, and the averaged Q kept as the next step's start.
   void combine(const unsigned char* payloads, size_t count, int nranks, float* out) override {
     Compressor::combine(payloads, count, nranks, out);

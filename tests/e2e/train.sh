@@ -98,6 +98,8 @@ bad_input "polled progress with a compressor" --progress poll --compressor fp16
 bad_input "unknown precision" --backend cudnn --precision fp8
 bad_input "16-bit precision on the CPU backend" --precision bf16
 bad_input "nccl gradients without the GPU backend" --algo nccl
-bad_input "a host schedule for GPU gradients" --backend cudnn --algo ring
+bad_input "the shm transport for GPU gradients" --backend cudnn --algo ring --transport shm
+bad_input "an unknown algorithm for GPU gradients" --backend cudnn --algo nccl_ring
+bad_input "the nccl transport on the CPU backend" --algo ring --transport nccl
 # Without a GPU (CI, and this machine) the cudnn backend is refused up front, in every build.
 if ! nvidia-smi -L >/dev/null 2>&1; then bad_input "cudnn backend without a GPU" --backend cudnn --data synthetic; fi

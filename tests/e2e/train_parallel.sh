@@ -1,6 +1,7 @@
 # Data-parallel sb-train end to end: 2 ranks train Fashion-MNIST to the target with an MLPerf log
 # that parses as JSON line by line with MLPerf's keys in order; elastic resume (4 ranks -> 2, and
-# 2 -> 3) with the same global batch; and a killed rank ends the job quickly without spoiling the
+# 2 -> 3) with the same global batch; resume with compressed gradients bit-identical to a run that
+# never stopped; and a killed rank ends the job quickly without spoiling the
 # last checkpoint, from which --resume goes on.
 source "$(dirname "$0")/helpers.bash"
 export OMP_NUM_THREADS=1
@@ -72,6 +73,26 @@ check "a straggler run exits 0" test $? -eq 0
 # Bounds wide enough for a loaded 2-core machine, where the ranks' own compute times wander.
 check "per-rank times show the straggler: rank 1 computes 1.8-6x rank 0, rank 0 waits 3x more than rank 1" \
   awk '/^\[ranks\]/ { split($12, a, "/"); split($14, b, "/"); exit !(b[1] > 1.8 * a[1] && b[1] < 6 * a[1] && a[2] > 3 * b[2]) }' "$WORK/straggler.txt"
+
+# --- resume with compressed gradients: residuals, warm starts and the step survive ------------
+# PowerSGD with error feedback carries a residual and a warm-start Q per bucket and rank; random-k
+# draws its indices from the step. Both, resumed at step 8, bit-identical to 16 straight steps.
+for compressor in powersgd randomk; do
+  common="--batch 60 --epochs 1 --print-every 0 --seed 3 --compressor $compressor --ratio 0.05 --bucket-mb 0.05"
+  mkdir -p "$WORK/$compressor-straight" "$WORK/$compressor-resumed"
+  $TRAIN 2 $SB $common --steps 16 --checkpoint "$WORK/$compressor-straight" --out "$WORK/cs.h5" >/dev/null 2>&1 &&
+    $TRAIN 2 $SB $common --steps 8 --checkpoint "$WORK/$compressor-resumed" --out "$WORK/cr.h5" >/dev/null 2>&1 &&
+    $TRAIN 2 $SB $common --steps 16 --checkpoint "$WORK/$compressor-resumed" --resume --out "$WORK/cr2.h5" \
+      >"$WORK/$compressor-resume.txt" 2>&1
+  check "$compressor: straight, then checkpointed and resumed runs exit 0" test $? -eq 0
+  check "$compressor: every rank's exchange state is saved" \
+    test -e "$WORK/$compressor-resumed/checkpoint.exchange-rank0.h5" -a -e "$WORK/$compressor-resumed/checkpoint.exchange-rank1.h5"
+  check "$compressor: the resume restores it" grep -qE '^\[resume\] rank 0: [1-9][0-9]* error-feedback and warm-start arrays restored' \
+    "$WORK/$compressor-resume.txt"
+  h5diff "$WORK/$compressor-straight/checkpoint.h5" "$WORK/$compressor-resumed/checkpoint.h5" \
+    /checkpoint/parameters /checkpoint/parameters >/dev/null 2>&1
+  check "$compressor: resumed at 8, weights at 16 bit-identical to 16 straight steps" test $? -eq 0
+done
 
 # --- elastic resume ---------------------------------------------------------------------------
 # 4 ranks -> 2 ranks accumulating 2 micro-batches, recursive doubling: bit-identical to 4 ranks

@@ -1,6 +1,7 @@
 // The GPU gradient exchange against the host one at any number of ranks with one GPU each (CUDA
 // builds where every rank has a GPU; skipped otherwise): the same plan, the same gradients, the
-// same averages, uncompressed, narrowed to fp16, and through the device compressors (whose
+// same averages, uncompressed (by ncclAllReduce and by schedules on the nccl transport), narrowed
+// to fp16, and through the device compressors (whose
 // payloads and decoding order are the host's, so top-k and random-k agree exactly), weighted
 // ranks included.
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include "collectives/allreduce_impl.hpp"
 #include "collectives/buckets/gradient_exchange.hpp"
 #include "collectives/compress/synthetic_gradient.hpp"
+#include "collectives/schedule_allreduce.hpp"
 #include "common/mpi_env.hpp"
 #if SB_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -40,14 +42,23 @@ TEST(DeviceGradientExchange, AveragesAsTheHostExchangeDoes) {
     std::string compressor;
     float weight;
     double tolerance;  // relative to the gradients' largest magnitude
+    std::string algorithm = "nccl";
   };
-  // NCCL's and MPI's sums may add ranks in other orders: a few ulps for the uncompressed and fp16.
-  const Case cases[] = {{"none", 1, 1e-6}, {"fp16", 1, 1e-3}, {"topk", 1, 0}, {"randomk", static_cast<float>(rank + 1), 0},
-                        {"powersgd", 1, 1e-4}, {"efsign", 1, 1e-5}};
+  // NCCL's, the schedules' and MPI's sums may add ranks in other orders: a few ulps for the
+  // uncompressed and fp16.
+  const Case cases[] = {{"none", 1, 1e-6},
+                        {"none", static_cast<float>(rank + 1), 1e-6, "ring"},
+                        {"none", 1, 1e-6, "rabenseifner"},
+                        {"fp16", 1, 2e-3},
+                        {"fp16", 1, 2e-3, "rd"},
+                        {"topk", 1, 0},
+                        {"randomk", static_cast<float>(rank + 1), 0},
+                        {"powersgd", 1, 1e-4},
+                        {"efsign", 1, 1e-5}};
   cudaStream_t compute = nullptr;
   ASSERT_EQ(cudaStreamCreate(&compute), cudaSuccess);
   for (const Case& c : cases) {
-    SCOPED_TRACE(c.compressor);
+    SCOPED_TRACE(c.compressor + " over " + c.algorithm);
     const BucketPlan plan = plan_buckets(tensors, BucketStrategy::ddp, 0.02);
     ExchangeConfig config;
     config.compressor = c.compressor == "fp16" ? "none" : c.compressor;  // fp16 narrowing is compared loosely
@@ -66,6 +77,10 @@ TEST(DeviceGradientExchange, AveragesAsTheHostExchangeDoes) {
     options.compressor = c.compressor;
     options.bucket_type = c.compressor == "fp16" ? models::gpu::ElementType::f16 : models::gpu::ElementType::f32;
     options.error_feedback = c.compressor != "none";
+    options.algorithm = find_allreduce_impl(c.algorithm)->algorithm;  // null for nccl: ncclAllReduce
+    ImplConfig impl;
+    impl.type = c.compressor == "fp16" ? DataType::float16 : DataType::float32;
+    options.algorithm_params = algorithm_params(impl);
     models::DeviceGradientExchange gpu(MPI_COMM_WORLD, plan, device, compute, options);
     cpu.set_weight(c.weight);
     gpu.set_weight(c.weight);
