@@ -12,8 +12,8 @@
 #include "collectives/allreduce_impl.hpp"
 #include "collectives/compress/compressed_allreduce.hpp"
 #include "collectives/compress/synthetic_gradient.hpp"
-#include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
+#include "tests/mpi/gpu_ranks.hpp"
 #if SB_HAVE_CUDA
 #include "collectives/compress/device_compressed_allreduce.hpp"
 #include "collectives/nccl_context.hpp"
@@ -21,13 +21,6 @@
 
 namespace sb {
 namespace {
-
-bool gpu_on_every_rank() {
-  const AllreduceImplInfo* nccl = find_allreduce_impl("nccl");
-  int missing = nccl && nccl->unavailable(discover_world_layout()).empty() ? 0 : 1, any = 0;
-  MPI_Allreduce(&missing, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  return any == 0;
-}
 
 #if SB_HAVE_CUDA
 // How far the device average and residual may be from the host's, and on how many values.

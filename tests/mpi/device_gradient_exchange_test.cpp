@@ -15,7 +15,7 @@
 #include "collectives/buckets/gradient_exchange.hpp"
 #include "collectives/compress/synthetic_gradient.hpp"
 #include "collectives/schedule_allreduce.hpp"
-#include "common/mpi_env.hpp"
+#include "tests/mpi/gpu_ranks.hpp"
 #if SB_HAVE_CUDA
 #include <cuda_runtime.h>
 
@@ -24,13 +24,6 @@
 
 namespace sb {
 namespace {
-
-bool gpu_on_every_rank() {
-  const AllreduceImplInfo* nccl = find_allreduce_impl("nccl");
-  int missing = nccl && nccl->unavailable(discover_world_layout()).empty() ? 0 : 1, any = 0;
-  MPI_Allreduce(&missing, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  return any == 0;
-}
 
 TEST(DeviceGradientExchange, AveragesAsTheHostExchangeDoes) {
   if (!gpu_on_every_rank()) GTEST_SKIP() << "not every rank has a GPU";
