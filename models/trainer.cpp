@@ -462,8 +462,9 @@ void Run::save() {
 }
 
 // A resumed run's exchange goes on from the checkpoint's step (the compressors' random draws
-// follow it) with this rank's residuals and warm starts, when they were saved at that step by as
-// many ranks; otherwise (elastic rescaling, a run without them) they start afresh, as said.
+// follow it) with each rank's residuals and warm starts, when every rank has them from that step
+// and as many ranks; otherwise (elastic rescaling, a run without them) they start afresh on every
+// rank, as said: PowerSGD's warm start must be the same on all of them. Collective.
 void Run::restore_exchange(const std::string& checkpoint) {
   if (!exchange_) return;
   exchange_->set_step(static_cast<uint64_t>(state_.step));
@@ -471,8 +472,12 @@ void Run::restore_exchange(const std::string& checkpoint) {
   std::string why;
   const std::optional<std::vector<NamedFloats>> carried =
       load_exchange_state(exchange_state_path(checkpoint, rank_), state_.step, nranks_, why);
-  if (!carried) {
-    log("[resume] %s: error-feedback residuals and warm starts start afresh\n", why.c_str());
+  int mine = carried ? 1 : 0, everyone = 0;
+  SB_MPI_CHECK(MPI_Allreduce(&mine, &everyone, 1, MPI_INT, MPI_MIN, comm_));
+  if (!everyone) {
+    log("[resume] not every rank has its exchange state of step %lld (rank 0: %s): error-feedback residuals and "
+        "warm starts start afresh\n",
+        static_cast<long long>(state_.step), carried ? "found" : why.c_str());
     return;
   }
   try {

@@ -93,6 +93,12 @@ for compressor in powersgd randomk; do
     /checkpoint/parameters /checkpoint/parameters >/dev/null 2>&1
   check "$compressor: resumed at 8, weights at 16 bit-identical to 16 straight steps" test $? -eq 0
 done
+# On another rank count the per-rank state cannot be taken back: every rank starts it afresh.
+$TRAIN 3 $SB --batch 60 --epochs 1 --print-every 0 --seed 3 --compressor powersgd --bucket-mb 0.05 --steps 18 \
+  --checkpoint "$WORK/powersgd-resumed" --resume --out "$WORK/cr3.h5" >"$WORK/powersgd-3.txt" 2>&1
+check "powersgd, 2 -> 3 ranks: exit 0" test $? -eq 0
+check "powersgd, 2 -> 3 ranks: the exchange state starts afresh, as said" \
+  grep -qE '^\[resume\] not every rank has its exchange state of step 16 \(rank 0: .* with 2 ranks\)' "$WORK/powersgd-3.txt"
 
 # --- elastic resume ---------------------------------------------------------------------------
 # 4 ranks -> 2 ranks accumulating 2 micro-batches, recursive doubling: bit-identical to 4 ranks
