@@ -27,16 +27,22 @@ cudnnMathType_t math_type(Precision precision) {
 }
 
 // The first (fastest by cuDNN's ranking, or by measured time) algorithm that succeeded and fits;
-// under strict fp32, only one that runs on FMA units (no tensor-core math of any kind).
+// under strict fp32, only one that runs on FMA units (no tensor-core math of any kind). A
+// deterministic one is preferred (some backward-filter algorithms add with atomics, which would
+// make two runs, and a resumed run, differ in the last bits); the fastest of the others only
+// when cuDNN offers no deterministic one within the bounds.
 template <class Perf>
 const Perf& pick(const Perf* perf, int count, size_t limit, bool strict_fp32, const char* direction,
                  const std::string& shape) {
+  const Perf* fallback = nullptr;
   for (int i = 0; i < count; ++i) {
     const bool tensor_cores = perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
                               perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit && !(strict_fp32 && tensor_cores))
-      return perf[i];
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit || (strict_fp32 && tensor_cores)) continue;
+    if (perf[i].determinism == CUDNN_DETERMINISTIC) return perf[i];
+    if (!fallback) fallback = &perf[i];
   }
+  if (fallback) return *fallback;
   die(__FILE__, __LINE__,
       std::string("cuDNN offers no ") + direction + " convolution algorithm within the workspace bound for " + shape);
 }

@@ -1,5 +1,6 @@
 // Batch norm over channels-last tensors (rows x channels), with the ReLU that follows it fused:
-// per-channel sums in double, then one element-wise pass. Forward training is two reads of x
+// per-channel sums in double (deterministic: partial sums per row block, added in order), then one
+// element-wise pass. Forward training is two reads of x
 // (statistics, then normalise) and one write; backward is two reads of x, dy and y and one write.
 #include <algorithm>
 
@@ -20,10 +21,12 @@ dim3 reduction_grid(size_t rows, size_t channels) {
   return dim3(column_blocks, static_cast<unsigned>(std::max<size_t>(1, std::min(wanted, cap))));
 }
 
-// Sums two per-row terms per channel over the block's rows and adds them to sums[c] and
-// sums[channels + c]. Term returns them for (row, channel).
+// Sums two per-row terms per channel over the block's rows into this row block's partials:
+// partials[blockIdx.y][c] and partials[blockIdx.y][channels + c] (no atomics: total_sums_kernel
+// adds the row blocks in order, so the statistics come out the same on every run). Term returns
+// them for (row, channel).
 template <class Term>
-__device__ void accumulate_two(size_t rows, size_t channels, double* sums, Term term) {
+__device__ void accumulate_two(size_t rows, size_t channels, double* partials, Term term) {
   __shared__ double partial[2][kRowsPerBlock][32];
   const size_t c = blockIdx.x * 32 + threadIdx.x;
   double first = 0, second = 0;
@@ -41,13 +44,23 @@ __device__ void accumulate_two(size_t rows, size_t channels, double* sums, Term 
       first += partial[0][y][threadIdx.x];
       second += partial[1][y][threadIdx.x];
     }
-    atomicAdd(&sums[c], first);
-    atomicAdd(&sums[channels + c], second);
+    double* mine = partials + blockIdx.y * 2 * channels;
+    mine[c] = first;
+    mine[channels + c] = second;
   }
 }
 
-__global__ void statistics_sums_kernel(Elements x, size_t rows, size_t channels, double* sums) {
-  accumulate_two(rows, channels, sums, [&](size_t r, size_t c) {
+// totals[k] = the sum over row blocks, in order, of partials[y][k], for k < 2 x channels.
+__global__ void total_sums_kernel(const double* partials, unsigned row_blocks, size_t channels, double* totals) {
+  for (size_t k = grid_first(); k < 2 * channels; k += grid_stride()) {
+    double sum = 0;
+    for (unsigned y = 0; y < row_blocks; ++y) sum += partials[y * 2 * channels + k];
+    totals[k] = sum;
+  }
+}
+
+__global__ void statistics_sums_kernel(Elements x, size_t rows, size_t channels, double* partials) {
+  accumulate_two(rows, channels, partials, [&](size_t r, size_t c) {
     const double v = load(x, r * channels + c);
     return make_double2(v, v * v);
   });
@@ -78,8 +91,8 @@ __device__ __forceinline__ float masked_dy(const Elements& dy, const Elements& y
 }
 
 __global__ void backward_sums_kernel(Elements x, Elements dy, Elements y, Elements mean, size_t rows, size_t channels,
-                                     double* sums) {
-  accumulate_two(rows, channels, sums, [&](size_t r, size_t c) {
+                                     double* partials) {
+  accumulate_two(rows, channels, partials, [&](size_t r, size_t c) {
     const size_t i = r * channels + c;
     const double g = masked_dy(dy, y, i);
     return make_double2(g, g * (static_cast<double>(load(x, i)) - load(mean, c)));
@@ -112,8 +125,8 @@ __global__ void backward_parameters_kernel(const double* sums, Elements variance
   store(dbeta, c, static_cast<float>(sums[c]));
 }
 
-__global__ void channel_sum_kernel(Elements x, size_t rows, size_t channels, double* sums) {
-  accumulate_two(rows, channels, sums, [&](size_t r, size_t c) { return make_double2(load(x, r * channels + c), 0.0); });
+__global__ void channel_sum_kernel(Elements x, size_t rows, size_t channels, double* partials) {
+  accumulate_two(rows, channels, partials, [&](size_t r, size_t c) { return make_double2(load(x, r * channels + c), 0.0); });
 }
 
 __global__ void store_sums_kernel(const double* sums, size_t channels, Elements out) {
@@ -121,26 +134,35 @@ __global__ void store_sums_kernel(const double* sums, size_t channels, Elements 
   if (c < channels) store(out, c, static_cast<float>(sums[c]));
 }
 
-// 2 x channels doubles of zeroed scratch on the stream, freed in stream order.
-double* zeroed_sums(size_t channels, Stream stream) {
-  double* sums = nullptr;
-  SB_CUDA_CHECK(cudaMallocAsync(&sums, 2 * channels * sizeof(double), stream));
-  SB_CUDA_CHECK(cudaMemsetAsync(sums, 0, 2 * channels * sizeof(double), stream));
-  return sums;
-}
-
 const dim3 kReductionBlock(32, kRowsPerBlock);
+
+// The per-channel sums of a reduction over `grid`: scratch on the stream for the row blocks'
+// partials and, after them, the 2 x channels totals. `reduce(partials)` launches the reduction
+// kernel; the totals are returned (free `scratch` in stream order when done with them).
+template <class Reduce>
+double* channel_sums(dim3 grid, size_t channels, Stream stream, double*& scratch, Reduce&& reduce) {
+  const size_t per_block = 2 * channels;
+  SB_CUDA_CHECK(cudaMallocAsync(&scratch, (grid.y + 1) * per_block * sizeof(double), stream));
+  reduce(scratch);
+  SB_CUDA_CHECK(cudaGetLastError());
+  double* totals = scratch + grid.y * per_block;
+  total_sums_kernel<<<cuda_blocks_for(per_block), kCudaThreads, 0, stream>>>(scratch, grid.y, channels, totals);
+  SB_CUDA_CHECK(cudaGetLastError());
+  return totals;
+}
 
 }  // namespace
 
 void batchnorm_statistics(Elements x, Elements mean, Elements variance, size_t rows, size_t channels, Stream stream) {
   if (channels == 0) return;
-  double* sums = zeroed_sums(channels, stream);
-  statistics_sums_kernel<<<reduction_grid(rows, channels), kReductionBlock, 0, stream>>>(x, rows, channels, sums);
-  SB_CUDA_CHECK(cudaGetLastError());
+  const dim3 grid = reduction_grid(rows, channels);
+  double* scratch = nullptr;
+  const double* sums = channel_sums(grid, channels, stream, scratch, [&](double* partials) {
+    statistics_sums_kernel<<<grid, kReductionBlock, 0, stream>>>(x, rows, channels, partials);
+  });
   statistics_finish_kernel<<<cuda_blocks_for(channels), kCudaThreads, 0, stream>>>(sums, rows, channels, mean, variance);
   SB_CUDA_CHECK(cudaGetLastError());
-  SB_CUDA_CHECK(cudaFreeAsync(sums, stream));
+  SB_CUDA_CHECK(cudaFreeAsync(scratch, stream));
 }
 
 void batchnorm_apply(Elements x, Elements gamma, Elements beta, Elements mean, Elements variance, Elements y,
@@ -155,10 +177,11 @@ void batchnorm_backward(Elements x, Elements dy, Elements y, Elements gamma, Ele
                         Elements dx, Elements dgamma, Elements dbeta, size_t rows, size_t channels, float epsilon,
                         Stream stream) {
   if (channels == 0) return;
-  double* sums = zeroed_sums(channels, stream);
-  backward_sums_kernel<<<reduction_grid(rows, channels), kReductionBlock, 0, stream>>>(x, dy, y, mean, rows, channels,
-                                                                                        sums);
-  SB_CUDA_CHECK(cudaGetLastError());
+  const dim3 grid = reduction_grid(rows, channels);
+  double* scratch = nullptr;
+  const double* sums = channel_sums(grid, channels, stream, scratch, [&](double* partials) {
+    backward_sums_kernel<<<grid, kReductionBlock, 0, stream>>>(x, dy, y, mean, rows, channels, partials);
+  });
   if (rows * channels > 0) {
     backward_apply_kernel<<<cuda_blocks_for(rows * channels), kCudaThreads, 0, stream>>>(
         x, dy, y, gamma, mean, variance, sums, dx, rows, channels, epsilon);
@@ -167,17 +190,19 @@ void batchnorm_backward(Elements x, Elements dy, Elements y, Elements gamma, Ele
   backward_parameters_kernel<<<cuda_blocks_for(channels), kCudaThreads, 0, stream>>>(sums, variance, channels, epsilon,
                                                                                       dgamma, dbeta);
   SB_CUDA_CHECK(cudaGetLastError());
-  SB_CUDA_CHECK(cudaFreeAsync(sums, stream));
+  SB_CUDA_CHECK(cudaFreeAsync(scratch, stream));
 }
 
 void channel_sum(Elements x, Elements sum, size_t rows, size_t channels, Stream stream) {
   if (channels == 0) return;
-  double* sums = zeroed_sums(channels, stream);
-  channel_sum_kernel<<<reduction_grid(rows, channels), kReductionBlock, 0, stream>>>(x, rows, channels, sums);
-  SB_CUDA_CHECK(cudaGetLastError());
+  const dim3 grid = reduction_grid(rows, channels);
+  double* scratch = nullptr;
+  const double* sums = channel_sums(grid, channels, stream, scratch, [&](double* partials) {
+    channel_sum_kernel<<<grid, kReductionBlock, 0, stream>>>(x, rows, channels, partials);
+  });
   store_sums_kernel<<<cuda_blocks_for(channels), kCudaThreads, 0, stream>>>(sums, channels, sum);
   SB_CUDA_CHECK(cudaGetLastError());
-  SB_CUDA_CHECK(cudaFreeAsync(sums, stream));
+  SB_CUDA_CHECK(cudaFreeAsync(scratch, stream));
 }
 
 }  // namespace sb::models::gpu

@@ -1,6 +1,7 @@
 // The element-wise kernels of models/gpu_kernels.hpp: one grid-stride loop each, fp32 arithmetic
 // whatever the operands' types.
 #include "common/cuda_check.hpp"
+#include "kernels/device_sum.cuh"
 #include "models/gpu_elements.cuh"
 #include "models/optimizer_math.hpp"
 
@@ -43,15 +44,19 @@ __global__ void relu_backward_kernel(Elements y, Elements dy, Elements dx, size_
   for (size_t i = grid_first(); i < count; i += grid_stride()) store(dx, i, load(y, i) > 0.0f ? load(dy, i) : 0.0f);
 }
 
-__global__ void sum_of_squares_kernel(Elements x, size_t count, double* total) {
-  double sum = 0;
-  for (size_t i = grid_first(); i < count; i += grid_stride()) {
+// The terms of sum_of_squares, for kernels/device_sum.cuh's deterministic sum (no atomics: a
+// norm, and so LARS's step, come out the same on every run).
+struct Square {
+  Elements x;
+  __device__ double operator()(size_t i) const {
     const double v = load(x, i);
-    sum += v * v;
+    return v * v;
   }
-  sum = block_sum(sum);
-  if (threadIdx.x == 0) atomicAdd(total, sum);
-}
+};
+struct StoreTotal {
+  double* total;
+  __device__ void operator()(double sum) const { *total = sum; }
+};
 
 __global__ void add_bias_kernel(Elements y, Elements bias, size_t rows, size_t channels) {
   const size_t count = rows * channels;
@@ -159,14 +164,13 @@ void channels_last_to_nchw(Elements x, float* nchw, int64_t n, int64_t c, int64_
 
 double sum_of_squares(Elements x, size_t count, Stream stream) {
   if (count == 0) return 0;
-  double* total = nullptr;
-  SB_CUDA_CHECK(cudaMallocAsync(&total, sizeof(double), stream));
-  SB_CUDA_CHECK(cudaMemsetAsync(total, 0, sizeof(double), stream));
-  sum_of_squares_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(x, count, total);
+  double* scratch = nullptr;  // the total, then the blocks' partial sums
+  SB_CUDA_CHECK(cudaMallocAsync(&scratch, (1 + blocks(count)) * sizeof(double), stream));
+  device_sum(count, Square{x}, StoreTotal{scratch}, scratch + 1, stream);
   SB_CUDA_CHECK(cudaGetLastError());
   double result = 0;
-  SB_CUDA_CHECK(cudaMemcpyAsync(&result, total, sizeof(double), cudaMemcpyDeviceToHost, stream));
-  SB_CUDA_CHECK(cudaFreeAsync(total, stream));
+  SB_CUDA_CHECK(cudaMemcpyAsync(&result, scratch, sizeof(double), cudaMemcpyDeviceToHost, stream));
+  SB_CUDA_CHECK(cudaFreeAsync(scratch, stream));
   SB_CUDA_CHECK(cudaStreamSynchronize(stream));
   return result;
 }

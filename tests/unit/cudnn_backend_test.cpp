@@ -337,6 +337,33 @@ TEST_P(CudnnLayers, TwoTrainingStepsOfAResNetMatchOnednn) {
   }
 }
 
+// The GPU path is deterministic: the same two SGD steps of a ResNet from the same initialisation,
+// run twice, give the same weights bit for bit (no atomics in the reductions; deterministic
+// convolution algorithms), which is what a resumed GPU run relies on.
+TEST_P(CudnnLayers, RepeatedTrainingStepsAreBitIdentical) {
+  CudnnBackend gpu(CudnnOptions{GetParam()});
+  const ResNetConfig config = make_resnet_config("resnet20", 3, 10, 16, 3);
+  std::vector<std::vector<float>> weights[2];
+  for (auto& run : weights) {
+    ResNet model(gpu, config);  // the same seed: the same initial weights
+    Optimizer optimizer(gpu, model.parameters(), OptimizerConfig{});
+    std::mt19937 random(77);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    for (int step = 0; step < 2; ++step) {
+      std::vector<float> pixels(8 * 3 * 16 * 16);
+      for (float& v : pixels) v = dist(random);
+      Tensor images = gpu.allocate({8, 3, 16, 16}), dlogits = gpu.allocate({8, 10, 1, 1});
+      gpu.write(images, pixels);
+      gpu.softmax_cross_entropy(model.forward(images, true), std::vector<int32_t>{1, 0, 9, 4, 4, 7, 2, 5}, 0, dlogits);
+      model.backward(dlogits);
+      optimizer.step(0.1f);
+    }
+    for (const Parameter* p : model.parameters()) run.push_back(host(gpu, p->value));
+  }
+  ASSERT_EQ(weights[0].size(), weights[1].size());
+  for (size_t i = 0; i < weights[0].size(); ++i) EXPECT_EQ(weights[0][i], weights[1][i]) << "parameter " << i;
+}
+
 // fp16 training with a loss scale far too large: dlogits x scale overflows fp16, the step is
 // skipped (weights untouched) and the scale halved until the gradients fit; then steps apply, and
 // after growth_interval clean steps the scale doubles again.
