@@ -104,5 +104,63 @@ TEST(DeviceGradientExchange, AveragesAsTheHostExchangeDoes) {
 #endif
 }
 
+// The device exchange's carried state (fp16 narrowing residuals, compressors' residuals and
+// warm starts) handed to a fresh one, with the step: the next step's averages are the same.
+TEST(DeviceGradientExchange, CarriedStateContinuesInAFreshExchange) {
+  if (!gpu_on_every_rank()) GTEST_SKIP() << "not every rank has a GPU";
+#if SB_HAVE_CUDA
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::vector<GradientTensor> tensors = {{"a", 3000}, {"b", 16}, {"c", 1000}};
+  const BucketPlan plan = plan_buckets(tensors, BucketStrategy::ddp, 0.01);
+  cudaStream_t compute = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&compute), cudaSuccess);
+  for (const char* compressor : {"fp16", "powersgd", "randomk"}) {
+    SCOPED_TRACE(compressor);
+    models::DeviceExchangeOptions options;
+    options.compressor = compressor;
+    options.bucket_type = std::string(compressor) == "fp16" ? models::gpu::ElementType::f16 : models::gpu::ElementType::f32;
+    std::vector<models::gpu::Elements> first, second;
+    for (const GradientTensor& t : tensors) {
+      void *a = nullptr, *b = nullptr;
+      ASSERT_EQ(cudaMalloc(&a, t.count * sizeof(float)), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&b, t.count * sizeof(float)), cudaSuccess);
+      first.push_back({a, models::gpu::ElementType::f32});
+      second.push_back({b, models::gpu::ElementType::f32});
+    }
+    auto step_through = [&](GradientAverager& exchange, const std::vector<models::gpu::Elements>& g, int step) {
+      for (size_t k = 0; k < tensors.size(); ++k) {
+        const std::vector<float> values = heavy_tailed_gradient(tensors[k].count, 1000 * step + 10 * k + rank);
+        cudaMemcpy(g[k].data, values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice);
+      }
+      exchange.begin_step();
+      for (size_t k = tensors.size(); k-- > 0;) exchange.tensor_ready(k);
+      exchange.finish();
+      cudaStreamSynchronize(compute);
+    };
+    models::DeviceGradientExchange original(MPI_COMM_WORLD, plan, first, compute, options);
+    for (int step = 0; step < 3; ++step) step_through(original, first, step);
+    const std::vector<NamedFloats> carried = original.carried_state();
+    EXPECT_FALSE(carried.empty());
+    models::DeviceGradientExchange resumed(MPI_COMM_WORLD, plan, second, compute, options);
+    resumed.set_step(3);
+    resumed.restore_carried_state(carried);
+    step_through(original, first, 3);
+    step_through(resumed, second, 3);
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      std::vector<float> a(tensors[k].count), b(tensors[k].count);
+      cudaMemcpy(a.data(), first[k].data, a.size() * sizeof(float), cudaMemcpyDeviceToHost);
+      cudaMemcpy(b.data(), second[k].data, b.size() * sizeof(float), cudaMemcpyDeviceToHost);
+      EXPECT_EQ(a, b) << tensors[k].name;
+    }
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      cudaFree(first[k].data);
+      cudaFree(second[k].data);
+    }
+  }
+  cudaStreamDestroy(compute);
+#endif
+}
+
 }  // namespace
 }  // namespace sb
