@@ -448,7 +448,13 @@ void Run::save() {
   const std::string path = checkpoint_path(config_.checkpoint_dir);
   if (exchange_) {  // every rank its own residuals and warm starts
     const std::vector<NamedFloats> carried = exchange_->carried_state();
-    if (!carried.empty()) save_exchange_state(exchange_state_path(path, rank_), carried, state_.step, nranks_);
+    // Any rank may fail to write (its node's folder, its disk): that ends the whole job at once,
+    // with the reason, rather than leaving the other ranks waiting at the next collective.
+    try {
+      if (!carried.empty()) save_exchange_state(exchange_state_path(path, rank_), carried, state_.step, nranks_);
+    } catch (const UsageError& e) {
+      die(__FILE__, __LINE__, std::string("checkpoint: ") + e.what());
+    }
   }
   if (rank_ != 0) return;
   TrainingState saved = state_;
