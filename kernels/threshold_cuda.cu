@@ -57,7 +57,7 @@ size_t select_at_least_cuda(const float* values, size_t count, float threshold, 
   SB_CUDA_CHECK(cub::DeviceSelect::If(nullptr, temp_bytes, positions, indices, selected, static_cast<int64_t>(count),
                                       at_least, stream));
   void* temp = nullptr;
-  SB_CUDA_CHECK(cudaMallocAsync(&temp, temp_bytes, stream));
+  SB_CUDA_CHECK(cudaMallocAsync(&temp, temp_bytes > 0 ? temp_bytes : 1, stream));  // never a 0-byte request
   SB_CUDA_CHECK(cudaMallocAsync(&selected, sizeof(int64_t), stream));
   SB_CUDA_CHECK(cub::DeviceSelect::If(temp, temp_bytes, positions, indices, selected, static_cast<int64_t>(count),
                                       at_least, stream));

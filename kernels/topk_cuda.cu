@@ -111,7 +111,7 @@ void topk_cuda(const float* values, size_t count, size_t k, uint32_t* indices, c
   SB_CUDA_CHECK(cudaMallocAsync(&histograms, kPasses * kBins * sizeof(unsigned), stream));
   SB_CUDA_CHECK(cudaMallocAsync(&ties, count * sizeof(uint32_t), stream));
   SB_CUDA_CHECK(cudaMallocAsync(&selected, sizeof(int64_t), stream));
-  SB_CUDA_CHECK(cudaMallocAsync(&temp, temp_bytes, stream));
+  SB_CUDA_CHECK(cudaMallocAsync(&temp, temp_bytes > 0 ? temp_bytes : 1, stream));  // never a 0-byte request
   SB_CUDA_CHECK(cudaMemsetAsync(histograms, 0, kPasses * kBins * sizeof(unsigned), stream));
 
   start_kernel<<<1, 1, 0, stream>>>(state, static_cast<uint32_t>(k));
