@@ -271,7 +271,10 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
   if (exchange_)
     log("[config] gradients: %s, %s buckets of %g MiB (%zu buckets), overlap %s%s\n",
         config.exchange.compressor == "none"
-            ? (config.exchange.algorithm + " allreduce on " + std::string(name_of(config.exchange.impl.transport))).c_str()
+            ? (config.exchange.algorithm == "nccl"
+                   ? std::string("ncclAllReduce")
+                   : config.exchange.algorithm + " allreduce on " + std::string(name_of(config.exchange.impl.transport)))
+                  .c_str()
             : ("compressed by " + config.exchange.compressor +
                (config.exchange.error_feedback ? " with error feedback" : " without error feedback"))
                   .c_str(),
