@@ -6,26 +6,21 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <thread>
 
 #include "common/check.hpp"
 #include "common/stats.hpp"
 #include "common/usage_error.hpp"
-#include "models/batch_shares.hpp"
 #include "models/checkpoint.hpp"
 #include "models/data/loader.hpp"
 #include "models/loss_scale.hpp"
 #include "models/mllog.hpp"
 #include "models/resnet.hpp"
+#include "models/training_run.hpp"
 #include "models/training_setup.hpp"
 
 namespace sb::models {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::string clock_text(double seconds) {
   const int64_t s = static_cast<int64_t>(std::max(seconds, 0.0));
@@ -67,87 +62,9 @@ void validate(const TrainConfig& c, int nranks) {
                        " ranks x " + std::to_string(c.accumulate) + " micro-batches (--accumulate)");
 }
 
-struct Evaluation {
-  double top1 = 0, top5 = 0;
-  int64_t images = 0;
-};
+}  // namespace
 
-// One training run on this rank: the model, its optimizer, the loaders and the exchange.
-class Run {
- public:
-  Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat);
-  ~Run() {
-    if (bn_comm_ != MPI_COMM_NULL) MPI_Comm_free(&bn_comm_);
-  }
-  Run(const Run&) = delete;
-  Run& operator=(const Run&) = delete;
-  TrainResult execute();
-
- private:
-  template <class... Args>
-  void log(const char* format, Args... args) {
-    if (!progress_) return;
-    std::fprintf(progress_, format, args...);
-    std::fflush(progress_);
-  }
-  double elapsed() const { return elapsed_before_ + seconds_since(run_start_); }
-  double sum_over_ranks(double value) const;
-  double train_step(const Batch& batch, int64_t step, StepTimes& times);
-  std::optional<Batch> next_batch(StepTimes& times);
-  void fetch_ahead(const Batch& current);
-  void forward_backward(const Batch& batch, int64_t first, int64_t count, double& loss_sum);
-  Evaluation evaluate();
-  void average_running_statistics();
-  void apply_resize_schedule(int64_t epoch);
-  void apply_batch_schedule(int64_t epoch);
-  void rebalance(int64_t epoch);
-  double learning_rate(int64_t step) const;
-  int64_t steps_in_epoch(int64_t epoch) const { return data_.train->size() / config_.batch_at(epoch); }
-  void save();
-  void restore_exchange(const std::string& checkpoint);
-
-  void beat(const char* what, int64_t n) const {
-    if (heartbeat_) heartbeat_(std::string(what) + " " + std::to_string(n));
-  }
-
-  const TrainConfig& config_;
-  std::FILE* progress_;
-  Heartbeat heartbeat_;
-  MPI_Comm comm_;
-  int rank_ = 0, nranks_ = 1;
-  MlLog mllog_;
-  std::unique_ptr<Backend> backend_;
-  Clock::time_point run_start_;
-  DataSplits data_;
-  ImageShape image_;
-  std::unique_ptr<ResNet> model_;
-  std::unique_ptr<Optimizer> optimizer_;
-  std::optional<DynamicLossScale> loss_scale_;  // fp16 only
-  std::unique_ptr<Loader> train_loader_, eval_loader_;
-  std::unique_ptr<GradientAverager> exchange_;  // host (GradientExchange) or device (NCCL)
-  MPI_Comm bn_comm_ = MPI_COMM_NULL;  // --bn-span: this rank's batch-norm group
-  BnSync bn_sync_;
-  bool report_gradients_ = false;
-  // A GPU backend's next batch, fetched during the step before and already being copied to the
-  // device (Backend::prefetch), with the time the loader kept the trainer waiting for it.
-  std::optional<Batch> ahead_;
-  double ahead_data_s_ = 0;
-  int64_t last_step_ = 0;  // the run's last step (execute() sets it)
-  std::vector<Tensor> accumulated_;  // --accumulate > 1: the step's gradient sum
-  LrSchedule schedule_;
-  TrainingState state_;
-  TrainResult result_;
-  std::vector<int64_t> step_batches_;  // the global batch of every step this process ran
-  // --balance: forward and backward time and samples since the last rebalance, and every rank's
-  // forward and backward seconds per image (empty until measured).
-  double balance_compute_s_ = 0;
-  int64_t balance_samples_ = 0;
-  std::vector<double> seconds_per_image_;
-  double elapsed_before_ = 0;
-  Tensor input_, dlogits_, eval_input_;
-};
-
-Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat)
+TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat)
     : config_(config),
       progress_(progress),
       heartbeat_(std::move(heartbeat)),
@@ -283,14 +200,14 @@ Run::Run(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbea
         config.exchange.overlap && config.exchange.progress == Progress::poll ? " (polled between layers)" : "");
 }
 
-double Run::sum_over_ranks(double value) const {
+double TrainingRun::sum_over_ranks(double value) const {
   double sum = value;
   if (nranks_ > 1) SB_MPI_CHECK(MPI_Allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, comm_));
   return sum;
 }
 
 // Forward and backward of samples [first, first + count) of the batch; adds their summed loss.
-void Run::forward_backward(const Batch& batch, int64_t first, int64_t count, double& loss_sum) {
+void TrainingRun::forward_backward(const Batch& batch, int64_t first, int64_t count, double& loss_sum) {
   const ImageShape image = data_.train->image_shape();  // progressive resizing changes it
   const int64_t pixels = image.pixels();
   ensure_shape(*backend_, input_, {count, image.channels, image.height, image.width});
@@ -309,7 +226,7 @@ void Run::forward_backward(const Batch& batch, int64_t first, int64_t count, dou
 
 // This step's batch: the one fetched ahead during the last step, or the loader's next (nothing at
 // the end of the epoch). times.data_s is how long the loader kept the trainer waiting for it.
-std::optional<Batch> Run::next_batch(StepTimes& times) {
+std::optional<Batch> TrainingRun::next_batch(StepTimes& times) {
   if (ahead_) {
     times.data_s = ahead_data_s_;
     return std::exchange(ahead_, std::nullopt);
@@ -324,7 +241,7 @@ std::optional<Batch> Run::next_batch(StepTimes& times) {
 // next batch, whose copy to the device then overlaps the rest of this step. Within an epoch only
 // (the loader gives nothing past its end), and never past the run's last step, so a batch fetched
 // ahead is always the next one trained on.
-void Run::fetch_ahead(const Batch& current) {
+void TrainingRun::fetch_ahead(const Batch& current) {
   if (current.index + 1 >= train_loader_->sampler().batches_per_epoch()) return;
   const Clock::time_point start = Clock::now();
   ahead_ = train_loader_->next();
@@ -333,7 +250,7 @@ void Run::fetch_ahead(const Batch& current) {
 }
 
 // One optimizer step over this rank's shard of a global batch; returns the shard's summed loss.
-double Run::train_step(const Batch& batch, int64_t step, StepTimes& times) {
+double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& times) {
   const Clock::time_point start = Clock::now();
   const int64_t micro = config_.accumulate;
   double loss_sum = 0;
@@ -390,7 +307,7 @@ double Run::train_step(const Batch& batch, int64_t step, StepTimes& times) {
   return loss_sum;
 }
 
-Evaluation Run::evaluate() {
+Evaluation TrainingRun::evaluate() {
   int64_t correct1 = 0, correct5 = 0, seen = 0;
   eval_loader_->start_epoch(0);
   std::vector<float> logits;
@@ -423,132 +340,7 @@ Evaluation Run::evaluate() {
   return e;
 }
 
-void Run::apply_resize_schedule(int64_t epoch) {
-  const int64_t size = value_at(config_.resize_schedule, epoch, 0);
-  if (size == 0 || size == data_.train->image_shape().height) return;
-  train_loader_->stop();
-  data_.train->set_image_size(size);
-  log("[resize] epoch %lld: training images of %lld px\n", static_cast<long long>(epoch + 1), static_cast<long long>(size));
-  mllog_.point("train_image_size", MlLog::number(static_cast<double>(size)), MlLog::epoch_metadata(epoch + 1));
-}
-
-// Batch-norm running statistics drift apart on local-BN ranks; their mean is what every rank
-// evaluates and checkpoints with (PyTorch DDP instead broadcasts rank 0's).
-void Run::average_running_statistics() {
-  if (nranks_ == 1) return;
-  std::vector<float> host;
-  for (Buffer* b : model_->buffers()) {
-    host.resize(static_cast<size_t>(b->value.count()));
-    backend_->read(b->value, host);
-    SB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, host.data(), static_cast<int>(host.size()), MPI_FLOAT, MPI_SUM, comm_));
-    for (float& v : host) v /= static_cast<float>(nranks_);
-    backend_->write(b->value, host);
-  }
-}
-
-void Run::save() {
-  average_running_statistics();
-  const std::string path = checkpoint_path(config_.checkpoint_dir);
-  if (exchange_) {  // every rank its own residuals and warm starts
-    const std::vector<NamedFloats> carried = exchange_->carried_state();
-    // Any rank may fail to write (its node's folder, its disk): that ends the whole job at once,
-    // with the reason, rather than leaving the other ranks waiting at the next collective.
-    try {
-      if (!carried.empty()) save_exchange_state(exchange_state_path(path, rank_), carried, state_.step, nranks_);
-    } catch (const UsageError& e) {
-      die(__FILE__, __LINE__, std::string("checkpoint: ") + e.what());
-    }
-  }
-  if (rank_ != 0) return;
-  TrainingState saved = state_;
-  saved.curve = result_.curve;
-  saved.elapsed_s = elapsed();
-  if (loss_scale_) {
-    saved.loss_scale = loss_scale_->scale();
-    saved.loss_scale_clean_steps = loss_scale_->clean_steps();
-  }
-  save_checkpoint(path, *model_, *optimizer_, saved);
-}
-
-// A resumed run's exchange goes on from the checkpoint's step (the compressors' random draws
-// follow it) with each rank's residuals and warm starts, when every rank has them from that step
-// and as many ranks; otherwise (elastic rescaling, a run without them) they start afresh on every
-// rank, as said: PowerSGD's warm start must be the same on all of them. Collective.
-void Run::restore_exchange(const std::string& checkpoint) {
-  if (!exchange_) return;
-  exchange_->set_step(static_cast<uint64_t>(state_.step));
-  if (config_.exchange.compressor == "none") return;
-  std::string why;
-  const std::optional<std::vector<NamedFloats>> carried =
-      load_exchange_state(exchange_state_path(checkpoint, rank_), state_.step, nranks_, why);
-  int mine = carried ? 1 : 0, everyone = 0;
-  SB_MPI_CHECK(MPI_Allreduce(&mine, &everyone, 1, MPI_INT, MPI_MIN, comm_));
-  if (!everyone) {
-    log("[resume] not every rank has its exchange state of step %lld (rank 0: %s): error-feedback residuals and "
-        "warm starts start afresh\n",
-        static_cast<long long>(state_.step), carried ? "found" : why.c_str());
-    return;
-  }
-  try {
-    exchange_->restore_carried_state(*carried);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError("--resume: the exchange state does not fit this run (another --compressor or bucket plan?): " +
-                     std::string(e.what()));
-  }
-  log("[resume] rank %d: %zu error-feedback and warm-start arrays restored\n", rank_, carried->size());
-}
-
-// The linear scaling rule through a batch ramp: the rate of the schedule, scaled by how much the
-// current epoch's global batch exceeds the first epoch's.
-double Run::learning_rate(int64_t step) const {
-  return schedule_.at(step) * static_cast<double>(config_.batch_at(state_.epoch)) /
-         static_cast<double>(config_.batch_at(0));
-}
-
-void Run::apply_batch_schedule(int64_t epoch) {
-  const int64_t batch = config_.batch_at(epoch);
-  if (batch == train_loader_->sampler().global_batch()) return;
-  train_loader_->set_global_batch(batch);
-  log("[batch] epoch %lld: global batch %lld (%lld per rank), learning rate x %.3g\n", static_cast<long long>(epoch + 1),
-      static_cast<long long>(batch), static_cast<long long>(batch / nranks_),
-      static_cast<double>(batch) / static_cast<double>(config_.batch_at(0)));
-  mllog_.point("global_batch_size", MlLog::number(static_cast<double>(batch)), MlLog::epoch_metadata(epoch + 1));
-}
-
-// Shares of the global batch in proportion to each rank's measured images per second (forward and
-// backward, straggler included), at least one image each; the exchange weights each rank's mean
-// gradient by its share so that the average is still the mean over the whole batch.
-void Run::rebalance(int64_t epoch) {
-  if (!config_.balance || nranks_ == 1) return;
-  if (balance_samples_ > 0) {
-    const double mine = balance_compute_s_ / static_cast<double>(balance_samples_);
-    std::vector<double>& per_image = seconds_per_image_;
-    per_image.resize(static_cast<size_t>(nranks_));
-    SB_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_DOUBLE, per_image.data(), 1, MPI_DOUBLE, comm_));
-    balance_compute_s_ = 0;
-    balance_samples_ = 0;
-    std::string times;
-    for (double t : per_image) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%s%.3f", times.empty() ? "" : ",", t * 1e3);
-      times += text;
-    }
-    log("[balance] forward+backward ms per image by rank: %s\n", times.c_str());
-  }
-  if (seconds_per_image_.empty()) return;
-  const int64_t batch = config_.batch_at(epoch);
-  const std::vector<int64_t> shares = shares_by_speed(batch, seconds_per_image_);
-  if (shares == train_loader_->sampler().shares()) return;
-  train_loader_->set_shares(shares);
-  exchange_->set_weight(static_cast<float>(shares[static_cast<size_t>(rank_)]) * static_cast<float>(nranks_) /
-                        static_cast<float>(batch));
-  std::string text;
-  for (int64_t share : shares) text.append(text.empty() ? "" : ",").append(std::to_string(share));
-  log("[balance] epoch %lld: per-rank batch %s of %lld\n", static_cast<long long>(epoch + 1), text.c_str(),
-      static_cast<long long>(batch));
-}
-
-TrainResult Run::execute() {
+TrainResult TrainingRun::execute() {
   const int64_t last_step = last_step_ =
       config_.max_steps > 0 ? std::min(config_.max_steps, schedule_.total_steps) : schedule_.total_steps;
   bool stop = state_.step >= last_step;
@@ -653,14 +445,12 @@ TrainResult Run::execute() {
   return result_;
 }
 
-}  // namespace
-
 std::string checkpoint_path(const std::string& directory) { return directory + "/checkpoint.h5"; }
 
 int64_t TrainConfig::batch_at(int64_t epoch) const { return value_at(batch_schedule, epoch, batch); }
 
 TrainResult train(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat) {
-  Run run(config, progress, comm, std::move(heartbeat));
+  TrainingRun run(config, progress, comm, std::move(heartbeat));
   return run.execute();
 }
 

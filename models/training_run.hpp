@@ -1,0 +1,116 @@
+#pragma once
+// One training run on this rank (private to the trainer, behind models/trainer.hpp's train()):
+// the model, its optimizer, the loaders and the gradient exchange, and the loop over epochs and
+// steps. Its methods live in three files: trainer.cpp (set-up, steps, evaluation, the epoch
+// loop), training_run_schedules.cpp (what changes between epochs: image size, batch, shares,
+// learning rate) and training_run_checkpoint.cpp (saving, and taking back the exchange's state).
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectives/buckets/gradient_averager.hpp"
+#include "models/data/dataset.hpp"
+#include "models/data/loader.hpp"
+#include "models/layers.hpp"
+#include "models/loss_scale.hpp"
+#include "models/lr_schedule.hpp"
+#include "models/mllog.hpp"
+#include "models/optimizer.hpp"
+#include "models/resnet.hpp"
+#include "models/trainer.hpp"
+#include "models/training_state.hpp"
+
+namespace sb::models {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+struct Evaluation {
+  double top1 = 0, top5 = 0;
+  int64_t images = 0;
+};
+
+// One training run on this rank: the model, its optimizer, the loaders and the exchange.
+class TrainingRun {
+ public:
+  TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat);
+  ~TrainingRun() {
+    if (bn_comm_ != MPI_COMM_NULL) MPI_Comm_free(&bn_comm_);
+  }
+  TrainingRun(const TrainingRun&) = delete;
+  TrainingRun& operator=(const TrainingRun&) = delete;
+  TrainResult execute();
+
+ private:
+  template <class... Args>
+  void log(const char* format, Args... args) {
+    if (!progress_) return;
+    std::fprintf(progress_, format, args...);
+    std::fflush(progress_);
+  }
+  double elapsed() const { return elapsed_before_ + seconds_since(run_start_); }
+  double sum_over_ranks(double value) const;
+  double train_step(const Batch& batch, int64_t step, StepTimes& times);
+  std::optional<Batch> next_batch(StepTimes& times);
+  void fetch_ahead(const Batch& current);
+  void forward_backward(const Batch& batch, int64_t first, int64_t count, double& loss_sum);
+  Evaluation evaluate();
+  void average_running_statistics();
+  void apply_resize_schedule(int64_t epoch);
+  void apply_batch_schedule(int64_t epoch);
+  void rebalance(int64_t epoch);
+  double learning_rate(int64_t step) const;
+  int64_t steps_in_epoch(int64_t epoch) const { return data_.train->size() / config_.batch_at(epoch); }
+  void save();
+  void restore_exchange(const std::string& checkpoint);
+
+  void beat(const char* what, int64_t n) const {
+    if (heartbeat_) heartbeat_(std::string(what) + " " + std::to_string(n));
+  }
+
+  const TrainConfig& config_;
+  std::FILE* progress_;
+  Heartbeat heartbeat_;
+  MPI_Comm comm_;
+  int rank_ = 0, nranks_ = 1;
+  MlLog mllog_;
+  std::unique_ptr<Backend> backend_;
+  Clock::time_point run_start_;
+  DataSplits data_;
+  ImageShape image_;
+  std::unique_ptr<ResNet> model_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::optional<DynamicLossScale> loss_scale_;  // fp16 only
+  std::unique_ptr<Loader> train_loader_, eval_loader_;
+  std::unique_ptr<GradientAverager> exchange_;  // host (GradientExchange) or device (NCCL)
+  MPI_Comm bn_comm_ = MPI_COMM_NULL;  // --bn-span: this rank's batch-norm group
+  BnSync bn_sync_;
+  bool report_gradients_ = false;
+  // A GPU backend's next batch, fetched during the step before and already being copied to the
+  // device (Backend::prefetch), with the time the loader kept the trainer waiting for it.
+  std::optional<Batch> ahead_;
+  double ahead_data_s_ = 0;
+  int64_t last_step_ = 0;  // the run's last step (execute() sets it)
+  std::vector<Tensor> accumulated_;  // --accumulate > 1: the step's gradient sum
+  LrSchedule schedule_;
+  TrainingState state_;
+  TrainResult result_;
+  std::vector<int64_t> step_batches_;  // the global batch of every step this process ran
+  // --balance: forward and backward time and samples since the last rebalance, and every rank's
+  // forward and backward seconds per image (empty until measured).
+  double balance_compute_s_ = 0;
+  int64_t balance_samples_ = 0;
+  std::vector<double> seconds_per_image_;
+  double elapsed_before_ = 0;
+  Tensor input_, dlogits_, eval_input_;
+};
+
+}  // namespace sb::models

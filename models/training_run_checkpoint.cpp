@@ -1,0 +1,81 @@
+// A training run's checkpoints: the running statistics averaged over ranks, the checkpoint
+// itself (rank 0) and every rank's exchange state beside it; on resume, the exchange's state
+// taken back where every rank has it.
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/check.hpp"
+#include "common/usage_error.hpp"
+#include "models/training_run.hpp"
+#include "models/checkpoint.hpp"
+
+namespace sb::models {
+
+// Batch-norm running statistics drift apart on local-BN ranks; their mean is what every rank
+// evaluates and checkpoints with (PyTorch DDP instead broadcasts rank 0's).
+void TrainingRun::average_running_statistics() {
+  if (nranks_ == 1) return;
+  std::vector<float> host;
+  for (Buffer* b : model_->buffers()) {
+    host.resize(static_cast<size_t>(b->value.count()));
+    backend_->read(b->value, host);
+    SB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, host.data(), static_cast<int>(host.size()), MPI_FLOAT, MPI_SUM, comm_));
+    for (float& v : host) v /= static_cast<float>(nranks_);
+    backend_->write(b->value, host);
+  }
+}
+
+void TrainingRun::save() {
+  average_running_statistics();
+  const std::string path = checkpoint_path(config_.checkpoint_dir);
+  if (exchange_) {  // every rank its own residuals and warm starts
+    const std::vector<NamedFloats> carried = exchange_->carried_state();
+    // Any rank may fail to write (its node's folder, its disk): that ends the whole job at once,
+    // with the reason, rather than leaving the other ranks waiting at the next collective.
+    try {
+      if (!carried.empty()) save_exchange_state(exchange_state_path(path, rank_), carried, state_.step, nranks_);
+    } catch (const UsageError& e) {
+      die(__FILE__, __LINE__, std::string("checkpoint: ") + e.what());
+    }
+  }
+  if (rank_ != 0) return;
+  TrainingState saved = state_;
+  saved.curve = result_.curve;
+  saved.elapsed_s = elapsed();
+  if (loss_scale_) {
+    saved.loss_scale = loss_scale_->scale();
+    saved.loss_scale_clean_steps = loss_scale_->clean_steps();
+  }
+  save_checkpoint(path, *model_, *optimizer_, saved);
+}
+
+// A resumed run's exchange goes on from the checkpoint's step (the compressors' random draws
+// follow it) with each rank's residuals and warm starts, when every rank has them from that step
+// and as many ranks; otherwise (elastic rescaling, a run without them) they start afresh on every
+// rank, as said: PowerSGD's warm start must be the same on all of them. Collective.
+void TrainingRun::restore_exchange(const std::string& checkpoint) {
+  if (!exchange_) return;
+  exchange_->set_step(static_cast<uint64_t>(state_.step));
+  if (config_.exchange.compressor == "none") return;
+  std::string why;
+  const std::optional<std::vector<NamedFloats>> carried =
+      load_exchange_state(exchange_state_path(checkpoint, rank_), state_.step, nranks_, why);
+  int mine = carried ? 1 : 0, everyone = 0;
+  SB_MPI_CHECK(MPI_Allreduce(&mine, &everyone, 1, MPI_INT, MPI_MIN, comm_));
+  if (!everyone) {
+    log("[resume] not every rank has its exchange state of step %lld (rank 0: %s): error-feedback residuals and "
+        "warm starts start afresh\n",
+        static_cast<long long>(state_.step), carried ? "found" : why.c_str());
+    return;
+  }
+  try {
+    exchange_->restore_carried_state(*carried);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--resume: the exchange state does not fit this run (another --compressor or bucket plan?): " +
+                     std::string(e.what()));
+  }
+  log("[resume] rank %d: %zu error-feedback and warm-start arrays restored\n", rank_, carried->size());
+}
+
+}  // namespace sb::models
