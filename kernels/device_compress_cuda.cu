@@ -27,10 +27,6 @@ struct Square {
   const float* x;
   __device__ double operator()(size_t i) const { return static_cast<double>(x[i]) * x[i]; }
 };
-struct StoreSum {
-  double* total;
-  __device__ void operator()(double sum) const { *total = sum; }
-};
 
 // Magnitudes are non-negative, so their bits order like unsigned integers: atomicMax on them
 // (max is exact in any order).
@@ -86,15 +82,7 @@ void scale_cuda(float* x, size_t count, float factor, cudaStream_t stream) {
 }
 
 double sum_of_squares_cuda(const float* x, size_t count, cudaStream_t stream) {
-  double* scratch = nullptr;  // the total, then the blocks' partial sums
-  SB_CUDA_CHECK(cudaMallocAsync(&scratch, (1 + blocks(count)) * sizeof(double), stream));
-  device_sum(count, Square{x}, StoreSum{scratch}, scratch + 1, stream);
-  SB_CUDA_CHECK(cudaGetLastError());
-  double result = 0;
-  SB_CUDA_CHECK(cudaMemcpyAsync(&result, scratch, sizeof(double), cudaMemcpyDeviceToHost, stream));
-  SB_CUDA_CHECK(cudaFreeAsync(scratch, stream));
-  SB_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return result;
+  return device_sum_to_host(count, Square{x}, stream);
 }
 
 float max_magnitude_cuda(const float* x, size_t count, cudaStream_t stream) {

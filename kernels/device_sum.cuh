@@ -2,6 +2,7 @@
 // A deterministic sum over a device array, in double: each block writes its partial sum, then one
 // block adds the partials in a fixed order. No atomics, so the same input gives the same bits on
 // every run (an atomicAdd per block would add the blocks in whatever order they finish).
+#include "common/cuda_check.hpp"
 #include "kernels/cuda_grid.hpp"
 #include "kernels/cuda_loops.cuh"
 
@@ -31,6 +32,25 @@ void device_sum(size_t count, Term term, Finish finish, double* partials, cudaSt
   const int blocks = cuda_blocks_for(count);
   partial_sums_kernel<<<blocks, kCudaThreads, 0, stream>>>(count, term, partials);
   sum_partials_kernel<<<1, kCudaThreads, 0, stream>>>(partials, blocks, finish);
+}
+
+struct StoreDeviceSum {
+  double* total;
+  __device__ void operator()(double sum) const { *total = sum; }
+};
+
+// The sum, read back to the host: scratch from the stream-ordered pool; waits for the stream.
+template <class Term>
+double device_sum_to_host(size_t count, Term term, cudaStream_t stream) {
+  double* scratch = nullptr;  // the total, then the blocks' partial sums
+  SB_CUDA_CHECK(cudaMallocAsync(&scratch, (1 + cuda_blocks_for(count)) * sizeof(double), stream));
+  device_sum(count, term, StoreDeviceSum{scratch}, scratch + 1, stream);
+  SB_CUDA_CHECK(cudaGetLastError());
+  double result = 0;
+  SB_CUDA_CHECK(cudaMemcpyAsync(&result, scratch, sizeof(double), cudaMemcpyDeviceToHost, stream));
+  SB_CUDA_CHECK(cudaFreeAsync(scratch, stream));
+  SB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return result;
 }
 
 }  // namespace sb

@@ -53,10 +53,6 @@ struct Square {
     return v * v;
   }
 };
-struct StoreTotal {
-  double* total;
-  __device__ void operator()(double sum) const { *total = sum; }
-};
 
 __global__ void add_bias_kernel(Elements y, Elements bias, size_t rows, size_t channels) {
   const size_t count = rows * channels;
@@ -164,15 +160,7 @@ void channels_last_to_nchw(Elements x, float* nchw, int64_t n, int64_t c, int64_
 
 double sum_of_squares(Elements x, size_t count, Stream stream) {
   if (count == 0) return 0;
-  double* scratch = nullptr;  // the total, then the blocks' partial sums
-  SB_CUDA_CHECK(cudaMallocAsync(&scratch, (1 + blocks(count)) * sizeof(double), stream));
-  device_sum(count, Square{x}, StoreTotal{scratch}, scratch + 1, stream);
-  SB_CUDA_CHECK(cudaGetLastError());
-  double result = 0;
-  SB_CUDA_CHECK(cudaMemcpyAsync(&result, scratch, sizeof(double), cudaMemcpyDeviceToHost, stream));
-  SB_CUDA_CHECK(cudaFreeAsync(scratch, stream));
-  SB_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return result;
+  return device_sum_to_host(count, Square{x}, stream);
 }
 
 void add_bias(Elements y, Elements bias, size_t rows, size_t channels, Stream stream) {
