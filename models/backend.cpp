@@ -1,5 +1,8 @@
 #include "models/backend.hpp"
 
+#include <stdexcept>
+
+#include "common/check.hpp"
 #include "common/usage_error.hpp"
 #include "models/onednn_backend.hpp"
 #include "models/reference_backend.hpp"
@@ -25,6 +28,33 @@ std::string precision_name(Precision precision) {
     case Precision::bf16: return "bf16";
   }
   return "?";
+}
+
+std::vector<double> Backend::sums_of_squares(std::span<const Tensor* const> tensors) {
+  std::vector<double> sums;
+  sums.reserve(tensors.size());
+  for (const Tensor* t : tensors) sums.push_back(sum_of_squares(*t));
+  return sums;
+}
+
+double Backend::read_scalar(const Tensor& scalar) {
+  SB_CHECK(scalar.count() == 1, "read_scalar of a tensor of " + std::to_string(scalar.count()) + " elements");
+  float value = 0;
+  read(scalar, std::span<float>(&value, 1));
+  return value;
+}
+
+void Backend::begin_capture() { throw std::logic_error("the " + name() + " backend cannot capture a step"); }
+void Backend::end_capture(bool keep) {
+  if (keep) throw std::logic_error("the " + name() + " backend cannot capture a step");
+}
+void Backend::replay() { throw std::logic_error("the " + name() + " backend cannot replay a step"); }
+
+double softmax_cross_entropy_now(Backend& backend, const Tensor& logits, std::span<const int32_t> labels,
+                                 float label_smoothing, Tensor& dlogits) {
+  Tensor loss = backend.allocate({1, 1, 1, 1});
+  backend.softmax_cross_entropy(logits, labels, label_smoothing, dlogits, loss);
+  return backend.read_scalar(loss);
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {

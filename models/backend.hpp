@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "models/data/host_memory.hpp"
 #include "models/tensor.hpp"
@@ -67,6 +68,9 @@ class Backend {
   // Host data in NCHW order, fp32, exactly shape.count() elements.
   virtual void write(Tensor& tensor, std::span<const float> nchw) = 0;
   virtual void read(const Tensor& tensor, std::span<float> nchw) = 0;
+  // The value of a one-element tensor (a loss) in the backend's own precision, once the work that
+  // writes it is done.
+  virtual double read_scalar(const Tensor& scalar);
   virtual void fill(Tensor& tensor, float value) = 0;
   virtual void copy(const Tensor& from, Tensor& to) = 0;
 
@@ -115,12 +119,18 @@ class Backend {
   // y = a * x + b * y.
   virtual void axpby(float a, const Tensor& x, float b, Tensor& y) = 0;
   virtual double sum_of_squares(const Tensor& tensor) = 0;
+  // sum_of_squares of each tensor, in order. A GPU backend queues them all and waits once, where
+  // one call per tensor would wait once per tensor (LARS's norms, the fp16 overflow check).
+  virtual std::vector<double> sums_of_squares(std::span<const Tensor* const> tensors);
 
   // Mean over the batch of the cross-entropy between softmax(logits) and the label-smoothed
   // target (1 - s) * onehot + s / classes. logits (N, classes, 1, 1); labels on the host, N of
-  // them, each in [0, classes). dlogits (same shape) receives the gradient of the mean.
-  virtual double softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
-                                       float label_smoothing, Tensor& dlogits) = 0;
+  // them, each in [0, classes). dlogits (same shape) receives the gradient of the mean and `loss`
+  // (1, 1, 1, 1) the mean. Nothing waits for the loss here: the caller reads it (read_scalar())
+  // once the rest of the step is queued, so a GPU is not left idle while the host looks at it.
+  // `labels` must stay unchanged until then (a GPU backend copies them on its stream).
+  virtual void softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels, float label_smoothing,
+                                     Tensor& dlogits, Tensor& loss) = 0;
 
   // One optimizer step: w, g and the momentum buffer v have the same shape.
   virtual void momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) = 0;
@@ -149,6 +159,22 @@ class Backend {
 
   // Waits for every operation issued so far (a no-op for synchronous backends).
   virtual void synchronize() {}
+
+  // A captured step (CUDA graphs, sb-train --cuda-graph). Between begin_capture() and
+  // end_capture() the backend records its ops instead of running them; replay() runs the
+  // recording again, on whatever its tensors hold by then, for one launch's worth of host time.
+  // So while capturing:
+  // - no tensor the ops use may be allocated or freed, before the replays are done: run the
+  //   work once uncaptured first, so that every tensor, workspace and algorithm choice exists;
+  // - a host span an op reads (the loss's labels) is read again from the same address at each
+  //   replay: it must be input_memory(), stay put, and be refilled in place before replay();
+  // - nothing may return a value to the host (read, sum_of_squares), and scalar arguments (a
+  //   scale factor) are fixed in the recording: capture again when one changes.
+  // end_capture(false) ends a capture that failed part-way and drops it, never throwing.
+  virtual bool can_capture() const { return false; }
+  virtual void begin_capture();
+  virtual void end_capture(bool keep = true);
+  virtual void replay();
 };
 
 struct BackendOptions {
@@ -157,6 +183,10 @@ struct BackendOptions {
   int local_rank = 0;         // cudnn: the GPU is local_rank modulo the GPUs visible, one per rank
   bool timed_search = false;  // cudnn: time the convolution algorithms instead of the heuristics
 };
+
+// softmax_cross_entropy() and the mean loss it writes, waited for: for one-off passes and tests.
+double softmax_cross_entropy_now(Backend& backend, const Tensor& logits, std::span<const int32_t> labels,
+                                 float label_smoothing, Tensor& dlogits);
 
 // "onednn" (and "cudnn" when built with CUDA) or "reference". Throws UsageError for other names,
 // for "cudnn" without a GPU, and for a precision the backend does not run.

@@ -80,12 +80,20 @@ class CudnnBackend final : public Backend {
   void scale(Tensor& tensor, float factor) override;
   void axpby(float a, const Tensor& x, float b, Tensor& y) override;
   double sum_of_squares(const Tensor& tensor) override;
-  double softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
-                               float label_smoothing, Tensor& dlogits) override;
+  std::vector<double> sums_of_squares(std::span<const Tensor* const> tensors) override;
+  void softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels, float label_smoothing,
+                             Tensor& dlogits, Tensor& loss) override;
   void momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) override;
 
   void synchronize() override;
   HostMemory* input_memory() override;
+
+  // CUDA graphs: a stream capture of the backend's stream, instantiated once and launched on it.
+  bool can_capture() const override { return true; }
+  void begin_capture() override;
+  void end_capture(bool keep = true) override;
+  void replay() override;
+  bool capturing() const;
 
   // For device-side communication (models/device_gradient_exchange.hpp): a tensor's elements as
   // the kernels see them, and the stream every op of this backend runs on.

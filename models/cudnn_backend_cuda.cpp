@@ -4,6 +4,7 @@
 #include "models/cudnn_backend.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "common/cuda_check.hpp"
 #include "common/usage_error.hpp"
@@ -28,8 +29,14 @@ cudnnDataType_t cudnn_type(ElementType type) {
   }
 }
 
+void CudnnState::require_not_capturing(const char* what) const {
+  if (capturing)
+    throw std::logic_error(std::string(what) + " while capturing a step: run the step once uncaptured first");
+}
+
 void* CudnnState::workspace_of(size_t bytes) {
   if (bytes > workspace_bytes) {
+    require_not_capturing("growing the convolution workspace");
     if (workspace) SB_CUDA_CHECK(cudaFreeAsync(workspace, stream));
     SB_CUDA_CHECK(cudaMallocAsync(&workspace, bytes, stream));
     workspace_bytes = bytes;
@@ -93,6 +100,8 @@ CudnnBackend::CudnnBackend(const CudnnOptions& options) : state_(std::make_uniqu
 
 CudnnBackend::~CudnnBackend() {
   CudnnState& s = *state_;
+  end_capture(false);
+  if (s.step_graph) cudaGraphExecDestroy(s.step_graph);
   cudaStreamSynchronize(s.stream);
   cudaStreamSynchronize(s.copy_stream);
   if (s.prefetch_buffer) cudaFree(s.prefetch_buffer);
@@ -126,6 +135,49 @@ std::string CudnnBackend::device_name() const {
 
 void CudnnBackend::synchronize() { SB_CUDA_CHECK(cudaStreamSynchronize(state_->stream)); }
 
+// ---- captured steps -------------------------------------------------------------------------------
+
+void CudnnBackend::begin_capture() {
+  CudnnState& s = *state_;
+  SB_CHECK(!s.capturing, "begin_capture() while a capture is open");
+  // Thread-local mode: a call of this thread that would wait for the device (a read, a sum, a
+  // synchronize) fails at once, instead of leaving a recording that does not do what ran.
+  SB_CUDA_CHECK(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal));
+  s.capturing = true;
+}
+
+void CudnnBackend::end_capture(bool keep) {
+  CudnnState& s = *state_;
+  if (!s.capturing) {
+    if (keep) throw std::logic_error("end_capture() without begin_capture()");
+    return;
+  }
+  s.capturing = false;
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(s.stream, &graph);
+  if (!keep) {  // a capture abandoned after an error: drop it, and the error it left
+    if (graph) cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    return;
+  }
+  SB_CUDA_CHECK(ended);
+  if (s.step_graph) {
+    SB_CUDA_CHECK(cudaGraphExecDestroy(s.step_graph));
+    s.step_graph = nullptr;
+  }
+  const cudaError_t made = cudaGraphInstantiate(&s.step_graph, graph, 0);
+  cudaGraphDestroy(graph);
+  SB_CUDA_CHECK(made);
+}
+
+void CudnnBackend::replay() {
+  SB_CHECK(state_->step_graph, "replay() before a step was captured");
+  SB_CHECK(!state_->capturing, "replay() while capturing");
+  SB_CUDA_CHECK(cudaGraphLaunch(state_->step_graph, state_->stream));
+}
+
+bool CudnnBackend::capturing() const { return state_->capturing; }
+
 namespace {
 void* pinned_allocate(size_t bytes) {
   void* block = nullptr;
@@ -143,6 +195,7 @@ HostMemory* CudnnBackend::input_memory() {
 
 Tensor CudnnBackend::allocate(Shape shape) {
   SB_CHECK(shape.count() >= 0, "negative shape " + shape.str());
+  state_->require_not_capturing("allocating a tensor");
   auto t = std::make_shared<DeviceTensor>();
   t->type = is_vector(shape) ? ElementType::f32 : state_->compute;
   const size_t bytes = static_cast<size_t>(std::max<int64_t>(shape.count(), 1)) * gpu::element_size(t->type);
@@ -154,6 +207,7 @@ Tensor CudnnBackend::allocate(Shape shape) {
 void CudnnBackend::keep_fp32_master(Tensor& t) {
   DeviceTensor& d = storage(t);
   if (d.type == ElementType::f32 || d.master) return;
+  state_->require_not_capturing("allocating a master copy");
   SB_CUDA_CHECK(cudaMalloc(&d.master, count_of(t) * sizeof(float)));
   gpu::convert(elements(t), {d.master, ElementType::f32}, count_of(t), state_->stream);
 }
@@ -408,21 +462,31 @@ double CudnnBackend::sum_of_squares(const Tensor& t) {
   return gpu::sum_of_squares(value_elements(t), count_of(t), state_->stream);
 }
 
-double CudnnBackend::softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
-                                           float label_smoothing, Tensor& dlogits) {
+std::vector<double> CudnnBackend::sums_of_squares(std::span<const Tensor* const> tensors) {
+  std::vector<Elements> arrays;
+  std::vector<size_t> counts;
+  for (const Tensor* t : tensors) arrays.push_back(value_elements(*t)), counts.push_back(count_of(*t));
+  return gpu::sums_of_squares(arrays, counts, state_->stream);
+}
+
+void CudnnBackend::softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
+                                         float label_smoothing, Tensor& dlogits, Tensor& loss) {
   require_same(logits, dlogits, "cross entropy");
+  SB_CHECK(loss.count() == 1 && storage(loss).type == ElementType::f32, "the loss is one fp32 element");
   const int64_t batch = logits.shape().n, classes = logits.count() / batch;
   SB_CHECK(static_cast<int64_t>(labels.size()) == batch, "one label per sample");
   CudnnState& s = *state_;
   if (labels.size() > s.labels_capacity) {
+    s.require_not_capturing("growing the labels' buffer");
     if (s.labels) SB_CUDA_CHECK(cudaFreeAsync(s.labels, s.stream));
     SB_CUDA_CHECK(cudaMallocAsync(&s.labels, labels.size() * sizeof(int32_t), s.stream));
     s.labels_capacity = labels.size();
   }
   SB_CUDA_CHECK(cudaMemcpyAsync(s.labels, labels.data(), labels.size() * sizeof(int32_t), cudaMemcpyHostToDevice, s.stream));
-  // The returned mean waits for the stream, so `labels` outlives the copy.
-  return gpu::softmax_cross_entropy(elements(logits), s.labels, elements(dlogits), batch, classes, label_smoothing,
-                                    s.stream);
+  // From pageable memory the copy has read `labels` when it returns; from pinned memory (a
+  // captured step's labels) it reads them when the stream gets to it.
+  gpu::softmax_cross_entropy(elements(logits), s.labels, elements(dlogits), static_cast<float*>(storage(loss).data),
+                             batch, classes, label_smoothing, s.stream);
 }
 
 void CudnnBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) {

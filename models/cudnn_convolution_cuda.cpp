@@ -63,6 +63,7 @@ ConvPlan& conv_plan(CudnnState& s, const Tensor& x, const Tensor& w, const Tenso
   const std::string key = plan_key(xs, ws, g);
   auto found = s.conv_plans.find(key);
   if (found != s.conv_plans.end()) return *found->second;
+  s.require_not_capturing("choosing a convolution's algorithm");
 
   auto plan = std::make_unique<ConvPlan>();
   const cudnnDataType_t type = cudnn_type(s.compute);
@@ -101,6 +102,7 @@ ConvPlan& conv_plan(CudnnState& s, const Tensor& x, const Tensor& w, const Tenso
 // The backward algorithms, chosen on the first backward pass of the shape.
 void choose_backward(CudnnState& s, ConvPlan& plan, const std::string& key) {
   if (plan.backward_chosen) return;
+  s.require_not_capturing("choosing a convolution's backward algorithms");
   cudnnConvolutionBwdDataAlgoPerf_t data_perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
   cudnnConvolutionBwdFilterAlgoPerf_t filter_perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   int data_count = 0, filter_count = 0;

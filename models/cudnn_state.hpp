@@ -72,6 +72,14 @@ struct CudnnState {
   std::span<const float> prefetched;  // the host span copied, or empty
   cudaEvent_t staged = nullptr, consumed = nullptr;
 
+  // A captured step (begin_capture .. end_capture), instantiated; replay() launches it.
+  bool capturing = false;
+  cudaGraphExec_t step_graph = nullptr;
+
+  // Whether a buffer may be (re)allocated now: not while capturing, when the recording would keep
+  // an address that the next growth frees. Throws std::logic_error saying what grew.
+  void require_not_capturing(const char* what) const;
+
   void* workspace_of(size_t bytes);
   // The operand as a contiguous array of `type`: the tensor itself, or a converted copy in
   // stream-ordered scratch that release() frees.

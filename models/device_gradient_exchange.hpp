@@ -8,7 +8,8 @@
 // buffer, reduces it, and unpacks it scaled by weight / ranks into the gradients; finish() makes
 // the compute stream wait for all of that, so the optimizer step that follows sees the averages.
 // Backward's kernels and the reductions thus overlap on the device (without overlap, every bucket
-// is started in finish()).
+// is started in finish()). All of it is stream work, so a CUDA graph can record it with the
+// backward pass (queue_rest, replayed); its timing events are then recorded as graph nodes.
 //
 // Buckets are of one element type: the model's compute type (fp32, or fp16/bf16 under those
 // precisions, as AMP frameworks reduce half gradients), or fp16/bf16 by choice (--compressor
@@ -61,6 +62,10 @@ class DeviceGradientExchange final : public GradientAverager {
   // the communication stream): communication_s from the first bucket's start to the last one's
   // end, wait_s the part of it after backward's last kernel (not hidden).
   ExchangeTimes finish() override;
+  // Uncompressed and fp16/bf16 buckets only: a payload compressor reads figures back to the host
+  // and draws its randomness on it, which a recording cannot hold (sb-train refuses the pair).
+  void queue_rest() override;
+  void replayed() override;
   void set_weight(float weight) override { weight_ = weight; }
   const BucketPlan& plan() const override { return plan_; }
   std::vector<NamedFloats> carried_state() const override;
@@ -82,6 +87,7 @@ class DeviceGradientExchange final : public GradientAverager {
   std::vector<size_t> pieces_left_;  // per bucket, this step
   std::vector<bool> launched_;
   size_t launched_count_ = 0;
+  bool queued_ = false;  // queue_rest() has run this step, or a replay did its work
   std::unique_ptr<DeviceExchangeState> state_;
 };
 

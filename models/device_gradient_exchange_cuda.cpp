@@ -1,5 +1,6 @@
 #include "models/device_gradient_exchange.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "collectives/compress/device_compressed_allreduce.hpp"
@@ -20,13 +21,24 @@ struct DeviceExchangeState {
   std::unique_ptr<NcclTransport> transport;  // with a schedule (--algo ring, ...)
   std::vector<ScheduleCache> schedules;      // per bucket: its schedule, built on first use
   std::vector<cudaEvent_t> ready;    // per bucket: backward has produced its last gradient
-  cudaEvent_t first_start = nullptr, backward_end = nullptr, comm_end = nullptr;
+  // Timing, recorded as graph nodes when a step is captured (cudaEventRecordExternal), so that a
+  // replay records them too; `joined` only orders the compute stream after the communication.
+  cudaEvent_t first_start = nullptr, backward_end = nullptr, comm_end = nullptr, joined = nullptr;
 };
 
 namespace {
 gpu::Elements at(const gpu::Elements& e, size_t elements) {
   return {static_cast<char*>(e.data) + elements * gpu::element_size(e.type), e.type};
 }
+// An event for timing: recorded by the stream, or, while the stream is captured, by every replay
+// of the recording (the external flag is an error outside a capture).
+void record_timing(cudaEvent_t event, cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  SB_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  SB_CUDA_CHECK(cudaEventRecordWithFlags(
+      event, stream, capture == cudaStreamCaptureStatusActive ? cudaEventRecordExternal : cudaEventRecordDefault));
+}
+
 DataType data_type(gpu::ElementType type) {
   switch (type) {
     case gpu::ElementType::f16: return DataType::float16;
@@ -83,6 +95,7 @@ DeviceGradientExchange::DeviceGradientExchange(MPI_Comm comm, BucketPlan plan, s
   SB_CUDA_CHECK(cudaEventCreate(&state_->first_start));
   SB_CUDA_CHECK(cudaEventCreate(&state_->backward_end));
   SB_CUDA_CHECK(cudaEventCreate(&state_->comm_end));
+  SB_CUDA_CHECK(cudaEventCreateWithFlags(&state_->joined, cudaEventDisableTiming));
 }
 
 DeviceGradientExchange::~DeviceGradientExchange() {
@@ -94,6 +107,7 @@ DeviceGradientExchange::~DeviceGradientExchange() {
   cudaEventDestroy(state_->first_start);
   cudaEventDestroy(state_->backward_end);
   cudaEventDestroy(state_->comm_end);
+  cudaEventDestroy(state_->joined);
 }
 
 void DeviceGradientExchange::begin_step() {
@@ -103,6 +117,7 @@ void DeviceGradientExchange::begin_step() {
     launched_[b] = false;
   }
   launched_count_ = 0;
+  queued_ = false;
 }
 
 void DeviceGradientExchange::tensor_ready(size_t tensor) {
@@ -120,7 +135,7 @@ void DeviceGradientExchange::launch(size_t b) {
   const cudaStream_t comm = state_->nccl.stream();
   SB_CUDA_CHECK(cudaEventRecord(state_->ready[b], compute_));
   SB_CUDA_CHECK(cudaStreamWaitEvent(comm, state_->ready[b], 0));
-  if (launched_count_++ == 0) SB_CUDA_CHECK(cudaEventRecord(state_->first_start, comm));
+  if (launched_count_++ == 0) record_timing(state_->first_start, comm);
   if (!state_->compressed.empty()) return reduce_compressed(b);
   const Bucket& bucket = plan_.buckets[b];
   const gpu::Elements fused{state_->fused[b], bucket_type_};
@@ -158,13 +173,27 @@ void DeviceGradientExchange::reduce_compressed(size_t b) {
     gpu::convert(at(packed, p.bucket_offset), at(gradients_[p.tensor], p.offset), p.count, comm);
 }
 
-ExchangeTimes DeviceGradientExchange::finish() {
+void DeviceGradientExchange::queue_rest() {
   const cudaStream_t comm = state_->nccl.stream();
-  SB_CUDA_CHECK(cudaEventRecord(state_->backward_end, compute_));
+  record_timing(state_->backward_end, compute_);
   // Every rank launches the buckets in the same order: the plan's, here.
   for (size_t b = 0; b < plan_.buckets.size(); ++b) launch(b);
-  SB_CUDA_CHECK(cudaEventRecord(state_->comm_end, comm));
-  SB_CUDA_CHECK(cudaStreamWaitEvent(compute_, state_->comm_end, 0));
+  record_timing(state_->comm_end, comm);
+  SB_CUDA_CHECK(cudaEventRecord(state_->joined, comm));
+  SB_CUDA_CHECK(cudaStreamWaitEvent(compute_, state_->joined, 0));
+  queued_ = true;
+}
+
+void DeviceGradientExchange::replayed() {
+  SB_CHECK(state_->compressed.empty(), "a compressed exchange cannot be replayed");
+  std::fill(launched_.begin(), launched_.end(), true);
+  launched_count_ = launched_.size();
+  queued_ = true;
+}
+
+ExchangeTimes DeviceGradientExchange::finish() {
+  if (!queued_) queue_rest();
+  queued_ = false;
   SB_CUDA_CHECK(cudaEventSynchronize(state_->comm_end));
   float total_ms = 0, exposed_ms = 0;
   SB_CUDA_CHECK(cudaEventElapsedTime(&total_ms, state_->first_start, state_->comm_end));

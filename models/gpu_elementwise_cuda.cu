@@ -1,5 +1,8 @@
 // The element-wise kernels of models/gpu_kernels.hpp: one grid-stride loop each, fp32 arithmetic
 // whatever the operands' types.
+#include <algorithm>
+
+#include "common/check.hpp"
 #include "common/cuda_check.hpp"
 #include "kernels/device_sum.cuh"
 #include "models/gpu_elements.cuh"
@@ -161,6 +164,24 @@ void channels_last_to_nchw(Elements x, float* nchw, int64_t n, int64_t c, int64_
 double sum_of_squares(Elements x, size_t count, Stream stream) {
   if (count == 0) return 0;
   return device_sum_to_host(count, Square{x}, stream);
+}
+
+std::vector<double> sums_of_squares(const std::vector<Elements>& x, const std::vector<size_t>& counts, Stream stream) {
+  SB_CHECK(x.size() == counts.size(), "one count per array");
+  std::vector<double> sums(x.size());
+  if (x.empty()) return sums;
+  // The totals, then one set of partial sums that every array's sum reuses in stream order.
+  int most_blocks = 1;
+  for (size_t count : counts) most_blocks = std::max(most_blocks, cuda_blocks_for(count));
+  double* scratch = nullptr;
+  SB_CUDA_CHECK(cudaMallocAsync(&scratch, (x.size() + most_blocks) * sizeof(double), stream));
+  for (size_t i = 0; i < x.size(); ++i)
+    device_sum(counts[i], Square{x[i]}, StoreDeviceSum{scratch + i}, scratch + x.size(), stream);
+  SB_CUDA_CHECK(cudaGetLastError());
+  SB_CUDA_CHECK(cudaMemcpyAsync(sums.data(), scratch, sums.size() * sizeof(double), cudaMemcpyDeviceToHost, stream));
+  SB_CUDA_CHECK(cudaFreeAsync(scratch, stream));
+  SB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return sums;
 }
 
 void add_bias(Elements y, Elements bias, size_t rows, size_t channels, Stream stream) {

@@ -9,6 +9,7 @@
 // Every launcher queues work on `stream` and returns at once, except where it says it waits.
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 struct CUstream_st;  // cudaStream_t, without the CUDA headers
 
@@ -43,6 +44,8 @@ void channels_last_to_nchw(Elements x, float* nchw, int64_t n, int64_t c, int64_
 void convert_with_feedback(Elements x, float* residual, Elements y, size_t count, Stream stream);
 // sum of x^2 in double; waits for the stream.
 double sum_of_squares(Elements x, size_t count, Stream stream);
+// The sums of squares of several arrays (x[i] of counts[i] elements), queued together; waits once.
+std::vector<double> sums_of_squares(const std::vector<Elements>& x, const std::vector<size_t>& counts, Stream stream);
 // y[r, c] += bias[c] over rows x channels.
 void add_bias(Elements y, Elements bias, size_t rows, size_t channels, Stream stream);
 
@@ -87,8 +90,9 @@ void global_avgpool_backward(Elements dy, Elements dx, int64_t n, int64_t plane,
 
 // ---- loss (gpu_loss_cuda.cu) ------------------------------------------------------------------------
 // Softmax cross-entropy with label smoothing over rows of logits (models/loss_math.hpp), row by
-// row in double; labels is a device array of rows int32 values. Returns the mean loss; waits.
-double softmax_cross_entropy(Elements logits, const int32_t* labels, Elements grad, int64_t rows, int64_t classes,
-                             double smoothing, Stream stream);
+// row in double; labels is a device array of rows int32 values. The mean loss goes to *loss on
+// the device, the rows added in a fixed order (the same bits every run); nothing waits.
+void softmax_cross_entropy(Elements logits, const int32_t* labels, Elements grad, float* loss, int64_t rows,
+                           int64_t classes, double smoothing, Stream stream);
 
 }  // namespace sb::models::gpu

@@ -1,8 +1,7 @@
 // Softmax cross-entropy with label smoothing (the definition of models/loss_math.hpp), one block
 // per row of logits, in double as the CPU backends compute it.
-#include <vector>
-
 #include "common/cuda_check.hpp"
+#include "kernels/device_sum.cuh"
 #include "models/gpu_elements.cuh"
 
 namespace sb::models::gpu {
@@ -53,23 +52,34 @@ __global__ void cross_entropy_kernel(Elements logits, const int32_t* labels, Ele
   if (threadIdx.x == 0) row_loss[row] = loss;
 }
 
+// The mean of the rows' losses, stored as the fp32 loss.
+struct StoreMean {
+  float* loss;
+  int64_t rows;
+  __device__ void operator()(double sum) const { *loss = static_cast<float>(sum / static_cast<double>(rows)); }
+};
+
+struct RowLoss {
+  const double* row_loss;
+  __device__ double operator()(size_t row) const { return row_loss[row]; }
+};
+
 }  // namespace
 
-double softmax_cross_entropy(Elements logits, const int32_t* labels, Elements grad, int64_t rows, int64_t classes,
-                             double smoothing, Stream stream) {
-  if (rows == 0) return 0;
-  double* row_loss = nullptr;
-  SB_CUDA_CHECK(cudaMallocAsync(&row_loss, static_cast<size_t>(rows) * sizeof(double), stream));
+void softmax_cross_entropy(Elements logits, const int32_t* labels, Elements grad, float* loss, int64_t rows,
+                           int64_t classes, double smoothing, Stream stream) {
+  if (rows == 0) {
+    SB_CUDA_CHECK(cudaMemsetAsync(loss, 0, sizeof(float), stream));
+    return;
+  }
+  const size_t count = static_cast<size_t>(rows);
+  double* scratch = nullptr;  // the rows' losses, then the partial sums over them
+  SB_CUDA_CHECK(cudaMallocAsync(&scratch, (count + cuda_blocks_for(count)) * sizeof(double), stream));
   cross_entropy_kernel<<<static_cast<unsigned>(rows), kCudaThreads, 0, stream>>>(logits, labels, grad, rows, classes,
-                                                                                smoothing, row_loss);
+                                                                                smoothing, scratch);
+  device_sum(count, RowLoss{scratch}, StoreMean{loss, rows}, scratch + count, stream);
   SB_CUDA_CHECK(cudaGetLastError());
-  std::vector<double> host(static_cast<size_t>(rows));
-  SB_CUDA_CHECK(cudaMemcpyAsync(host.data(), row_loss, host.size() * sizeof(double), cudaMemcpyDeviceToHost, stream));
-  SB_CUDA_CHECK(cudaFreeAsync(row_loss, stream));
-  SB_CUDA_CHECK(cudaStreamSynchronize(stream));
-  double total = 0;
-  for (double v : host) total += v;
-  return total / static_cast<double>(rows);
+  SB_CUDA_CHECK(cudaFreeAsync(scratch, stream));
 }
 
 }  // namespace sb::models::gpu

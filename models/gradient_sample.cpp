@@ -21,7 +21,7 @@ GradientSample sample_gradients(const std::string& model_name, int64_t image_siz
   const Tensor& logits = model.forward(images, true);
   Tensor dlogits;
   ensure_shape(backend, dlogits, logits.shape());
-  backend.softmax_cross_entropy(logits, labels, 0.0f, dlogits);
+  softmax_cross_entropy_now(backend, logits, labels, 0.0f, dlogits);
   model.backward(dlogits);
   backend.synchronize();
   GradientSample sample;

@@ -34,9 +34,10 @@ void DynamicLossScale::restore(double scale, int64_t clean_steps) {
 
 // A sum of squares is finite only if every element is (an inf or NaN anywhere propagates).
 bool gradients_finite(Backend& backend, const std::vector<Parameter*>& parameters) {
-  for (const Parameter* p : parameters)
-    if (!std::isfinite(backend.sum_of_squares(p->grad))) return false;
-  return true;
+  std::vector<const Tensor*> gradients;
+  for (const Parameter* p : parameters) gradients.push_back(&p->grad);
+  const std::vector<double> sums = backend.sums_of_squares(gradients);
+  return std::all_of(sums.begin(), sums.end(), [](double sum) { return std::isfinite(sum); });
 }
 
 }  // namespace sb::models

@@ -569,12 +569,14 @@ void OnednnBackend::fc_backward_weights(const Tensor& x, const Tensor& dy, Tenso
 
 // ---- loss ------------------------------------------------------------------------------------
 
-double OnednnBackend::softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
-                                            float label_smoothing, Tensor& dlogits) {
+void OnednnBackend::softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
+                                          float label_smoothing, Tensor& dlogits, Tensor& loss) {
   require_same(logits, dlogits, "cross entropy");
   const int64_t batch = logits.shape().n, classes = logits.count() / batch;
   SB_CHECK(static_cast<int64_t>(labels.size()) == batch, "one label per sample");
-  return softmax_cross_entropy_rows(f(logits), labels.data(), batch, classes, label_smoothing, f(dlogits));
+  SB_CHECK(loss.count() == 1, "the loss is one element");
+  *f(loss) = static_cast<float>(
+      softmax_cross_entropy_rows(f(logits), labels.data(), batch, classes, label_smoothing, f(dlogits)));
 }
 
 }  // namespace sb::models

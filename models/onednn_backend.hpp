@@ -55,8 +55,8 @@ class OnednnBackend final : public Backend {
   void scale(Tensor& tensor, float factor) override;
   void axpby(float a, const Tensor& x, float b, Tensor& y) override;
   double sum_of_squares(const Tensor& tensor) override;
-  double softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
-                               float label_smoothing, Tensor& dlogits) override;
+  void softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels, float label_smoothing,
+                             Tensor& dlogits, Tensor& loss) override;
   void momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) override;
 
   float* host_fp32(const Tensor& tensor) override { return tensor.as<float>(); }

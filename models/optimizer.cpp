@@ -37,21 +37,27 @@ double Optimizer::lars_trust_ratio(double weight_norm, double grad_norm, double 
 }
 
 void Optimizer::step(float lr, float grad_scale) {
+  const bool lars = config_.kind == OptimizerKind::lars;
+  // LARS's norms, of every weight and its gradient, all at once (one wait on a GPU).
+  std::vector<const Tensor*> norm_of;
+  if (lars)
+    for (const Parameter* p : parameters_)
+      if (is_weight(p->kind)) norm_of.insert(norm_of.end(), {&p->value, &p->grad});
+  const std::vector<double> squares = backend_.sums_of_squares(norm_of);
+  size_t next_norm = 0;
   for (size_t i = 0; i < parameters_.size(); ++i) {
     Parameter& p = *parameters_[i];
     const bool weight = is_weight(p.kind);
     MomentumStep step;
     step.momentum = config_.momentum;
     step.nesterov = config_.kind == OptimizerKind::nesterov;
-    step.weight_decay = weight || (config_.decay_bn_and_bias && config_.kind != OptimizerKind::lars)
-                            ? config_.weight_decay
-                            : 0.0f;
+    step.weight_decay = weight || (config_.decay_bn_and_bias && !lars) ? config_.weight_decay : 0.0f;
     step.lr = lr;
     step.grad_scale = grad_scale;
-    if (config_.kind == OptimizerKind::lars && weight) {
-      const double trust = lars_trust_ratio(std::sqrt(backend_.sum_of_squares(p.value)),
-                                            grad_scale * std::sqrt(backend_.sum_of_squares(p.grad)), config_.lars_eta,
-                                            config_.weight_decay);
+    if (lars && weight) {
+      const double weight_norm = std::sqrt(squares[next_norm]), grad_norm = std::sqrt(squares[next_norm + 1]);
+      next_norm += 2;
+      const double trust = lars_trust_ratio(weight_norm, grad_scale * grad_norm, config_.lars_eta, config_.weight_decay);
       step.lr = static_cast<float>(lr * trust);
     }
     backend_.momentum_update(p.value, p.grad, momentum_[i].value, step);

@@ -64,6 +64,11 @@ void ReferenceBackend::read(const Tensor& t, std::span<float> nchw) {
   for (int64_t i = 0; i < t.count(); ++i) nchw[i] = static_cast<float>(d(t)[i]);
 }
 
+double ReferenceBackend::read_scalar(const Tensor& t) {
+  SB_CHECK(t.count() == 1, "read_scalar of a tensor of " + std::to_string(t.count()) + " elements");
+  return *d(t);
+}
+
 void ReferenceBackend::fill(Tensor& t, float value) { std::fill(d(t), d(t) + t.count(), value); }
 
 void ReferenceBackend::copy(const Tensor& from, Tensor& to) {
@@ -294,12 +299,13 @@ double ReferenceBackend::sum_of_squares(const Tensor& t) {
   return sum;
 }
 
-double ReferenceBackend::softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
-                                               float label_smoothing, Tensor& dlogits) {
+void ReferenceBackend::softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
+                                             float label_smoothing, Tensor& dlogits, Tensor& loss) {
   require_same(logits, dlogits, "cross entropy");
   const int64_t batch = logits.shape().n, classes = logits.count() / batch;
   SB_CHECK(static_cast<int64_t>(labels.size()) == batch, "one label per sample");
-  return softmax_cross_entropy_rows(d(logits), labels.data(), batch, classes, label_smoothing, d(dlogits));
+  SB_CHECK(loss.count() == 1, "the loss is one element");
+  *d(loss) = softmax_cross_entropy_rows(d(logits), labels.data(), batch, classes, label_smoothing, d(dlogits));
 }
 
 void ReferenceBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) {

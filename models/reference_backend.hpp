@@ -16,6 +16,7 @@ class ReferenceBackend final : public Backend {
   Tensor allocate(Shape shape) override;
   void write(Tensor& tensor, std::span<const float> nchw) override;
   void read(const Tensor& tensor, std::span<float> nchw) override;
+  double read_scalar(const Tensor& scalar) override;  // the double itself
   void fill(Tensor& tensor, float value) override;
   void copy(const Tensor& from, Tensor& to) override;
 
@@ -47,8 +48,8 @@ class ReferenceBackend final : public Backend {
   void scale(Tensor& tensor, float factor) override;
   void axpby(float a, const Tensor& x, float b, Tensor& y) override;
   double sum_of_squares(const Tensor& tensor) override;
-  double softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
-                               float label_smoothing, Tensor& dlogits) override;
+  void softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels, float label_smoothing,
+                             Tensor& dlogits, Tensor& loss) override;
   void momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) override;
 };
 

@@ -45,6 +45,15 @@ void validate(const TrainConfig& c, int nranks) {
   if (!c.checkpoint_dir.empty() && !std::filesystem::is_directory(c.checkpoint_dir))
     throw UsageError("--checkpoint directory '" + c.checkpoint_dir + "' does not exist");
   if (c.accumulate < 1) throw UsageError("--accumulate must be at least 1");
+  if (c.cuda_graph && c.backend != "cudnn") throw UsageError("--cuda-graph needs --backend cudnn");
+  const std::string& compressor = c.exchange.compressor;
+  if (c.cuda_graph && compressor != "none" && compressor != "fp16" && compressor != "bf16")
+    throw UsageError("--cuda-graph records uncompressed or fp16/bf16 gradients only: --compressor " + compressor +
+                     " reads figures back to the host during the step");
+  if (c.cuda_graph && c.bn_span > 1)
+    throw UsageError("--cuda-graph cannot record --bn-span's statistics, which are allreduced through the host");
+  if (c.cuda_graph && c.accumulate > 1)
+    throw UsageError("--cuda-graph records one forward and backward a step, not --accumulate's micro-batches");
   if (c.straggler_rank >= nranks) throw UsageError("--straggler names rank " + std::to_string(c.straggler_rank) +
                                                    " of " + std::to_string(nranks));
   if (c.bn_span < 1 || nranks % c.bn_span != 0)
@@ -185,6 +194,9 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
       static_cast<long long>(result_.parameter_count), result_.train_flops_per_image / 1e9, backend_->name().c_str(),
       nranks_, nranks_ == 1 ? "" : "s", static_cast<long long>(config.batch_at(0)), schedule_.peak,
       static_cast<long long>(steps_per_epoch));
+  if (config.cuda_graph)
+    log("[config] each step's forward, loss, backward%s replayed as a CUDA graph (the optimizer step uncaptured)\n",
+        exchange_ ? " and gradient exchange" : "");
   if (exchange_)
     log("[config] gradients: %s, %s buckets of %g MiB (%zu buckets), overlap %s%s\n",
         config.exchange.compressor == "none"
@@ -206,22 +218,63 @@ double TrainingRun::sum_over_ranks(double value) const {
   return sum;
 }
 
-// Forward and backward of samples [first, first + count) of the batch; adds their summed loss.
-void TrainingRun::forward_backward(const Batch& batch, int64_t first, int64_t count, double& loss_sum) {
+// Forward and backward of samples [first, first + count) of the batch; their mean loss goes to
+// `loss` (read once the whole step is queued).
+void TrainingRun::forward_backward(const Batch& batch, int64_t first, int64_t count, Tensor& loss) {
   const ImageShape image = data_.train->image_shape();  // progressive resizing changes it
   const int64_t pixels = image.pixels();
   ensure_shape(*backend_, input_, {count, image.channels, image.height, image.width});
   backend_->write(input_, std::span<const float>(batch.images.data() + first * pixels, count * pixels));
+  const std::span<const int32_t> labels(batch.labels.data() + first, count);
+  if (config_.cuda_graph) compute_recorded(labels, loss);
+  else compute(labels, loss);
+}
+
+// Forward, loss and backward from input_ as written.
+void TrainingRun::compute(std::span<const int32_t> labels, Tensor& loss) {
   const Tensor& logits = model_->forward(input_, true);
   ensure_shape(*backend_, dlogits_, logits.shape());
-  const double loss = backend_->softmax_cross_entropy(
-      logits, std::span<const int32_t>(batch.labels.data() + first, count), config_.label_smoothing, dlogits_);
-  if (!std::isfinite(loss))
-    throw UsageError("the training loss diverged (" + std::to_string(loss) + ") at step " + std::to_string(state_.step) +
-                     "; lower --lr");
+  backend_->softmax_cross_entropy(logits, labels, config_.label_smoothing, dlogits_, loss);
   if (loss_scale_) backend_->scale(dlogits_, static_cast<float>(loss_scale_->scale()));
   model_->backward(dlogits_);
-  loss_sum += loss * static_cast<double>(count);
+}
+
+// --cuda-graph: compute() recorded once (Backend::begin_capture) and replayed every step after,
+// with the gradient exchange that backward starts on a communication stream (NCCL calls record
+// too). The first step for a recording runs uncaptured, so that every tensor, workspace, schedule
+// and algorithm choice exists before the recording keeps their addresses; the next one records
+// and replays it. Every rank records at the same steps: what decides it is the same on all.
+void TrainingRun::compute_recorded(std::span<const int32_t> labels, Tensor& loss) {
+  // The recording reads its labels from one pinned block, refilled in place each step (the last
+  // replay has finished: every step ends by waiting for the device).
+  if (recorded_labels_.size() != labels.size())
+    recorded_labels_ = PinnedLabels(labels.size(), 0, HostAllocator<int32_t>(backend_->input_memory()));
+  std::copy(labels.begin(), labels.end(), recorded_labels_.begin());
+  const StepRecording wanted{input_.shape(), loss_scale_ ? loss_scale_->scale() : 1.0, tensors_generation_,
+                             recorded_labels_.data()};
+  if (wanted == recorded_) {
+    backend_->replay();
+    if (exchange_) exchange_->replayed();  // the recording holds the step's whole exchange
+    return;
+  }
+  if (!(wanted == warmed_)) {
+    compute(recorded_labels_, loss);
+    warmed_ = wanted;
+    return;
+  }
+  backend_->begin_capture();
+  try {
+    compute(recorded_labels_, loss);
+    if (exchange_) exchange_->queue_rest();  // and the buckets' reductions, joined back
+  } catch (...) {
+    backend_->end_capture(false);
+    throw;
+  }
+  backend_->end_capture();
+  recorded_ = wanted;
+  log("[cuda-graph] step %lld: forward and backward recorded for input %s%s\n", static_cast<long long>(state_.step + 1),
+      wanted.input.str().c_str(), loss_scale_ ? (", loss scale " + std::to_string(wanted.loss_scale)).c_str() : "");
+  backend_->replay();
 }
 
 // This step's batch: the one fetched ahead during the last step, or the loader's next (nothing at
@@ -253,11 +306,12 @@ void TrainingRun::fetch_ahead(const Batch& current) {
 double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& times) {
   const Clock::time_point start = Clock::now();
   const int64_t micro = config_.accumulate;
-  double loss_sum = 0;
+  if (losses_.empty())
+    for (int64_t j = 0; j < micro; ++j) losses_.push_back(backend_->allocate({1, 1, 1, 1}));
   if (micro == 1) {
     if (exchange_) exchange_->begin_step();
     report_gradients_ = exchange_ != nullptr;
-    forward_backward(batch, 0, batch.count(), loss_sum);
+    forward_backward(batch, 0, batch.count(), losses_[0]);
     report_gradients_ = false;
   } else {
     // Micro-batch j of the shard holds its samples [count j / K, count (j + 1) / K): with K = ranks
@@ -265,7 +319,7 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
     const std::vector<Parameter*>& parameters = model_->parameters();
     for (int64_t j = 0; j < micro; ++j) {
       const int64_t first = batch.count() * j / micro, last = batch.count() * (j + 1) / micro;
-      forward_backward(batch, first, last - first, loss_sum);
+      forward_backward(batch, first, last - first, losses_[j]);
       for (size_t p = 0; p < parameters.size(); ++p) {
         if (j == 0) backend_->copy(parameters[p]->grad, accumulated_[p]);
         else backend_->add(accumulated_[p], parameters[p]->grad, accumulated_[p]);
@@ -304,6 +358,14 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
   if (apply) optimizer_->step(static_cast<float>(learning_rate(step)), grad_scale);
   backend_->synchronize();
   times.compute_s = std::chrono::duration<double>(backward_end - start).count() + seconds_since(optimizer_start);
+  double loss_sum = 0;
+  for (int64_t j = 0; j < micro; ++j) {
+    const double loss = backend_->read_scalar(losses_[j]);
+    if (!std::isfinite(loss))
+      throw UsageError("the training loss diverged (" + std::to_string(loss) + ") at step " +
+                       std::to_string(state_.step) + "; lower --lr");
+    loss_sum += loss * static_cast<double>(batch.count() * (j + 1) / micro - batch.count() * j / micro);
+  }
   return loss_sum;
 }
 
@@ -401,6 +463,7 @@ TrainResult TrainingRun::execute() {
       beat("evaluation after epoch", epoch + 1);
       average_running_statistics();
       const Evaluation e = evaluate();
+      ++tensors_generation_;  // evaluation's batch may have reshaped, so moved, the model's tensors
       mllog_.end("eval_stop", MlLog::epoch_metadata(epoch + 1));
       mllog_.point("eval_accuracy", MlLog::number(e.top1), MlLog::epoch_metadata(epoch + 1));
       record.evaluated = true;

@@ -27,6 +27,7 @@ struct TrainConfig {
   std::string backend = "onednn";
   Precision precision = Precision::fp32;  // the cudnn backend's math; the CPU backends run fp32
   bool cudnn_timed_search = false;        // cudnn: time convolution algorithms (else heuristics)
+  bool cuda_graph = false;                // cudnn: replay each step's forward and backward as a CUDA graph
   int64_t image_size = 224;  // imagefolder data: the crop size
   int64_t batch = 128;       // global batch
   int64_t eval_batch = 500;

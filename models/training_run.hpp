@@ -10,11 +10,13 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "collectives/buckets/gradient_averager.hpp"
 #include "models/data/dataset.hpp"
+#include "models/data/host_memory.hpp"
 #include "models/data/loader.hpp"
 #include "models/layers.hpp"
 #include "models/loss_scale.hpp"
@@ -61,7 +63,9 @@ class TrainingRun {
   double train_step(const Batch& batch, int64_t step, StepTimes& times);
   std::optional<Batch> next_batch(StepTimes& times);
   void fetch_ahead(const Batch& current);
-  void forward_backward(const Batch& batch, int64_t first, int64_t count, double& loss_sum);
+  void forward_backward(const Batch& batch, int64_t first, int64_t count, Tensor& loss);
+  void compute(std::span<const int32_t> labels, Tensor& loss);
+  void compute_recorded(std::span<const int32_t> labels, Tensor& loss);
   Evaluation evaluate();
   void average_running_statistics();
   void apply_resize_schedule(int64_t epoch);
@@ -111,6 +115,22 @@ class TrainingRun {
   std::vector<double> seconds_per_image_;
   double elapsed_before_ = 0;
   Tensor input_, dlogits_, eval_input_;
+  std::vector<Tensor> losses_;  // one (1, 1, 1, 1) per micro-batch, read at the step's end
+
+  // --cuda-graph: what a recording of compute() holds fixed. A step replays it only when all of
+  // this is as recorded: the input's shape, the loss scale (an argument of a recorded kernel),
+  // the model's tensors (whose addresses the recording keeps) and the labels' pinned block.
+  struct StepRecording {
+    Shape input;
+    double loss_scale = 0;
+    int64_t tensors_generation = -1;
+    const int32_t* labels = nullptr;
+    bool operator==(const StepRecording&) const = default;
+  };
+  using PinnedLabels = std::vector<int32_t, HostAllocator<int32_t>>;
+  StepRecording recorded_, warmed_;  // the recording replayed; the last step run uncaptured for one
+  int64_t tensors_generation_ = 0;   // bumped when the model's tensors may have been reallocated
+  PinnedLabels recorded_labels_;
 };
 
 }  // namespace sb::models

@@ -4,6 +4,7 @@
 // device one (models/device_gradient_exchange.hpp: NCCL on a communication stream).
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +49,13 @@ class GradientAverager {
   // The steps before this run (a resumed run's first step): random choices (random-k's indices,
   // stochastic rounding) follow the step, so it must go on from where the checkpoint stopped.
   virtual void set_step(uint64_t steps_done) = 0;
+
+  // A step recorded as a CUDA graph (device exchanges; sb-train --cuda-graph). While recording,
+  // queue_rest() queues what finish() would queue before waiting, so that the recording holds the
+  // whole exchange; a step that replays the recording calls replayed() instead of tensor_ready()
+  // between begin_step() and finish(). Either way, finish() then only waits and times the step.
+  virtual void queue_rest() { throw std::logic_error("this gradient exchange cannot be recorded"); }
+  virtual void replayed() { throw std::logic_error("this gradient exchange cannot be recorded"); }
 };
 
 }  // namespace sb

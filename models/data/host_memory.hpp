@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 namespace sb::models {
@@ -43,6 +44,10 @@ class CachingHostMemory : public HostMemory {
 template <class T>
 struct HostAllocator {
   using value_type = T;
+  // A vector moved into another takes its memory's allocator along (else a vector made empty on the
+  // heap would copy a pinned one's elements into heap memory).
+  using propagate_on_container_move_assignment = std::true_type;
+  using propagate_on_container_swap = std::true_type;
   HostMemory* memory = nullptr;
 
   HostAllocator() = default;

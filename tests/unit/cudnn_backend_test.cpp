@@ -206,6 +206,13 @@ TEST_P(CudnnLayers, PoolingReluAddMatchOnednn) {
   EXPECT_LT(relative_error(p, sum), exact ? 1e-7 : tol) << "axpby";
   const double squares = p.cpu.sum_of_squares(x.second);
   EXPECT_NEAR(p.gpu.sum_of_squares(x.first), squares, (exact ? 1e-6 : tol) * squares);
+  // The batched form runs the same deterministic sums, so it gives the same bits, empty arrays too.
+  const Tensor empty = p.gpu.allocate({0, 3, 1, 1});
+  const std::vector<double> sums = p.gpu.sums_of_squares(std::vector<const Tensor*>{&x.first, &empty, &grad.first});
+  ASSERT_EQ(sums.size(), 3u);
+  EXPECT_EQ(sums[0], p.gpu.sum_of_squares(x.first));
+  EXPECT_EQ(sums[1], 0.0);
+  EXPECT_EQ(sums[2], p.gpu.sum_of_squares(grad.first));
 }
 
 TEST_P(CudnnLayers, FullyConnectedAndLossMatchOnednn) {
@@ -224,8 +231,8 @@ TEST_P(CudnnLayers, FullyConnectedAndLossMatchOnednn) {
     std::vector<int32_t> labels = {0, 3, 10, 7, 3};
     labels.resize(static_cast<size_t>(batch));
     auto dy = p.zeros({batch, outputs, 1, 1});
-    const double loss = p.gpu.softmax_cross_entropy(y.first, labels, 0.1f, dy.first);
-    const double cpu_loss = p.cpu.softmax_cross_entropy(y.second, labels, 0.1f, dy.second);
+    const double loss = softmax_cross_entropy_now(p.gpu, y.first, labels, 0.1f, dy.first);
+    const double cpu_loss = softmax_cross_entropy_now(p.cpu, y.second, labels, 0.1f, dy.second);
     EXPECT_NEAR(loss, cpu_loss, tol * cpu_loss);
     EXPECT_LT(relative_error(p, dy), tol) << "loss gradient";
 
@@ -322,8 +329,8 @@ TEST_P(CudnnLayers, TwoTrainingStepsOfAResNetMatchOnednn) {
     const std::vector<int32_t> labels = {1, 0, 9, 4, 4, 7, 2, 5};
     const Shape logits_shape{8, 10, 1, 1};
     auto dlogits = p.zeros(logits_shape);
-    const double gpu_loss = p.gpu.softmax_cross_entropy(gpu_model.forward(images.first, true), labels, 0, dlogits.first);
-    const double cpu_loss = p.cpu.softmax_cross_entropy(cpu_model.forward(images.second, true), labels, 0, dlogits.second);
+    const double gpu_loss = softmax_cross_entropy_now(p.gpu, gpu_model.forward(images.first, true), labels, 0, dlogits.first);
+    const double cpu_loss = softmax_cross_entropy_now(p.cpu, cpu_model.forward(images.second, true), labels, 0, dlogits.second);
     EXPECT_NEAR(gpu_loss, cpu_loss, 2 * tol * cpu_loss);
     gpu_model.backward(dlogits.first);
     cpu_model.backward(dlogits.second);
@@ -354,7 +361,7 @@ TEST_P(CudnnLayers, RepeatedTrainingStepsAreBitIdentical) {
       for (float& v : pixels) v = dist(random);
       Tensor images = gpu.allocate({8, 3, 16, 16}), dlogits = gpu.allocate({8, 10, 1, 1});
       gpu.write(images, pixels);
-      gpu.softmax_cross_entropy(model.forward(images, true), std::vector<int32_t>{1, 0, 9, 4, 4, 7, 2, 5}, 0, dlogits);
+      softmax_cross_entropy_now(gpu, model.forward(images, true), std::vector<int32_t>{1, 0, 9, 4, 4, 7, 2, 5}, 0, dlogits);
       model.backward(dlogits);
       optimizer.step(0.1f);
     }
@@ -382,7 +389,7 @@ TEST(CudnnLossScale, Fp16OverflowIsSkippedAndTheScaleRecovers) {
   int skipped = 0, applied = 0;
   for (int step = 0; step < 40 && applied < 3; ++step) {
     const std::vector<float> before = host(gpu, first_weight);
-    gpu.softmax_cross_entropy(model.forward(input, true), labels, 0, dlogits);
+    softmax_cross_entropy_now(gpu, model.forward(input, true), labels, 0, dlogits);
     gpu.scale(dlogits, static_cast<float>(scale.scale()));
     model.backward(dlogits);
     const double used = scale.scale();
