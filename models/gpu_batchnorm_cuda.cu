@@ -1,6 +1,6 @@
 // Batch norm over channels-last tensors (rows x channels), with the ReLU that follows it fused:
 // per-channel sums in double (deterministic: partial sums per row block, added in order), then one
-// element-wise pass. Forward training is two reads of x
+// element-wise pass with each thread on one channel (its constants in registers). Forward training is two reads of x
 // (statistics, then normalise) and one write; backward is two reads of x, dy and y and one write.
 #include <algorithm>
 
@@ -75,12 +75,16 @@ __global__ void statistics_finish_kernel(const double* sums, size_t rows, size_t
   store(variance, c, static_cast<float>(fmax(sums[channels + c] / static_cast<double>(rows) - m * m, 0.0)));
 }
 
+// One channel per thread (channel_lanes): its scale and shift in registers.
 __global__ void apply_kernel(Elements x, Elements gamma, Elements beta, Elements mean, Elements variance, Elements y,
-                             size_t rows, size_t channels, float epsilon, bool relu) {
-  const size_t count = rows * channels;
-  for (size_t i = grid_first(); i < count; i += grid_stride()) {
-    const size_t c = i % channels;
-    const float v = load(gamma, c) * (load(x, i) - load(mean, c)) * (1.0f / sqrtf(load(variance, c) + epsilon)) + load(beta, c);
+                             size_t count, size_t channels, size_t threads, float epsilon, bool relu) {
+  const size_t first = grid_first();
+  if (first >= threads) return;
+  const size_t c = first % channels;
+  const float scale = load(gamma, c) * (1.0f / sqrtf(load(variance, c) + epsilon));
+  const float centre = load(mean, c), shift = load(beta, c);
+  for (size_t i = first; i < count; i += threads) {
+    const float v = scale * (load(x, i) - centre) + shift;
     store(y, i, relu ? fmaxf(v, 0.0f) : v);
   }
 }
@@ -99,21 +103,23 @@ __global__ void backward_sums_kernel(Elements x, Elements dy, Elements y, Elemen
   });
 }
 
-// sums = (sum dy, sum dy (x - mean)) per channel.
+// dx = gamma / std (dy - mean(dy) - (x - mean) mean(dy (x - mean)) / var), from
+// sums = (sum dy, sum dy (x - mean)) per channel; one channel per thread (channel_lanes), its
+// constants in registers.
 __global__ void backward_apply_kernel(Elements x, Elements dy, Elements y, Elements gamma, Elements mean,
                                       Elements variance, const double* sums, Elements dx, size_t rows,
-                                      size_t channels, float epsilon) {
-  const size_t count = rows * channels;
+                                      size_t channels, size_t threads, float epsilon) {
+  const size_t first = grid_first();
+  if (first >= threads) return;
+  const size_t c = first % channels, count = rows * channels;
   const double inv_rows = 1.0 / static_cast<double>(rows);
-  for (size_t i = grid_first(); i < count; i += grid_stride()) {
-    const size_t c = i % channels;
-    const double inv_std = 1.0 / sqrt(static_cast<double>(load(variance, c)) + epsilon);
-    const double centred = static_cast<double>(load(x, i)) - load(mean, c);
-    const double mean_dy = sums[c] * inv_rows;
-    const double mean_dy_centred = sums[channels + c] * inv_rows;
-    const double g = masked_dy(dy, y, i);
-    store(dx, i, static_cast<float>(load(gamma, c) * inv_std *
-                                    (g - mean_dy - centred * mean_dy_centred * inv_std * inv_std)));
+  const double inv_std = 1.0 / sqrt(static_cast<double>(load(variance, c)) + epsilon);
+  const double centre = load(mean, c), scale = load(gamma, c) * inv_std;
+  const double mean_dy = sums[c] * inv_rows;
+  const double centred_weight = sums[channels + c] * inv_rows * inv_std * inv_std;
+  for (size_t i = first; i < count; i += threads) {
+    const double centred = static_cast<double>(load(x, i)) - centre;
+    store(dx, i, static_cast<float>(scale * (masked_dy(dy, y, i) - mean_dy - centred * centred_weight)));
   }
 }
 
@@ -168,8 +174,9 @@ void batchnorm_statistics(Elements x, Elements mean, Elements variance, size_t r
 void batchnorm_apply(Elements x, Elements gamma, Elements beta, Elements mean, Elements variance, Elements y,
                      size_t rows, size_t channels, float epsilon, bool relu, Stream stream) {
   if (rows * channels == 0) return;
-  apply_kernel<<<cuda_blocks_for(rows * channels), kCudaThreads, 0, stream>>>(x, gamma, beta, mean, variance, y, rows,
-                                                                               channels, epsilon, relu);
+  const ChannelLanes lanes = channel_lanes(rows, channels);
+  apply_kernel<<<lanes.blocks, kCudaThreads, 0, stream>>>(x, gamma, beta, mean, variance, y, rows * channels, channels,
+                                                          lanes.threads, epsilon, relu);
   SB_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -183,8 +190,9 @@ void batchnorm_backward(Elements x, Elements dy, Elements y, Elements gamma, Ele
     backward_sums_kernel<<<grid, kReductionBlock, 0, stream>>>(x, dy, y, mean, rows, channels, partials);
   });
   if (rows * channels > 0) {
-    backward_apply_kernel<<<cuda_blocks_for(rows * channels), kCudaThreads, 0, stream>>>(
-        x, dy, y, gamma, mean, variance, sums, dx, rows, channels, epsilon);
+    const ChannelLanes lanes = channel_lanes(rows, channels);
+    backward_apply_kernel<<<lanes.blocks, kCudaThreads, 0, stream>>>(x, dy, y, gamma, mean, variance, sums, dx, rows,
+                                                                     channels, lanes.threads, epsilon);
     SB_CUDA_CHECK(cudaGetLastError());
   }
   backward_parameters_kernel<<<cuda_blocks_for(channels), kCudaThreads, 0, stream>>>(sums, variance, channels, epsilon,

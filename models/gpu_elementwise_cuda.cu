@@ -57,9 +57,11 @@ struct Square {
   }
 };
 
-__global__ void add_bias_kernel(Elements y, Elements bias, size_t rows, size_t channels) {
-  const size_t count = rows * channels;
-  for (size_t i = grid_first(); i < count; i += grid_stride()) store(y, i, load(y, i) + load(bias, i % channels));
+__global__ void add_bias_kernel(Elements y, Elements bias, size_t count, size_t channels, size_t threads) {
+  const size_t first = grid_first();
+  if (first >= threads) return;
+  const float b = load(bias, first % channels);  // one channel per thread (channel_lanes)
+  for (size_t i = first; i < count; i += threads) store(y, i, load(y, i) + b);
 }
 
 __global__ void momentum_kernel(float* w, Elements w_copy, Elements g, float* v, size_t count, MomentumArgs args) {
@@ -186,7 +188,8 @@ std::vector<double> sums_of_squares(const std::vector<Elements>& x, const std::v
 
 void add_bias(Elements y, Elements bias, size_t rows, size_t channels, Stream stream) {
   if (rows * channels == 0) return;
-  add_bias_kernel<<<blocks(rows * channels), kCudaThreads, 0, stream>>>(y, bias, rows, channels);
+  const ChannelLanes lanes = channel_lanes(rows, channels);
+  add_bias_kernel<<<lanes.blocks, kCudaThreads, 0, stream>>>(y, bias, rows * channels, channels, lanes.threads);
   SB_CUDA_CHECK(cudaGetLastError());
 }
 
