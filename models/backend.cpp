@@ -5,6 +5,7 @@
 #include "common/check.hpp"
 #include "common/usage_error.hpp"
 #include "models/onednn_backend.hpp"
+#include "models/recording_backend.hpp"
 #include "models/reference_backend.hpp"
 #if SB_HAVE_CUDA
 #include "models/cudnn_backend.hpp"
@@ -58,6 +59,9 @@ double softmax_cross_entropy_now(Backend& backend, const Tensor& logits, std::sp
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {
+  // Tests only (sb-train does not offer it): another backend with CUDA-graph recording emulated.
+  if (const std::string prefix = "recording:"; name.rfind(prefix, 0) == 0)
+    return std::make_unique<RecordingBackend>(make_backend(name.substr(prefix.size()), options));
   if (name == "cudnn") {
 #if SB_HAVE_CUDA
     CudnnOptions cudnn;

@@ -188,7 +188,8 @@ struct BackendOptions {
 double softmax_cross_entropy_now(Backend& backend, const Tensor& logits, std::span<const int32_t> labels,
                                  float label_smoothing, Tensor& dlogits);
 
-// "onednn" (and "cudnn" when built with CUDA) or "reference". Throws UsageError for other names,
+// "onednn" (and "cudnn" when built with CUDA) or "reference"; "recording:NAME" wraps NAME in a
+// RecordingBackend (models/recording_backend.hpp), for tests. Throws UsageError for other names,
 // for "cudnn" without a GPU, and for a precision the backend does not run.
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options = {});
 

@@ -32,6 +32,8 @@ class Tensor {
   void* data() const { return storage_.get(); }
   template <class T>
   T* as() const { return static_cast<T*>(storage_.get()); }
+  // The storage itself, for holders that must see whether it is still alive (a recorded step).
+  const std::shared_ptr<void>& storage() const { return storage_; }
 
  private:
   Shape shape_;

@@ -45,7 +45,6 @@ void validate(const TrainConfig& c, int nranks) {
   if (!c.checkpoint_dir.empty() && !std::filesystem::is_directory(c.checkpoint_dir))
     throw UsageError("--checkpoint directory '" + c.checkpoint_dir + "' does not exist");
   if (c.accumulate < 1) throw UsageError("--accumulate must be at least 1");
-  if (c.cuda_graph && c.backend != "cudnn") throw UsageError("--cuda-graph needs --backend cudnn");
   const std::string& compressor = c.exchange.compressor;
   if (c.cuda_graph && compressor != "none" && compressor != "fp16" && compressor != "bf16")
     throw UsageError("--cuda-graph records uncompressed or fp16/bf16 gradients only: --compressor " + compressor +
@@ -84,6 +83,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   validate(config, nranks_);
   mllog_.start("init_start");
   backend_ = make_training_backend(config, comm);
+  if (config.cuda_graph && !backend_->can_capture()) throw UsageError("--cuda-graph needs --backend cudnn");
   make_resnet_config(config.model, 1, 2, 28, config.seed);  // an unknown model fails before the data is read
   mllog_.point("submission_benchmark", MlLog::string("resnet"));
   mllog_.point("seed", MlLog::number(static_cast<double>(config.seed)));
