@@ -51,6 +51,12 @@ void Backend::end_capture(bool keep) {
 }
 void Backend::replay() { throw std::logic_error("the " + name() + " backend cannot replay a step"); }
 
+std::vector<float> read_all(Backend& backend, const Tensor& tensor) {
+  std::vector<float> out(static_cast<size_t>(tensor.count()));
+  backend.read(tensor, out);
+  return out;
+}
+
 double softmax_cross_entropy_now(Backend& backend, const Tensor& logits, std::span<const int32_t> labels,
                                  float label_smoothing, Tensor& dlogits) {
   Tensor loss = backend.allocate({1, 1, 1, 1});

@@ -184,6 +184,8 @@ struct BackendOptions {
   bool timed_search = false;  // cudnn: time the convolution algorithms instead of the heuristics
 };
 
+// Every element of the tensor, as fp32 in NCHW order (Backend::read into a new vector).
+std::vector<float> read_all(Backend& backend, const Tensor& tensor);
 // softmax_cross_entropy() and the mean loss it writes, waited for: for one-off passes and tests.
 double softmax_cross_entropy_now(Backend& backend, const Tensor& logits, std::span<const int32_t> labels,
                                  float label_smoothing, Tensor& dlogits);

@@ -38,15 +38,9 @@ struct Pair {
   std::pair<Tensor, Tensor> zeros(Shape shape) { return {onednn.allocate(shape), reference.allocate(shape)}; }
 };
 
-std::vector<float> host(Backend& backend, const Tensor& t) {
-  std::vector<float> out(static_cast<size_t>(t.count()));
-  backend.read(t, out);
-  return out;
-}
-
 // max |a - b| / max |b|, with the reference b read in float.
 double relative_error(Pair& p, const std::pair<Tensor, Tensor>& t) {
-  const std::vector<float> a = host(p.onednn, t.first), b = host(p.reference, t.second);
+  const std::vector<float> a = read_all(p.onednn, t.first), b = read_all(p.reference, t.second);
   double diff = 0, scale = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));

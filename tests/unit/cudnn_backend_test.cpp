@@ -68,14 +68,8 @@ struct Pair {
   std::pair<Tensor, Tensor> zeros(Shape shape) { return {gpu.allocate(shape), cpu.allocate(shape)}; }
 };
 
-std::vector<float> host(Backend& backend, const Tensor& t) {
-  std::vector<float> out(static_cast<size_t>(t.count()));
-  backend.read(t, out);
-  return out;
-}
-
 double relative_error(Pair& p, const std::pair<Tensor, Tensor>& t) {
-  const std::vector<float> a = host(p.gpu, t.first), b = host(p.cpu, t.second);
+  const std::vector<float> a = read_all(p.gpu, t.first), b = read_all(p.cpu, t.second);
   double diff = 0, scale = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     if (!std::isfinite(a[i])) return INFINITY;
@@ -257,7 +251,7 @@ TEST_P(CudnnLayers, MomentumUpdatesRunOnFp32Masters) {
   p.gpu.keep_fp32_master(w.first);
   p.gpu.keep_fp32_master(v.first);
   // Both sides start from the same (16-bit-rounded) weights.
-  std::vector<float> start = host(p.gpu, w.first);
+  std::vector<float> start = read_all(p.gpu, w.first);
   p.cpu.write(w.second, start);
   MomentumStep step;
   step.lr = 0.01f;
@@ -274,7 +268,7 @@ TEST_P(CudnnLayers, MomentumUpdatesRunOnFp32Masters) {
   std::vector<float> values(static_cast<size_t>(s.count()));
   for (size_t i = 0; i < values.size(); ++i) values[i] = 1.0f + static_cast<float>(i) * 1e-6f;
   p.gpu.write(w.first, values);
-  EXPECT_EQ(host(p.gpu, w.first), values);
+  EXPECT_EQ(read_all(p.gpu, w.first), values);
 }
 
 TEST_P(CudnnLayers, LayoutRoundTripsThroughWriteAndRead) {
@@ -284,7 +278,7 @@ TEST_P(CudnnLayers, LayoutRoundTripsThroughWriteAndRead) {
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);  // exact in every type
   Tensor t = p.gpu.allocate(s);
   p.gpu.write(t, in);
-  EXPECT_EQ(host(p.gpu, t), in);
+  EXPECT_EQ(read_all(p.gpu, t), in);
 }
 
 // A batch prefetched from the pinned pool reaches the tensor as a plain write does; a write of
@@ -304,9 +298,9 @@ TEST_P(CudnnLayers, PrefetchedWriteMatchesAPlainWrite) {
   for (int round = 0; round < 2; ++round) {  // the second reuses the prefetch buffer
     p.gpu.prefetch(pinned);
     p.gpu.write(t, pinned);
-    EXPECT_EQ(host(p.gpu, t), std::vector<float>(pinned.begin(), pinned.end())) << "round " << round;
+    EXPECT_EQ(read_all(p.gpu, t), std::vector<float>(pinned.begin(), pinned.end())) << "round " << round;
     p.gpu.write(t, other);
-    EXPECT_EQ(host(p.gpu, t), other) << "round " << round;
+    EXPECT_EQ(read_all(p.gpu, t), other) << "round " << round;
   }
 }
 
@@ -321,7 +315,7 @@ TEST_P(CudnnLayers, TwoTrainingStepsOfAResNetMatchOnednn) {
   Optimizer gpu_opt(p.gpu, gpu_model.parameters(), sgd), cpu_opt(p.cpu, cpu_model.parameters(), sgd);
   // The CPU starts from the GPU's (possibly 16-bit-rounded) initial weights.
   for (size_t i = 0; i < gpu_model.parameters().size(); ++i)
-    p.cpu.write(cpu_model.parameters()[i]->value, host(p.gpu, gpu_model.parameters()[i]->value));
+    p.cpu.write(cpu_model.parameters()[i]->value, read_all(p.gpu, gpu_model.parameters()[i]->value));
   const double tol = tolerance(GetParam());
   for (int step = 0; step < 2; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
@@ -365,7 +359,7 @@ TEST_P(CudnnLayers, RepeatedTrainingStepsAreBitIdentical) {
       model.backward(dlogits);
       optimizer.step(0.1f);
     }
-    for (const Parameter* p : model.parameters()) run.push_back(host(gpu, p->value));
+    for (const Parameter* p : model.parameters()) run.push_back(read_all(gpu, p->value));
   }
   ASSERT_EQ(weights[0].size(), weights[1].size());
   for (size_t i = 0; i < weights[0].size(); ++i) EXPECT_EQ(weights[0][i], weights[1][i]) << "parameter " << i;
@@ -388,7 +382,7 @@ TEST(CudnnLossScale, Fp16OverflowIsSkippedAndTheScaleRecovers) {
   const Tensor& first_weight = model.parameters()[0]->value;
   int skipped = 0, applied = 0;
   for (int step = 0; step < 40 && applied < 3; ++step) {
-    const std::vector<float> before = host(gpu, first_weight);
+    const std::vector<float> before = read_all(gpu, first_weight);
     softmax_cross_entropy_now(gpu, model.forward(input, true), labels, 0, dlogits);
     gpu.scale(dlogits, static_cast<float>(scale.scale()));
     model.backward(dlogits);
@@ -396,10 +390,10 @@ TEST(CudnnLossScale, Fp16OverflowIsSkippedAndTheScaleRecovers) {
     if (scale.update(gradients_finite(gpu, model.parameters()))) {
       optimizer.step(0.01f, static_cast<float>(1.0 / used));
       ++applied;
-      EXPECT_NE(host(gpu, first_weight), before) << "an applied step moves the weights";
+      EXPECT_NE(read_all(gpu, first_weight), before) << "an applied step moves the weights";
     } else {
       ++skipped;
-      EXPECT_EQ(host(gpu, first_weight), before) << "a skipped step leaves them";
+      EXPECT_EQ(read_all(gpu, first_weight), before) << "a skipped step leaves them";
       EXPECT_EQ(scale.scale(), used / 2);
     }
   }
@@ -407,7 +401,7 @@ TEST(CudnnLossScale, Fp16OverflowIsSkippedAndTheScaleRecovers) {
   EXPECT_EQ(applied, 3);
   EXPECT_EQ(scale.skipped_steps(), skipped);
   for (const Parameter* p : model.parameters())
-    for (float v : host(gpu, p->value)) ASSERT_TRUE(std::isfinite(v)) << p->name;
+    for (float v : read_all(gpu, p->value)) ASSERT_TRUE(std::isfinite(v)) << p->name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, CudnnLayers,

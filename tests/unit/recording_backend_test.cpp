@@ -15,29 +15,23 @@
 namespace sb::models {
 namespace {
 
-std::vector<float> values(Backend& backend, const Tensor& t) {
-  std::vector<float> out(static_cast<size_t>(t.count()));
-  backend.read(t, out);
-  return out;
-}
-
 TEST(RecordingBackend, RunsRecordedOpsOnlyOnReplayOnWhatTheyHoldThen) {
   RecordingBackend backend(std::make_unique<ReferenceBackend>());
   Tensor x = backend.allocate({1, 4, 1, 1}), y = backend.allocate({1, 4, 1, 1});
   backend.write(x, std::vector<float>{1, -2, 3, -4});
   backend.relu_forward(x, y);  // not capturing: runs at once
-  EXPECT_EQ(values(backend, y), (std::vector<float>{1, 0, 3, 0}));
+  EXPECT_EQ(read_all(backend, y), (std::vector<float>{1, 0, 3, 0}));
 
   backend.begin_capture();
   backend.scale(x, 2.0f);
   backend.relu_forward(x, y);
   backend.end_capture();
-  EXPECT_EQ(values(backend, x), (std::vector<float>{1, -2, 3, -4})) << "capturing ran an op";
+  EXPECT_EQ(read_all(backend, x), (std::vector<float>{1, -2, 3, -4})) << "capturing ran an op";
   backend.replay();
-  EXPECT_EQ(values(backend, y), (std::vector<float>{2, 0, 6, 0}));
+  EXPECT_EQ(read_all(backend, y), (std::vector<float>{2, 0, 6, 0}));
   backend.write(x, std::vector<float>{-1, 1, -1, 1});  // a replay reads the tensors as they are now
   backend.replay();
-  EXPECT_EQ(values(backend, y), (std::vector<float>{0, 2, 0, 2}));
+  EXPECT_EQ(read_all(backend, y), (std::vector<float>{0, 2, 0, 2}));
 }
 
 TEST(RecordingBackend, ReadsHostSpansByAddressAtEachReplay) {
@@ -68,7 +62,7 @@ TEST(RecordingBackend, RefusesWhatACaptureCannotHoldAndDropsAFailedOne) {
   backend.fill(x, 3.0f);
   backend.end_capture(false);
   EXPECT_THROW(backend.replay(), std::logic_error) << "a dropped capture left a recording";
-  EXPECT_EQ(values(backend, x), (std::vector<float>{0, 0}));
+  EXPECT_EQ(read_all(backend, x), (std::vector<float>{0, 0}));
 }
 
 TEST(RecordingBackend, AReplayAfterItsTensorWasFreedFails) {

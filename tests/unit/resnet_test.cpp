@@ -14,12 +14,6 @@
 namespace sb::models {
 namespace {
 
-std::vector<float> read_all(Backend& backend, const Tensor& t) {
-  std::vector<float> out(static_cast<size_t>(t.count()));
-  backend.read(t, out);
-  return out;
-}
-
 TEST(ResNet, ParameterCountsAreTorchvisions) {
   OnednnBackend backend;
   const std::pair<const char*, int64_t> expected[] = {
