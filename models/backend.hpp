@@ -49,6 +49,10 @@ struct MomentumStep {
   float weight_decay = 0.0f;
   bool nesterov = false;
   float grad_scale = 1.0f;
+  // When set, lr and grad_scale are read from this (1, 2, 1, 1) tensor, in that order, when the
+  // update runs, instead of from the fields above: the replays of a recorded step (begin_capture)
+  // then take each step's values, written into it before each replay.
+  const Tensor* rates = nullptr;
 };
 
 // The arithmetic of the training math (--precision): fp32 throughout, TF32 tensor-core math on

@@ -499,8 +499,14 @@ void CudnnBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const 
   float* weights = dw.master ? dw.master : static_cast<float*>(dw.data);
   float* velocity = dv.master ? dv.master : static_cast<float*>(dv.data);
   const Elements copy = dw.master ? elements(w) : Elements{};
+  const float* rates = nullptr;
+  if (step.rates) {
+    SB_CHECK(step.rates->count() == 2 && storage(*step.rates).type == ElementType::f32, "rates are two fp32 values");
+    rates = static_cast<const float*>(storage(*step.rates).data);
+  }
   gpu::momentum_update(weights, copy, elements(g), velocity, count_of(w),
-                       {step.lr, step.momentum, step.weight_decay, step.grad_scale, step.nesterov}, state_->stream);
+                       {step.lr, step.momentum, step.weight_decay, step.grad_scale, step.nesterov, rates},
+                       state_->stream);
 }
 
 }  // namespace sb::models

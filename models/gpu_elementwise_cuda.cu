@@ -65,10 +65,10 @@ __global__ void add_bias_kernel(Elements y, Elements bias, size_t count, size_t 
 }
 
 __global__ void momentum_kernel(float* w, Elements w_copy, Elements g, float* v, size_t count, MomentumArgs args) {
+  const float lr = args.rates ? args.rates[0] : args.lr, grad_scale = args.rates ? args.rates[1] : args.grad_scale;
   for (size_t i = grid_first(); i < count; i += grid_stride()) {
     float weight = w[i], velocity = v[i];
-    momentum_element(weight, load(g, i) * args.grad_scale, velocity, args.lr, args.momentum, args.weight_decay,
-                     args.nesterov);
+    momentum_element(weight, load(g, i) * grad_scale, velocity, lr, args.momentum, args.weight_decay, args.nesterov);
     w[i] = weight;
     v[i] = velocity;
     if (w_copy.data != nullptr) store(w_copy, i, weight);

@@ -55,6 +55,7 @@ void add_bias(Elements y, Elements bias, size_t rows, size_t channels, Stream st
 struct MomentumArgs {
   float lr, momentum, weight_decay, grad_scale;
   bool nesterov;
+  const float* rates = nullptr;  // device (lr, grad_scale), read by the kernel instead of the fields when set
 };
 void momentum_update(float* w, Elements w_copy, Elements g, float* v, size_t count, const MomentumArgs& args,
                      Stream stream);

@@ -422,10 +422,11 @@ void OnednnBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const
   float *pw = f(w), *pv = f(v);
   const float* pg = f(g);
   const int64_t count = w.count();
+  const float lr = step.rates ? f(*step.rates)[0] : step.lr;
+  const float grad_scale = step.rates ? f(*step.rates)[1] : step.grad_scale;
 #pragma omp parallel for simd
   for (int64_t i = 0; i < count; ++i)
-    momentum_element<float>(pw[i], pg[i] * step.grad_scale, pv[i], step.lr, step.momentum, step.weight_decay,
-                            step.nesterov);
+    momentum_element<float>(pw[i], pg[i] * grad_scale, pv[i], lr, step.momentum, step.weight_decay, step.nesterov);
 }
 
 // ---- pooling ---------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "common/check.hpp"
 #include "common/usage_error.hpp"
 
 namespace sb::models {
@@ -36,14 +37,15 @@ double Optimizer::lars_trust_ratio(double weight_norm, double grad_norm, double 
   return eta * weight_norm / (grad_norm + weight_decay * weight_norm);
 }
 
-void Optimizer::step(float lr, float grad_scale) {
+void Optimizer::step(float lr, float grad_scale, const Tensor* rates) {
   const bool lars = config_.kind == OptimizerKind::lars;
+  SB_CHECK(!(lars && rates), "LARS's step cannot take its rates from a tensor");
   // LARS's norms, of every weight and its gradient, all at once (one wait on a GPU).
   std::vector<const Tensor*> norm_of;
   if (lars)
     for (const Parameter* p : parameters_)
       if (is_weight(p->kind)) norm_of.insert(norm_of.end(), {&p->value, &p->grad});
-  const std::vector<double> squares = backend_.sums_of_squares(norm_of);
+  const std::vector<double> squares = lars ? backend_.sums_of_squares(norm_of) : std::vector<double>();
   size_t next_norm = 0;
   for (size_t i = 0; i < parameters_.size(); ++i) {
     Parameter& p = *parameters_[i];
@@ -54,6 +56,7 @@ void Optimizer::step(float lr, float grad_scale) {
     step.weight_decay = weight || (config_.decay_bn_and_bias && !lars) ? config_.weight_decay : 0.0f;
     step.lr = lr;
     step.grad_scale = grad_scale;
+    step.rates = rates;
     if (lars && weight) {
       const double weight_norm = std::sqrt(squares[next_norm]), grad_norm = std::sqrt(squares[next_norm + 1]);
       next_norm += 2;

@@ -30,8 +30,10 @@ class Optimizer {
  public:
   Optimizer(Backend& backend, std::vector<Parameter*> parameters, const OptimizerConfig& config);
   // One step at learning rate lr from the gradients in each parameter's grad, each multiplied by
-  // grad_scale first (1 / the loss scale under fp16).
-  void step(float lr, float grad_scale = 1.0f);
+  // grad_scale first (1 / the loss scale under fp16). With `rates`, both are read from that
+  // (1, 2, 1, 1) tensor when the updates run instead (MomentumStep::rates: a recorded step); not
+  // under LARS, whose trust ratios come from norms read back to the host.
+  void step(float lr, float grad_scale = 1.0f, const Tensor* rates = nullptr);
   // One momentum buffer per parameter, named "<parameter>.momentum", for checkpoints.
   std::vector<Buffer>& state() { return momentum_; }
   const OptimizerConfig& config() const { return config_; }

@@ -253,10 +253,15 @@ void RecordingBackend::softmax_cross_entropy(const Tensor& logits, std::span<con
   });
 }
 
+// The rates tensor, when given, is held like the others (step.rates points at the caller's).
 void RecordingBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) {
-  run([this, w = hold(w), g = hold(g), v = hold(v), step] {
-    Tensor weights = w.get(), velocity = v.get();
-    inner_->momentum_update(weights, g.get(), velocity, step);
+  const bool from_tensor = step.rates != nullptr;
+  const Held rates = from_tensor ? hold(*step.rates) : Held{};
+  run([this, w = hold(w), g = hold(g), v = hold(v), step, from_tensor, rates] {
+    Tensor weights = w.get(), velocity = v.get(), rates_now;
+    MomentumStep now = step;
+    if (from_tensor) rates_now = rates.get(), now.rates = &rates_now;
+    inner_->momentum_update(weights, g.get(), velocity, now);
   });
 }
 

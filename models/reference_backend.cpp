@@ -311,8 +311,11 @@ void ReferenceBackend::softmax_cross_entropy(const Tensor& logits, std::span<con
 void ReferenceBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) {
   require_same(w, g, "update");
   require_same(w, v, "update");
+  // Rates from a tensor come as the fp32 values a device would hold.
+  const float lr = step.rates ? static_cast<float>(d(*step.rates)[0]) : step.lr;
+  const float grad_scale = step.rates ? static_cast<float>(d(*step.rates)[1]) : step.grad_scale;
   for (int64_t i = 0; i < w.count(); ++i)
-    momentum_element<double>(d(w)[i], d(g)[i] * step.grad_scale, d(v)[i], step.lr, step.momentum, step.weight_decay,
+    momentum_element<double>(d(w)[i], d(g)[i] * grad_scale, d(v)[i], lr, step.momentum, step.weight_decay,
                              step.nesterov);
 }
 

@@ -127,6 +127,8 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   model_ = std::make_unique<ResNet>(*backend_, model_config);
   optimizer_ = std::make_unique<Optimizer>(*backend_, model_->parameters(), config.optimizer);
   if (config.precision == Precision::fp16) loss_scale_.emplace();
+  if (config.cuda_graph && config.optimizer.kind != OptimizerKind::lars && !loss_scale_)
+    step_rates_ = backend_->allocate({1, 2, 1, 1});  // a recorded optimizer step's lr and gradient scale
   train_loader_ = std::make_unique<Loader>(
       *data_.train, Sampler(data_.train->size(), config.batch, rank_, nranks_, config.seed, true), config.workers,
       config.prefetch, backend_->input_memory());
@@ -195,8 +197,9 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
       nranks_, nranks_ == 1 ? "" : "s", static_cast<long long>(config.batch_at(0)), schedule_.peak,
       static_cast<long long>(steps_per_epoch));
   if (config.cuda_graph)
-    log("[config] each step's forward, loss, backward%s replayed as a CUDA graph (the optimizer step uncaptured)\n",
-        exchange_ ? " and gradient exchange" : "");
+    log("[config] each step's forward, loss, backward%s%s replayed as a CUDA graph%s\n",
+        exchange_ ? ", gradient exchange" : "", step_rates_.empty() ? "" : " and optimizer step",
+        step_rates_.empty() ? " (the optimizer step uncaptured: LARS or fp16 decide it on the host)" : "");
   if (exchange_)
     log("[config] gradients: %s, %s buckets of %g MiB (%zu buckets), overlap %s%s\n",
         config.exchange.compressor == "none"
@@ -219,15 +222,17 @@ double TrainingRun::sum_over_ranks(double value) const {
 }
 
 // Forward and backward of samples [first, first + count) of the batch; their mean loss goes to
-// `loss` (read once the whole step is queued).
-void TrainingRun::forward_backward(const Batch& batch, int64_t first, int64_t count, Tensor& loss) {
+// `loss` (read once the whole step is queued). Returns whether the optimizer step was part of it
+// (a recorded step's); if not, the caller takes it.
+bool TrainingRun::forward_backward(const Batch& batch, int64_t first, int64_t count, Tensor& loss) {
   const ImageShape image = data_.train->image_shape();  // progressive resizing changes it
   const int64_t pixels = image.pixels();
   ensure_shape(*backend_, input_, {count, image.channels, image.height, image.width});
   backend_->write(input_, std::span<const float>(batch.images.data() + first * pixels, count * pixels));
   const std::span<const int32_t> labels(batch.labels.data() + first, count);
-  if (config_.cuda_graph) compute_recorded(labels, loss);
-  else compute(labels, loss);
+  if (config_.cuda_graph) return compute_recorded(labels, loss);
+  compute(labels, loss);
+  return false;
 }
 
 // Forward, loss and backward from input_ as written.
@@ -244,7 +249,9 @@ void TrainingRun::compute(std::span<const int32_t> labels, Tensor& loss) {
 // too). The first step for a recording runs uncaptured, so that every tensor, workspace, schedule
 // and algorithm choice exists before the recording keeps their addresses; the next one records
 // and replays it. Every rank records at the same steps: what decides it is the same on all.
-void TrainingRun::compute_recorded(std::span<const int32_t> labels, Tensor& loss) {
+// The optimizer step is recorded too, reading the learning rate from step_rates_, except under
+// LARS (trust ratios from norms read on the host) and fp16 (the host decides to skip a step).
+bool TrainingRun::compute_recorded(std::span<const int32_t> labels, Tensor& loss) {
   // The recording reads its labels from one pinned block, refilled in place each step (the last
   // replay has finished: every step ends by waiting for the device).
   if (recorded_labels_.size() != labels.size())
@@ -252,29 +259,37 @@ void TrainingRun::compute_recorded(std::span<const int32_t> labels, Tensor& loss
   std::copy(labels.begin(), labels.end(), recorded_labels_.begin());
   const StepRecording wanted{input_.shape(), loss_scale_ ? loss_scale_->scale() : 1.0, tensors_generation_,
                              recorded_labels_.data()};
+  const bool with_optimizer = !step_rates_.empty();
+  if (with_optimizer && (wanted == recorded_ || wanted == warmed_)) {
+    const float rates[2] = {static_cast<float>(learning_rate(state_.step)), 1.0f};
+    backend_->write(step_rates_, rates);
+  }
   if (wanted == recorded_) {
     backend_->replay();
     if (exchange_) exchange_->replayed();  // the recording holds the step's whole exchange
-    return;
+    return with_optimizer;
   }
   if (!(wanted == warmed_)) {
     compute(recorded_labels_, loss);
     warmed_ = wanted;
-    return;
+    return false;
   }
   backend_->begin_capture();
   try {
     compute(recorded_labels_, loss);
     if (exchange_) exchange_->queue_rest();  // and the buckets' reductions, joined back
+    if (with_optimizer) optimizer_->step(0, 1, &step_rates_);
   } catch (...) {
     backend_->end_capture(false);
     throw;
   }
   backend_->end_capture();
   recorded_ = wanted;
-  log("[cuda-graph] step %lld: forward and backward recorded for input %s%s\n", static_cast<long long>(state_.step + 1),
-      wanted.input.str().c_str(), loss_scale_ ? (", loss scale " + std::to_string(wanted.loss_scale)).c_str() : "");
+  log("[cuda-graph] step %lld: forward, backward%s%s recorded for input %s%s\n", static_cast<long long>(state_.step + 1),
+      exchange_ ? ", gradient exchange" : "", with_optimizer ? " and optimizer step" : "", wanted.input.str().c_str(),
+      loss_scale_ ? (", loss scale " + std::to_string(wanted.loss_scale)).c_str() : "");
   backend_->replay();
+  return with_optimizer;
 }
 
 // This step's batch: the one fetched ahead during the last step, or the loader's next (nothing at
@@ -308,10 +323,11 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
   const int64_t micro = config_.accumulate;
   if (losses_.empty())
     for (int64_t j = 0; j < micro; ++j) losses_.push_back(backend_->allocate({1, 1, 1, 1}));
+  bool stepped = false;  // the optimizer step was recorded with the rest (--cuda-graph)
   if (micro == 1) {
     if (exchange_) exchange_->begin_step();
     report_gradients_ = exchange_ != nullptr;
-    forward_backward(batch, 0, batch.count(), losses_[0]);
+    stepped = forward_backward(batch, 0, batch.count(), losses_[0]);
     report_gradients_ = false;
   } else {
     // Micro-batch j of the shard holds its samples [count j / K, count (j + 1) / K): with K = ranks
@@ -347,7 +363,7 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
   // Under fp16 the gradients carry the loss scale: a step that overflowed is skipped (every rank
   // holds the same reduced gradients, so every rank skips it), the others divide it out.
   float grad_scale = 1.0f;
-  bool apply = true;
+  bool apply = !stepped;
   if (loss_scale_) {
     grad_scale = static_cast<float>(1.0 / loss_scale_->scale());
     apply = loss_scale_->update(gradients_finite(*backend_, model_->parameters()));

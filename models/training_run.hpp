@@ -63,9 +63,9 @@ class TrainingRun {
   double train_step(const Batch& batch, int64_t step, StepTimes& times);
   std::optional<Batch> next_batch(StepTimes& times);
   void fetch_ahead(const Batch& current);
-  void forward_backward(const Batch& batch, int64_t first, int64_t count, Tensor& loss);
+  bool forward_backward(const Batch& batch, int64_t first, int64_t count, Tensor& loss);
   void compute(std::span<const int32_t> labels, Tensor& loss);
-  void compute_recorded(std::span<const int32_t> labels, Tensor& loss);
+  bool compute_recorded(std::span<const int32_t> labels, Tensor& loss);
   Evaluation evaluate();
   void average_running_statistics();
   void apply_resize_schedule(int64_t epoch);
@@ -131,6 +131,7 @@ class TrainingRun {
   StepRecording recorded_, warmed_;  // the recording replayed; the last step run uncaptured for one
   int64_t tensors_generation_ = 0;   // bumped when the model's tensors may have been reallocated
   PinnedLabels recorded_labels_;
+  Tensor step_rates_;  // (lr, gradient scale) of a recorded optimizer step; empty when it is not recorded
 };
 
 }  // namespace sb::models

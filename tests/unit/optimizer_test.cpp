@@ -40,6 +40,25 @@ TEST(Optimizer, SgdMomentumTwoStepsByHand) {
   EXPECT_EQ(sgd.state()[0].name, "layer.weight.momentum");
 }
 
+// A recorded step reads its learning rate and gradient scale from a tensor, as they are when the
+// update runs, and the fields are then ignored.
+TEST(Optimizer, RatesFromATensorReplaceTheArguments) {
+  OneTensor by_argument, by_tensor;
+  const OptimizerConfig config{OptimizerKind::sgd, 0.9f, 0.01f, false, 0.001f};
+  Optimizer a(by_argument.backend, {&by_argument.weight, &by_argument.bias}, config);
+  Optimizer b(by_tensor.backend, {&by_tensor.weight, &by_tensor.bias}, config);
+  Tensor rates = by_tensor.backend.allocate({1, 2, 1, 1});
+  for (float lr : {0.1f, 0.05f}) {
+    a.step(lr, 0.5f);
+    OneTensor::set(rates, {lr, 0.5});
+    b.step(99.0f, 7.0f, &rates);
+  }
+  EXPECT_EQ(OneTensor::at(by_argument.weight.value, 0), OneTensor::at(by_tensor.weight.value, 0));
+  EXPECT_EQ(OneTensor::at(by_argument.weight.value, 1), OneTensor::at(by_tensor.weight.value, 1));
+  EXPECT_EQ(OneTensor::at(by_argument.bias.value, 0), OneTensor::at(by_tensor.bias.value, 0));
+  EXPECT_NE(OneTensor::at(by_argument.weight.value, 0), 3.0) << "no step was taken";
+}
+
 TEST(Optimizer, NesterovLooksAhead) {
   OneTensor t;
   Optimizer nesterov(t.backend, {&t.weight}, {OptimizerKind::nesterov, 0.9f, 0.0f, false, 0.001f});
