@@ -64,6 +64,12 @@ double softmax_cross_entropy_now(Backend& backend, const Tensor& logits, std::sp
   return backend.read_scalar(loss);
 }
 
+void Backend::sums_of_squares_into(std::span<const Tensor* const> tensors, Tensor& sums) {
+  SB_CHECK(sums.count() == static_cast<int64_t>(tensors.size()), "one sum per tensor");
+  const std::vector<double> exact = sums_of_squares(tensors);
+  write(sums, std::vector<float>(exact.begin(), exact.end()));
+}
+
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {
   // Tests only (sb-train does not offer it): another backend with CUDA-graph recording emulated.
   if (const std::string prefix = "recording:"; name.rfind(prefix, 0) == 0)

@@ -53,6 +53,13 @@ struct MomentumStep {
   // update runs, instead of from the fields above: the replays of a recorded step (begin_capture)
   // then take each step's values, written into it before each replay.
   const Tensor* rates = nullptr;
+  // LARS: when set, lr is multiplied by this tensor's trust ratio (lars_rate in
+  // models/optimizer_math.hpp, with trust_eta and weight_decay), computed when the update runs
+  // from squared norms found in trust_norms: the weight's at element trust_index, its stored
+  // gradient's at trust_index + 1 (as sums_of_squares_into writes them), so nothing waits for them.
+  const Tensor* trust_norms = nullptr;
+  int64_t trust_index = 0;
+  float trust_eta = 0;
 };
 
 // The arithmetic of the training math (--precision): fp32 throughout, TF32 tensor-core math on
@@ -126,6 +133,9 @@ class Backend {
   // sum_of_squares of each tensor, in order. A GPU backend queues them all and waits once, where
   // one call per tensor would wait once per tensor (LARS's norms, the fp16 overflow check).
   virtual std::vector<double> sums_of_squares(std::span<const Tensor* const> tensors);
+  // The same into element i of `sums` (1, n, 1, 1), not read back: for ops that take them from
+  // there (MomentumStep::trust_norms). This default reads them and writes them back.
+  virtual void sums_of_squares_into(std::span<const Tensor* const> tensors, Tensor& sums);
 
   // Mean over the batch of the cross-entropy between softmax(logits) and the label-smoothed
   // target (1 - s) * onehot + s / classes. logits (N, classes, 1, 1); labels on the host, N of

@@ -469,6 +469,15 @@ std::vector<double> CudnnBackend::sums_of_squares(std::span<const Tensor* const>
   return gpu::sums_of_squares(arrays, counts, state_->stream);
 }
 
+void CudnnBackend::sums_of_squares_into(std::span<const Tensor* const> tensors, Tensor& sums) {
+  SB_CHECK(sums.count() == static_cast<int64_t>(tensors.size()) && storage(sums).type == ElementType::f32,
+           "one fp32 sum per tensor");
+  std::vector<Elements> arrays;
+  std::vector<size_t> counts;
+  for (const Tensor* t : tensors) arrays.push_back(value_elements(*t)), counts.push_back(count_of(*t));
+  gpu::sums_of_squares_into(arrays, counts, static_cast<float*>(storage(sums).data), state_->stream);
+}
+
 void CudnnBackend::softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
                                          float label_smoothing, Tensor& dlogits, Tensor& loss) {
   require_same(logits, dlogits, "cross entropy");
@@ -504,8 +513,15 @@ void CudnnBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const 
     SB_CHECK(step.rates->count() == 2 && storage(*step.rates).type == ElementType::f32, "rates are two fp32 values");
     rates = static_cast<const float*>(storage(*step.rates).data);
   }
+  const float* trust_norms = nullptr;
+  if (step.trust_norms) {
+    SB_CHECK(step.trust_index + 2 <= step.trust_norms->count() && storage(*step.trust_norms).type == ElementType::f32,
+             "trust norms are fp32, two per tensor");
+    trust_norms = static_cast<const float*>(storage(*step.trust_norms).data) + step.trust_index;
+  }
   gpu::momentum_update(weights, copy, elements(g), velocity, count_of(w),
-                       {step.lr, step.momentum, step.weight_decay, step.grad_scale, step.nesterov, rates},
+                       {step.lr, step.momentum, step.weight_decay, step.grad_scale, step.nesterov, rates, trust_norms,
+                        step.trust_eta},
                        state_->stream);
 }
 

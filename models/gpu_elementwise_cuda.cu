@@ -57,6 +57,11 @@ struct Square {
   }
 };
 
+struct StoreFloatSum {
+  float* sum;
+  __device__ void operator()(double total) const { *sum = static_cast<float>(total); }
+};
+
 __global__ void add_bias_kernel(Elements y, Elements bias, size_t count, size_t channels, size_t threads) {
   const size_t first = grid_first();
   if (first >= threads) return;
@@ -65,7 +70,10 @@ __global__ void add_bias_kernel(Elements y, Elements bias, size_t count, size_t 
 }
 
 __global__ void momentum_kernel(float* w, Elements w_copy, Elements g, float* v, size_t count, MomentumArgs args) {
-  const float lr = args.rates ? args.rates[0] : args.lr, grad_scale = args.rates ? args.rates[1] : args.grad_scale;
+  float lr = args.rates ? args.rates[0] : args.lr;
+  const float grad_scale = args.rates ? args.rates[1] : args.grad_scale;
+  if (args.trust_norms)
+    lr = lars_rate(lr, args.trust_norms[0], args.trust_norms[1], grad_scale, args.trust_eta, args.weight_decay);
   for (size_t i = grid_first(); i < count; i += grid_stride()) {
     float weight = w[i], velocity = v[i];
     momentum_element(weight, load(g, i) * grad_scale, velocity, lr, args.momentum, args.weight_decay, args.nesterov);
@@ -184,6 +192,19 @@ std::vector<double> sums_of_squares(const std::vector<Elements>& x, const std::v
   SB_CUDA_CHECK(cudaFreeAsync(scratch, stream));
   SB_CUDA_CHECK(cudaStreamSynchronize(stream));
   return sums;
+}
+
+void sums_of_squares_into(const std::vector<Elements>& x, const std::vector<size_t>& counts, float* sums,
+                          Stream stream) {
+  SB_CHECK(x.size() == counts.size(), "one count per array");
+  if (x.empty()) return;
+  int most_blocks = 1;
+  for (size_t count : counts) most_blocks = std::max(most_blocks, cuda_blocks_for(count));
+  double* partials = nullptr;  // reused by every array's sum, in stream order
+  SB_CUDA_CHECK(cudaMallocAsync(&partials, most_blocks * sizeof(double), stream));
+  for (size_t i = 0; i < x.size(); ++i) device_sum(counts[i], Square{x[i]}, StoreFloatSum{sums + i}, partials, stream);
+  SB_CUDA_CHECK(cudaGetLastError());
+  SB_CUDA_CHECK(cudaFreeAsync(partials, stream));
 }
 
 void add_bias(Elements y, Elements bias, size_t rows, size_t channels, Stream stream) {

@@ -46,6 +46,9 @@ void convert_with_feedback(Elements x, float* residual, Elements y, size_t count
 double sum_of_squares(Elements x, size_t count, Stream stream);
 // The sums of squares of several arrays (x[i] of counts[i] elements), queued together; waits once.
 std::vector<double> sums_of_squares(const std::vector<Elements>& x, const std::vector<size_t>& counts, Stream stream);
+// The same into sums[i] on the device, as fp32; nothing waits.
+void sums_of_squares_into(const std::vector<Elements>& x, const std::vector<size_t>& counts, float* sums,
+                          Stream stream);
 // y[r, c] += bias[c] over rows x channels.
 void add_bias(Elements y, Elements bias, size_t rows, size_t channels, Stream stream);
 
@@ -56,6 +59,8 @@ struct MomentumArgs {
   float lr, momentum, weight_decay, grad_scale;
   bool nesterov;
   const float* rates = nullptr;  // device (lr, grad_scale), read by the kernel instead of the fields when set
+  const float* trust_norms = nullptr;  // LARS: device (|w|^2, |g|^2) of this tensor; lr times its trust ratio
+  float trust_eta = 0;
 };
 void momentum_update(float* w, Elements w_copy, Elements g, float* v, size_t count, const MomentumArgs& args,
                      Stream stream);

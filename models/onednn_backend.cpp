@@ -422,8 +422,11 @@ void OnednnBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const
   float *pw = f(w), *pv = f(v);
   const float* pg = f(g);
   const int64_t count = w.count();
-  const float lr = step.rates ? f(*step.rates)[0] : step.lr;
+  float lr = step.rates ? f(*step.rates)[0] : step.lr;
   const float grad_scale = step.rates ? f(*step.rates)[1] : step.grad_scale;
+  if (const Tensor* norms = step.trust_norms)
+    lr = lars_rate(lr, f(*norms)[step.trust_index], f(*norms)[step.trust_index + 1], grad_scale, step.trust_eta,
+                   step.weight_decay);
 #pragma omp parallel for simd
   for (int64_t i = 0; i < count; ++i)
     momentum_element<float>(pw[i], pg[i] * grad_scale, pv[i], lr, step.momentum, step.weight_decay, step.nesterov);

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "common/check.hpp"
 #include "common/usage_error.hpp"
+#include "models/optimizer_math.hpp"
 
 namespace sb::models {
 
@@ -25,28 +25,31 @@ std::string optimizer_name(OptimizerKind kind) {
 
 Optimizer::Optimizer(Backend& backend, std::vector<Parameter*> parameters, const OptimizerConfig& config)
     : backend_(backend), parameters_(std::move(parameters)), config_(config) {
+  int64_t weights = 0;
   for (Parameter* p : parameters_) {
     momentum_.push_back({p->name + ".momentum", backend.allocate(p->value.shape())});
     backend.keep_fp32_master(p->value);
     backend.keep_fp32_master(momentum_.back().value);
+    weights += is_weight(p->kind);
   }
+  if (config_.kind == OptimizerKind::lars && weights > 0) norms_ = backend.allocate({1, 2 * weights, 1, 1});
 }
 
 double Optimizer::lars_trust_ratio(double weight_norm, double grad_norm, double eta, double weight_decay) {
-  if (weight_norm <= 0 || grad_norm <= 0) return 1.0;
-  return eta * weight_norm / (grad_norm + weight_decay * weight_norm);
+  return lars_trust(weight_norm * weight_norm, grad_norm * grad_norm, 1.0, eta, weight_decay);
 }
 
 void Optimizer::step(float lr, float grad_scale, const Tensor* rates) {
   const bool lars = config_.kind == OptimizerKind::lars;
-  SB_CHECK(!(lars && rates), "LARS's step cannot take its rates from a tensor");
-  // LARS's norms, of every weight and its gradient, all at once (one wait on a GPU).
-  std::vector<const Tensor*> norm_of;
-  if (lars)
+  // LARS's squared norms of every weight and its gradient, left where the updates read them (on a
+  // GPU: no wait, and a step that can be recorded).
+  if (!norms_.empty()) {
+    std::vector<const Tensor*> norm_of;
     for (const Parameter* p : parameters_)
       if (is_weight(p->kind)) norm_of.insert(norm_of.end(), {&p->value, &p->grad});
-  const std::vector<double> squares = lars ? backend_.sums_of_squares(norm_of) : std::vector<double>();
-  size_t next_norm = 0;
+    backend_.sums_of_squares_into(norm_of, norms_);
+  }
+  int64_t next_norm = 0;
   for (size_t i = 0; i < parameters_.size(); ++i) {
     Parameter& p = *parameters_[i];
     const bool weight = is_weight(p.kind);
@@ -58,10 +61,10 @@ void Optimizer::step(float lr, float grad_scale, const Tensor* rates) {
     step.grad_scale = grad_scale;
     step.rates = rates;
     if (lars && weight) {
-      const double weight_norm = std::sqrt(squares[next_norm]), grad_norm = std::sqrt(squares[next_norm + 1]);
+      step.trust_norms = &norms_;
+      step.trust_index = next_norm;
+      step.trust_eta = config_.lars_eta;
       next_norm += 2;
-      const double trust = lars_trust_ratio(weight_norm, grad_scale * grad_norm, config_.lars_eta, config_.weight_decay);
-      step.lr = static_cast<float>(lr * trust);
     }
     backend_.momentum_update(p.value, p.grad, momentum_[i].value, step);
   }

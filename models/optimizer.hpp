@@ -31,13 +31,14 @@ class Optimizer {
   Optimizer(Backend& backend, std::vector<Parameter*> parameters, const OptimizerConfig& config);
   // One step at learning rate lr from the gradients in each parameter's grad, each multiplied by
   // grad_scale first (1 / the loss scale under fp16). With `rates`, both are read from that
-  // (1, 2, 1, 1) tensor when the updates run instead (MomentumStep::rates: a recorded step); not
-  // under LARS, whose trust ratios come from norms read back to the host.
+  // (1, 2, 1, 1) tensor when the updates run instead (MomentumStep::rates: a recorded step).
+  // LARS's trust ratios are computed where the updates run, from norms that never leave the device.
   void step(float lr, float grad_scale = 1.0f, const Tensor* rates = nullptr);
   // One momentum buffer per parameter, named "<parameter>.momentum", for checkpoints.
   std::vector<Buffer>& state() { return momentum_; }
   const OptimizerConfig& config() const { return config_; }
-  // LARS's trust ratio for one tensor: eta |w| / (|g| + wd |w|), 1 where either norm is zero.
+  // LARS's trust ratio for one tensor: eta |w| / (|g| + wd |w|), 1 where either norm is zero
+  // (models/optimizer_math.hpp's lars_trust, which the updates use).
   static double lars_trust_ratio(double weight_norm, double grad_norm, double eta, double weight_decay);
 
  private:
@@ -45,6 +46,7 @@ class Optimizer {
   std::vector<Parameter*> parameters_;
   OptimizerConfig config_;
   std::vector<Buffer> momentum_;
+  Tensor norms_;  // LARS: each weight's and its gradient's squared norm, two by two
 };
 
 }  // namespace sb::models

@@ -253,14 +253,29 @@ void RecordingBackend::softmax_cross_entropy(const Tensor& logits, std::span<con
   });
 }
 
-// The rates tensor, when given, is held like the others (step.rates points at the caller's).
+void RecordingBackend::sums_of_squares_into(std::span<const Tensor* const> tensors, Tensor& sums) {
+  std::vector<Held> held;
+  for (const Tensor* t : tensors) held.push_back(hold(*t));
+  run([this, held, sums = hold(sums)] {
+    std::vector<Tensor> now;
+    for (const Held& h : held) now.push_back(h.get());
+    std::vector<const Tensor*> pointers;
+    for (const Tensor& t : now) pointers.push_back(&t);
+    Tensor out = sums.get();
+    inner_->sums_of_squares_into(pointers, out);
+  });
+}
+
+// The rates and trust norms, when given, are held like the other tensors (the step points at the
+// caller's).
 void RecordingBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) {
-  const bool from_tensor = step.rates != nullptr;
-  const Held rates = from_tensor ? hold(*step.rates) : Held{};
-  run([this, w = hold(w), g = hold(g), v = hold(v), step, from_tensor, rates] {
-    Tensor weights = w.get(), velocity = v.get(), rates_now;
+  const Held rates = step.rates ? hold(*step.rates) : Held{};
+  const Held norms = step.trust_norms ? hold(*step.trust_norms) : Held{};
+  run([this, w = hold(w), g = hold(g), v = hold(v), step, rates, norms] {
+    Tensor weights = w.get(), velocity = v.get(), rates_now, norms_now;
     MomentumStep now = step;
-    if (from_tensor) rates_now = rates.get(), now.rates = &rates_now;
+    if (step.rates) rates_now = rates.get(), now.rates = &rates_now;
+    if (step.trust_norms) norms_now = norms.get(), now.trust_norms = &norms_now;
     inner_->momentum_update(weights, g.get(), velocity, now);
   });
 }

@@ -308,12 +308,20 @@ void ReferenceBackend::softmax_cross_entropy(const Tensor& logits, std::span<con
   *d(loss) = softmax_cross_entropy_rows(d(logits), labels.data(), batch, classes, label_smoothing, d(dlogits));
 }
 
+void ReferenceBackend::sums_of_squares_into(std::span<const Tensor* const> tensors, Tensor& sums) {
+  SB_CHECK(sums.count() == static_cast<int64_t>(tensors.size()), "one sum per tensor");
+  for (size_t i = 0; i < tensors.size(); ++i) d(sums)[i] = sum_of_squares(*tensors[i]);
+}
+
 void ReferenceBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) {
   require_same(w, g, "update");
   require_same(w, v, "update");
   // Rates from a tensor come as the fp32 values a device would hold.
-  const float lr = step.rates ? static_cast<float>(d(*step.rates)[0]) : step.lr;
+  float lr = step.rates ? static_cast<float>(d(*step.rates)[0]) : step.lr;
   const float grad_scale = step.rates ? static_cast<float>(d(*step.rates)[1]) : step.grad_scale;
+  if (const Tensor* norms = step.trust_norms)
+    lr = lars_rate(lr, d(*norms)[step.trust_index], d(*norms)[step.trust_index + 1], grad_scale, step.trust_eta,
+                   step.weight_decay);
   for (int64_t i = 0; i < w.count(); ++i)
     momentum_element<double>(d(w)[i], d(g)[i] * grad_scale, d(v)[i], lr, step.momentum, step.weight_decay,
                              step.nesterov);

@@ -17,6 +17,7 @@ class ReferenceBackend final : public Backend {
   void write(Tensor& tensor, std::span<const float> nchw) override;
   void read(const Tensor& tensor, std::span<float> nchw) override;
   double read_scalar(const Tensor& scalar) override;  // the double itself
+  void sums_of_squares_into(std::span<const Tensor* const> tensors, Tensor& sums) override;  // in double
   void fill(Tensor& tensor, float value) override;
   void copy(const Tensor& from, Tensor& to) override;
 

@@ -127,7 +127,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   model_ = std::make_unique<ResNet>(*backend_, model_config);
   optimizer_ = std::make_unique<Optimizer>(*backend_, model_->parameters(), config.optimizer);
   if (config.precision == Precision::fp16) loss_scale_.emplace();
-  if (config.cuda_graph && config.optimizer.kind != OptimizerKind::lars && !loss_scale_)
+  if (config.cuda_graph && !loss_scale_)
     step_rates_ = backend_->allocate({1, 2, 1, 1});  // a recorded optimizer step's lr and gradient scale
   train_loader_ = std::make_unique<Loader>(
       *data_.train, Sampler(data_.train->size(), config.batch, rank_, nranks_, config.seed, true), config.workers,
@@ -199,7 +199,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   if (config.cuda_graph)
     log("[config] each step's forward, loss, backward%s%s replayed as a CUDA graph%s\n",
         exchange_ ? ", gradient exchange" : "", step_rates_.empty() ? "" : " and optimizer step",
-        step_rates_.empty() ? " (the optimizer step uncaptured: LARS or fp16 decide it on the host)" : "");
+        step_rates_.empty() ? " (the optimizer step uncaptured: under fp16 the host decides to apply it)" : "");
   if (exchange_)
     log("[config] gradients: %s, %s buckets of %g MiB (%zu buckets), overlap %s%s\n",
         config.exchange.compressor == "none"
@@ -249,8 +249,8 @@ void TrainingRun::compute(std::span<const int32_t> labels, Tensor& loss) {
 // too). The first step for a recording runs uncaptured, so that every tensor, workspace, schedule
 // and algorithm choice exists before the recording keeps their addresses; the next one records
 // and replays it. Every rank records at the same steps: what decides it is the same on all.
-// The optimizer step is recorded too, reading the learning rate from step_rates_, except under
-// LARS (trust ratios from norms read on the host) and fp16 (the host decides to skip a step).
+// The optimizer step is recorded too, reading the learning rate from step_rates_ (LARS's trust
+// ratios are computed on the device), except under fp16, where the host decides to skip a step.
 bool TrainingRun::compute_recorded(std::span<const int32_t> labels, Tensor& loss) {
   // The recording reads its labels from one pinned block, refilled in place each step (the last
   // replay has finished: every step ends by waiting for the device).

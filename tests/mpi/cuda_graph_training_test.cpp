@@ -68,7 +68,8 @@ int lines_starting(std::FILE* log, const std::string& prefix) {
 
 // Trains twice on `backend`, uncaptured and with --cuda-graph, and expects the same weights,
 // losses and accuracies bit for bit, and the recordings where they belong. Collective.
-void expect_recorded_run_like_uncaptured(const std::string& backend, Precision precision) {
+void expect_recorded_run_like_uncaptured(const std::string& backend, Precision precision,
+                                         OptimizerKind optimizer = OptimizerKind::sgd) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   // One folder for all ranks, named by rank 0.
@@ -82,7 +83,7 @@ void expect_recorded_run_like_uncaptured(const std::string& backend, Precision p
     write_data(dir, "t10k", 120);
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  const std::string what = backend + " " + precision_name(precision);
+  const std::string what = backend + " " + precision_name(precision) + " " + optimizer_name(optimizer);
   std::vector<std::vector<float>> weights;
   std::vector<TrainResult> results;
   for (bool graph : {false, true}) {
@@ -94,6 +95,7 @@ void expect_recorded_run_like_uncaptured(const std::string& backend, Precision p
     c.data = dir.string();
     c.backend = backend;
     c.precision = precision;
+    c.optimizer.kind = optimizer;
     c.cuda_graph = graph;
     c.batch = 60;        // 4 steps an epoch, shared by 1 to 5 ranks
     c.eval_batch = 120;  // another shape than training's
@@ -138,6 +140,7 @@ void expect_recorded_run_like_uncaptured(const std::string& backend, Precision p
 TEST(CudaGraphTraining, ReplayedStepsGiveTheWeightsOfUncapturedOnes) {
   if (!gpu_on_every_rank()) GTEST_SKIP() << "not every rank has a GPU";
   for (Precision precision : {Precision::fp32, Precision::fp16}) expect_recorded_run_like_uncaptured("cudnn", precision);
+  expect_recorded_run_like_uncaptured("cudnn", Precision::bf16, OptimizerKind::lars);
 }
 
 // Everywhere: the trainer's recording logic over oneDNN with recording emulated on the host
@@ -147,7 +150,8 @@ TEST(CudaGraphTraining, RecordingLogicGivesTheWeightsOfUncapturedStepsOnTheHost)
   int ranks = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   if (ranks != 1) GTEST_SKIP() << "the host gradient exchange cannot be recorded";
-  expect_recorded_run_like_uncaptured("recording:onednn", Precision::fp32);
+  for (OptimizerKind optimizer : {OptimizerKind::sgd, OptimizerKind::lars})
+    expect_recorded_run_like_uncaptured("recording:onednn", Precision::fp32, optimizer);
 }
 
 }  // namespace
