@@ -462,20 +462,32 @@ double CudnnBackend::sum_of_squares(const Tensor& t) {
   return gpu::sum_of_squares(value_elements(t), count_of(t), state_->stream);
 }
 
-std::vector<double> CudnnBackend::sums_of_squares(std::span<const Tensor* const> tensors) {
+namespace {
+// The tensors' values (masters where there are) and counts, as the batched sums take them.
+struct SumOperands {
   std::vector<Elements> arrays;
   std::vector<size_t> counts;
-  for (const Tensor* t : tensors) arrays.push_back(value_elements(*t)), counts.push_back(count_of(*t));
-  return gpu::sums_of_squares(arrays, counts, state_->stream);
+};
+SumOperands sum_operands(std::span<const Tensor* const> tensors) {
+  SumOperands operands;
+  for (const Tensor* t : tensors) {
+    operands.arrays.push_back(value_elements(*t));
+    operands.counts.push_back(count_of(*t));
+  }
+  return operands;
+}
+}  // namespace
+
+std::vector<double> CudnnBackend::sums_of_squares(std::span<const Tensor* const> tensors) {
+  const SumOperands operands = sum_operands(tensors);
+  return gpu::sums_of_squares(operands.arrays, operands.counts, state_->stream);
 }
 
 void CudnnBackend::sums_of_squares_into(std::span<const Tensor* const> tensors, Tensor& sums) {
   SB_CHECK(sums.count() == static_cast<int64_t>(tensors.size()) && storage(sums).type == ElementType::f32,
            "one fp32 sum per tensor");
-  std::vector<Elements> arrays;
-  std::vector<size_t> counts;
-  for (const Tensor* t : tensors) arrays.push_back(value_elements(*t)), counts.push_back(count_of(*t));
-  gpu::sums_of_squares_into(arrays, counts, static_cast<float*>(storage(sums).data), state_->stream);
+  const SumOperands operands = sum_operands(tensors);
+  gpu::sums_of_squares_into(operands.arrays, operands.counts, static_cast<float*>(storage(sums).data), state_->stream);
 }
 
 void CudnnBackend::softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,

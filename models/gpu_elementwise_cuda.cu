@@ -176,35 +176,39 @@ double sum_of_squares(Elements x, size_t count, Stream stream) {
   return device_sum_to_host(count, Square{x}, stream);
 }
 
-std::vector<double> sums_of_squares(const std::vector<Elements>& x, const std::vector<size_t>& counts, Stream stream) {
+namespace {
+// Queues the sum of squares of each array, store(i) receiving the i-th total on the device; the
+// partial sums reuse one scratch array in stream order.
+template <class StoreAt>
+void queue_sums_of_squares(const std::vector<Elements>& x, const std::vector<size_t>& counts, StoreAt store,
+                           Stream stream) {
   SB_CHECK(x.size() == counts.size(), "one count per array");
-  std::vector<double> sums(x.size());
-  if (x.empty()) return sums;
-  // The totals, then one set of partial sums that every array's sum reuses in stream order.
   int most_blocks = 1;
   for (size_t count : counts) most_blocks = std::max(most_blocks, cuda_blocks_for(count));
-  double* scratch = nullptr;
-  SB_CUDA_CHECK(cudaMallocAsync(&scratch, (x.size() + most_blocks) * sizeof(double), stream));
-  for (size_t i = 0; i < x.size(); ++i)
-    device_sum(counts[i], Square{x[i]}, StoreDeviceSum{scratch + i}, scratch + x.size(), stream);
+  double* partials = nullptr;
+  SB_CUDA_CHECK(cudaMallocAsync(&partials, most_blocks * sizeof(double), stream));
+  for (size_t i = 0; i < x.size(); ++i) device_sum(counts[i], Square{x[i]}, store(i), partials, stream);
   SB_CUDA_CHECK(cudaGetLastError());
-  SB_CUDA_CHECK(cudaMemcpyAsync(sums.data(), scratch, sums.size() * sizeof(double), cudaMemcpyDeviceToHost, stream));
-  SB_CUDA_CHECK(cudaFreeAsync(scratch, stream));
+  SB_CUDA_CHECK(cudaFreeAsync(partials, stream));
+}
+}  // namespace
+
+std::vector<double> sums_of_squares(const std::vector<Elements>& x, const std::vector<size_t>& counts, Stream stream) {
+  std::vector<double> sums(x.size());
+  if (x.empty()) return sums;
+  double* totals = nullptr;
+  SB_CUDA_CHECK(cudaMallocAsync(&totals, x.size() * sizeof(double), stream));
+  queue_sums_of_squares(x, counts, [totals](size_t i) { return StoreDeviceSum{totals + i}; }, stream);
+  SB_CUDA_CHECK(cudaMemcpyAsync(sums.data(), totals, sums.size() * sizeof(double), cudaMemcpyDeviceToHost, stream));
+  SB_CUDA_CHECK(cudaFreeAsync(totals, stream));
   SB_CUDA_CHECK(cudaStreamSynchronize(stream));
   return sums;
 }
 
 void sums_of_squares_into(const std::vector<Elements>& x, const std::vector<size_t>& counts, float* sums,
                           Stream stream) {
-  SB_CHECK(x.size() == counts.size(), "one count per array");
   if (x.empty()) return;
-  int most_blocks = 1;
-  for (size_t count : counts) most_blocks = std::max(most_blocks, cuda_blocks_for(count));
-  double* partials = nullptr;  // reused by every array's sum, in stream order
-  SB_CUDA_CHECK(cudaMallocAsync(&partials, most_blocks * sizeof(double), stream));
-  for (size_t i = 0; i < x.size(); ++i) device_sum(counts[i], Square{x[i]}, StoreFloatSum{sums + i}, partials, stream);
-  SB_CUDA_CHECK(cudaGetLastError());
-  SB_CUDA_CHECK(cudaFreeAsync(partials, stream));
+  queue_sums_of_squares(x, counts, [sums](size_t i) { return StoreFloatSum{sums + i}; }, stream);
 }
 
 void add_bias(Elements y, Elements bias, size_t rows, size_t channels, Stream stream) {

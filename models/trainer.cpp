@@ -127,6 +127,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   model_ = std::make_unique<ResNet>(*backend_, model_config);
   optimizer_ = std::make_unique<Optimizer>(*backend_, model_->parameters(), config.optimizer);
   if (config.precision == Precision::fp16) loss_scale_.emplace();
+  for (int64_t j = 0; j < config.accumulate; ++j) losses_.push_back(backend_->allocate({1, 1, 1, 1}));
   if (config.cuda_graph && !loss_scale_)
     step_rates_ = backend_->allocate({1, 2, 1, 1});  // a recorded optimizer step's lr and gradient scale
   train_loader_ = std::make_unique<Loader>(
@@ -321,8 +322,6 @@ void TrainingRun::fetch_ahead(const Batch& current) {
 double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& times) {
   const Clock::time_point start = Clock::now();
   const int64_t micro = config_.accumulate;
-  if (losses_.empty())
-    for (int64_t j = 0; j < micro; ++j) losses_.push_back(backend_->allocate({1, 1, 1, 1}));
   bool stepped = false;  // the optimizer step was recorded with the rest (--cuda-graph)
   if (micro == 1) {
     if (exchange_) exchange_->begin_step();
