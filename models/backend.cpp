@@ -1,5 +1,7 @@
 #include "models/backend.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "common/check.hpp"
@@ -68,6 +70,19 @@ void Backend::sums_of_squares_into(std::span<const Tensor* const> tensors, Tenso
   SB_CHECK(sums.count() == static_cast<int64_t>(tensors.size()), "one sum per tensor");
   const std::vector<double> exact = sums_of_squares(tensors);
   write(sums, std::vector<float>(exact.begin(), exact.end()));
+}
+
+void Backend::all_finite_into(std::span<const Tensor* const> tensors, Tensor& flags, int64_t index) {
+  SB_CHECK(index >= 0 && index < flags.count(), "a flag within the tensor");
+  const std::vector<double> sums = sums_of_squares(tensors);
+  std::vector<float> values = read_all(*this, flags);
+  values[static_cast<size_t>(index)] = std::all_of(sums.begin(), sums.end(), [](double s) { return std::isfinite(s); });
+  write(flags, values);
+}
+
+void Backend::scale_by(Tensor& tensor, const Tensor& factors, int64_t index) {
+  SB_CHECK(index >= 0 && index < factors.count(), "a factor within the tensor");
+  scale(tensor, read_all(*this, factors)[static_cast<size_t>(index)]);
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {

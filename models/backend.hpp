@@ -43,15 +43,22 @@ struct PoolGeometry {
 //   w -= nesterov ? momentum * v + lr * g' : v
 // The learning rate is folded into the momentum buffer (as MLPerf's LARS does), so a per-tensor
 // rate (LARS's trust ratio) needs no second buffer.
+// Where MomentumStep::rates keeps each value.
+namespace step_rate {
+constexpr int64_t lr = 0, grad_scale = 1, apply = 2;
+}
+
 struct MomentumStep {
   float lr = 0.1f;
   float momentum = 0.9f;
   float weight_decay = 0.0f;
   bool nesterov = false;
   float grad_scale = 1.0f;
-  // When set, lr and grad_scale are read from this (1, 2, 1, 1) tensor, in that order, when the
-  // update runs, instead of from the fields above: the replays of a recorded step (begin_capture)
-  // then take each step's values, written into it before each replay.
+  // When set, lr and grad_scale are read from this fp32 tensor of at least three elements (at
+  // step_rate::lr and step_rate::grad_scale) when the update runs, instead of from the fields
+  // above: the replays of a recorded step (begin_capture) then take each step's values, written
+  // into it before each replay. A 0 at step_rate::apply skips the update, w and v left as they
+  // are: an fp16 step whose gradients overflowed, as all_finite_into() flags it on the device.
   const Tensor* rates = nullptr;
   // LARS: when set, lr is multiplied by this tensor's trust ratio (lars_rate in
   // models/optimizer_math.hpp, with trust_eta and weight_decay), computed when the update runs
@@ -127,6 +134,9 @@ class Backend {
   // y = a + b; y may be a or b.
   virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;
   virtual void scale(Tensor& tensor, float factor) = 0;
+  // scale() by factors[index], read where the op runs (a recorded step's fp16 loss scale, written
+  // before each replay). This default reads it back first.
+  virtual void scale_by(Tensor& tensor, const Tensor& factors, int64_t index);
   // y = a * x + b * y.
   virtual void axpby(float a, const Tensor& x, float b, Tensor& y) = 0;
   virtual double sum_of_squares(const Tensor& tensor) = 0;
@@ -136,6 +146,11 @@ class Backend {
   // The same into element i of `sums` (1, n, 1, 1), not read back: for ops that take them from
   // there (MomentumStep::trust_norms). This default reads them and writes them back.
   virtual void sums_of_squares_into(std::span<const Tensor* const> tensors, Tensor& sums);
+  // flags[index] = 1 when every element of every tensor is finite, else 0, written where the op
+  // runs and not read back: a recorded fp16 step's overflow check, which the update it records
+  // reads (MomentumStep::rates). This default reads the sums of squares back (an inf or NaN
+  // anywhere makes its tensor's sum not finite).
+  virtual void all_finite_into(std::span<const Tensor* const> tensors, Tensor& flags, int64_t index);
 
   // Mean over the batch of the cross-entropy between softmax(logits) and the label-smoothed
   // target (1 - s) * onehot + s / classes. logits (N, classes, 1, 1); labels on the host, N of

@@ -452,6 +452,14 @@ void CudnnBackend::scale(Tensor& t, float factor) {
   }
 }
 
+void CudnnBackend::scale_by(Tensor& t, const Tensor& factors, int64_t index) {
+  SB_CHECK(index >= 0 && index < factors.count() && storage(factors).type == ElementType::f32,
+           "an fp32 factor within the tensor");
+  const float* factor = static_cast<const float*>(storage(factors).data) + index;
+  gpu::scale_by(elements(t), count_of(t), factor, state_->stream);
+  if (DeviceTensor& d = storage(t); d.master) gpu::scale_by({d.master, ElementType::f32}, count_of(t), factor, state_->stream);
+}
+
 void CudnnBackend::axpby(float a, const Tensor& x, float b, Tensor& y) {
   require_same(x, y, "axpby");
   SB_CHECK(storage(y).master == nullptr, "axpby into an optimizer-updated tensor is not supported");
@@ -490,6 +498,14 @@ void CudnnBackend::sums_of_squares_into(std::span<const Tensor* const> tensors, 
   gpu::sums_of_squares_into(operands.arrays, operands.counts, static_cast<float*>(storage(sums).data), state_->stream);
 }
 
+void CudnnBackend::all_finite_into(std::span<const Tensor* const> tensors, Tensor& flags, int64_t index) {
+  SB_CHECK(index >= 0 && index < flags.count() && storage(flags).type == ElementType::f32,
+           "an fp32 flag within the tensor");
+  const SumOperands operands = sum_operands(tensors);
+  gpu::all_finite_into(operands.arrays, operands.counts, static_cast<float*>(storage(flags).data) + index,
+                       state_->stream);
+}
+
 void CudnnBackend::softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
                                          float label_smoothing, Tensor& dlogits, Tensor& loss) {
   require_same(logits, dlogits, "cross entropy");
@@ -522,7 +538,8 @@ void CudnnBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const 
   const Elements copy = dw.master ? elements(w) : Elements{};
   const float* rates = nullptr;
   if (step.rates) {
-    SB_CHECK(step.rates->count() == 2 && storage(*step.rates).type == ElementType::f32, "rates are two fp32 values");
+    SB_CHECK(step.rates->count() >= 3 && storage(*step.rates).type == ElementType::f32,
+             "rates are at least three fp32 values");
     rates = static_cast<const float*>(storage(*step.rates).data);
   }
   const float* trust_norms = nullptr;

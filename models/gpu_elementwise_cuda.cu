@@ -31,6 +31,20 @@ __global__ void axpby_kernel(float a, Elements x, float b, Elements y, size_t co
     store(y, i, b == 0.0f ? a * load(x, i) : a * load(x, i) + b * load(y, i));
 }
 
+__global__ void scale_by_kernel(Elements x, size_t count, const float* factor) {
+  const float f = *factor;
+  for (size_t i = grid_first(); i < count; i += grid_stride()) store(x, i, f * load(x, i));
+}
+
+// One block: whether all the sums are finite (an inf or NaN anywhere in an array makes its sum of
+// squares inf or NaN).
+__global__ void all_finite_kernel(const double* sums, size_t n, float* flag) {
+  int bad = 0;
+  for (size_t i = threadIdx.x; i < n; i += blockDim.x) bad |= !isfinite(sums[i]);
+  bad = __syncthreads_or(bad);
+  if (threadIdx.x == 0) *flag = bad ? 0.0f : 1.0f;
+}
+
 __global__ void add_kernel(Elements a, Elements b, Elements y, size_t count) {
   for (size_t i = grid_first(); i < count; i += grid_stride()) store(y, i, load(a, i) + load(b, i));
 }
@@ -70,6 +84,7 @@ __global__ void add_bias_kernel(Elements y, Elements bias, size_t count, size_t 
 }
 
 __global__ void momentum_kernel(float* w, Elements w_copy, Elements g, float* v, size_t count, MomentumArgs args) {
+  if (args.rates && args.rates[2] == 0.0f) return;  // an overflowed fp16 step, skipped
   float lr = args.rates ? args.rates[0] : args.lr;
   const float grad_scale = args.rates ? args.rates[1] : args.grad_scale;
   if (args.trust_norms)
@@ -209,6 +224,21 @@ void sums_of_squares_into(const std::vector<Elements>& x, const std::vector<size
                           Stream stream) {
   if (x.empty()) return;
   queue_sums_of_squares(x, counts, [sums](size_t i) { return StoreFloatSum{sums + i}; }, stream);
+}
+
+void all_finite_into(const std::vector<Elements>& x, const std::vector<size_t>& counts, float* flag, Stream stream) {
+  double* totals = nullptr;
+  SB_CUDA_CHECK(cudaMallocAsync(&totals, std::max<size_t>(x.size(), 1) * sizeof(double), stream));
+  queue_sums_of_squares(x, counts, [totals](size_t i) { return StoreDeviceSum{totals + i}; }, stream);
+  all_finite_kernel<<<1, kCudaThreads, 0, stream>>>(totals, x.size(), flag);
+  SB_CUDA_CHECK(cudaGetLastError());
+  SB_CUDA_CHECK(cudaFreeAsync(totals, stream));
+}
+
+void scale_by(Elements x, size_t count, const float* factor, Stream stream) {
+  if (count == 0) return;
+  scale_by_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(x, count, factor);
+  SB_CUDA_CHECK(cudaGetLastError());
 }
 
 void add_bias(Elements y, Elements bias, size_t rows, size_t channels, Stream stream) {

@@ -49,6 +49,10 @@ std::vector<double> sums_of_squares(const std::vector<Elements>& x, const std::v
 // The same into sums[i] on the device, as fp32; nothing waits.
 void sums_of_squares_into(const std::vector<Elements>& x, const std::vector<size_t>& counts, float* sums,
                           Stream stream);
+// *flag = 1 when every element of every array is finite, else 0; nothing waits.
+void all_finite_into(const std::vector<Elements>& x, const std::vector<size_t>& counts, float* flag, Stream stream);
+// x *= *factor, the factor read from the device when the kernel runs.
+void scale_by(Elements x, size_t count, const float* factor, Stream stream);
 // y[r, c] += bias[c] over rows x channels.
 void add_bias(Elements y, Elements bias, size_t rows, size_t channels, Stream stream);
 
@@ -58,7 +62,9 @@ void add_bias(Elements y, Elements bias, size_t rows, size_t channels, Stream st
 struct MomentumArgs {
   float lr, momentum, weight_decay, grad_scale;
   bool nesterov;
-  const float* rates = nullptr;  // device (lr, grad_scale), read by the kernel instead of the fields when set
+  // Device (lr, grad_scale, apply), read by the kernel instead of the fields when set; apply == 0
+  // leaves w and v as they are (MomentumStep::rates).
+  const float* rates = nullptr;
   const float* trust_norms = nullptr;  // LARS: device (|w|^2, |g|^2) of this tensor; lr times its trust ratio
   float trust_eta = 0;
 };

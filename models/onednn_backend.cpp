@@ -422,8 +422,9 @@ void OnednnBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const
   float *pw = f(w), *pv = f(v);
   const float* pg = f(g);
   const int64_t count = w.count();
-  float lr = step.rates ? f(*step.rates)[0] : step.lr;
-  const float grad_scale = step.rates ? f(*step.rates)[1] : step.grad_scale;
+  if (step.rates && f(*step.rates)[step_rate::apply] == 0) return;
+  float lr = step.rates ? f(*step.rates)[step_rate::lr] : step.lr;
+  const float grad_scale = step.rates ? f(*step.rates)[step_rate::grad_scale] : step.grad_scale;
   if (const Tensor* norms = step.trust_norms)
     lr = lars_rate(lr, f(*norms)[step.trust_index], f(*norms)[step.trust_index + 1], grad_scale, step.trust_eta,
                    step.weight_decay);

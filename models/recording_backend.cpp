@@ -237,6 +237,14 @@ void RecordingBackend::scale(Tensor& t, float factor) {
   });
 }
 
+// The factor by its tensor, read at each replay.
+void RecordingBackend::scale_by(Tensor& t, const Tensor& factors, int64_t index) {
+  run([this, t = hold(t), factors = hold(factors), index] {
+    Tensor out = t.get();
+    inner_->scale_by(out, factors.get(), index);
+  });
+}
+
 void RecordingBackend::axpby(float a, const Tensor& x, float b, Tensor& y) {
   run([this, a, x = hold(x), b, y = hold(y)] {
     Tensor out = y.get();
@@ -253,16 +261,42 @@ void RecordingBackend::softmax_cross_entropy(const Tensor& logits, std::span<con
   });
 }
 
-void RecordingBackend::sums_of_squares_into(std::span<const Tensor* const> tensors, Tensor& sums) {
+namespace {
+// A list of tensors as a recording holds them, and as the op takes them at replay.
+template <class Held>
+struct HeldList {
   std::vector<Held> held;
-  for (const Tensor* t : tensors) held.push_back(hold(*t));
-  run([this, held, sums = hold(sums)] {
-    std::vector<Tensor> now;
-    for (const Held& h : held) now.push_back(h.get());
+  // Alive while the op runs: the tensors of `held`, and pointers to them.
+  struct Now {
+    std::vector<Tensor> tensors;
     std::vector<const Tensor*> pointers;
-    for (const Tensor& t : now) pointers.push_back(&t);
+  };
+  Now get() const {
+    Now now;
+    for (const Held& h : held) now.tensors.push_back(h.get());
+    for (const Tensor& t : now.tensors) now.pointers.push_back(&t);
+    return now;
+  }
+};
+}  // namespace
+
+void RecordingBackend::sums_of_squares_into(std::span<const Tensor* const> tensors, Tensor& sums) {
+  HeldList<Held> list;
+  for (const Tensor* t : tensors) list.held.push_back(hold(*t));
+  run([this, list, sums = hold(sums)] {
+    const auto now = list.get();
     Tensor out = sums.get();
-    inner_->sums_of_squares_into(pointers, out);
+    inner_->sums_of_squares_into(now.pointers, out);
+  });
+}
+
+void RecordingBackend::all_finite_into(std::span<const Tensor* const> tensors, Tensor& flags, int64_t index) {
+  HeldList<Held> list;
+  for (const Tensor* t : tensors) list.held.push_back(hold(*t));
+  run([this, list, flags = hold(flags), index] {
+    const auto now = list.get();
+    Tensor out = flags.get();
+    inner_->all_finite_into(now.pointers, out, index);
   });
 }
 

@@ -50,10 +50,12 @@ class RecordingBackend final : public Backend {
   void fc_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override;
   void add(const Tensor& a, const Tensor& b, Tensor& y) override;
   void scale(Tensor& tensor, float factor) override;
+  void scale_by(Tensor& tensor, const Tensor& factors, int64_t index) override;
   void axpby(float a, const Tensor& x, float b, Tensor& y) override;
   double sum_of_squares(const Tensor& tensor) override;
   std::vector<double> sums_of_squares(std::span<const Tensor* const> tensors) override;
   void sums_of_squares_into(std::span<const Tensor* const> tensors, Tensor& sums) override;
+  void all_finite_into(std::span<const Tensor* const> tensors, Tensor& flags, int64_t index) override;
   void softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels, float label_smoothing,
                              Tensor& dlogits, Tensor& loss) override;
   void momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) override;

@@ -317,8 +317,9 @@ void ReferenceBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, co
   require_same(w, g, "update");
   require_same(w, v, "update");
   // Rates from a tensor come as the fp32 values a device would hold.
-  float lr = step.rates ? static_cast<float>(d(*step.rates)[0]) : step.lr;
-  const float grad_scale = step.rates ? static_cast<float>(d(*step.rates)[1]) : step.grad_scale;
+  if (step.rates && d(*step.rates)[step_rate::apply] == 0) return;
+  float lr = step.rates ? static_cast<float>(d(*step.rates)[step_rate::lr]) : step.lr;
+  const float grad_scale = step.rates ? static_cast<float>(d(*step.rates)[step_rate::grad_scale]) : step.grad_scale;
   if (const Tensor* norms = step.trust_norms)
     lr = lars_rate(lr, d(*norms)[step.trust_index], d(*norms)[step.trust_index + 1], grad_scale, step.trust_eta,
                    step.weight_decay);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -45,6 +46,9 @@ void validate(const TrainConfig& c, int nranks) {
   if (!c.checkpoint_dir.empty() && !std::filesystem::is_directory(c.checkpoint_dir))
     throw UsageError("--checkpoint directory '" + c.checkpoint_dir + "' does not exist");
   if (c.accumulate < 1) throw UsageError("--accumulate must be at least 1");
+  // A float must hold the scale, and dividing by it must not underflow: 1 to 2^127.
+  if (c.loss_scale != 0 && !(c.loss_scale >= 1 && c.loss_scale <= std::ldexp(1.0, 127)))
+    throw UsageError("--loss-scale is 1 to 2^127 (or 0: 65536 under fp16, none otherwise)");
   const std::string& compressor = c.exchange.compressor;
   if (c.cuda_graph && compressor != "none" && compressor != "fp16" && compressor != "bf16")
     throw UsageError("--cuda-graph records uncompressed or fp16/bf16 gradients only: --compressor " + compressor +
@@ -53,6 +57,8 @@ void validate(const TrainConfig& c, int nranks) {
     throw UsageError("--cuda-graph cannot record --bn-span's statistics, which are allreduced through the host");
   if (c.cuda_graph && c.accumulate > 1)
     throw UsageError("--cuda-graph records one forward and backward a step, not --accumulate's micro-batches");
+  if (!c.inject_overflow_steps.empty() && c.loss_scale == 0 && c.precision != Precision::fp16)
+    throw UsageError("an injected overflow needs loss scaling (fp16 or a loss scale)");
   if (c.straggler_rank >= nranks) throw UsageError("--straggler names rank " + std::to_string(c.straggler_rank) +
                                                    " of " + std::to_string(nranks));
   if (c.bn_span < 1 || nranks % c.bn_span != 0)
@@ -126,10 +132,10 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   }
   model_ = std::make_unique<ResNet>(*backend_, model_config);
   optimizer_ = std::make_unique<Optimizer>(*backend_, model_->parameters(), config.optimizer);
-  if (config.precision == Precision::fp16) loss_scale_.emplace();
+  if (config.loss_scale > 0) loss_scale_.emplace(config.loss_scale);
+  else if (config.precision == Precision::fp16) loss_scale_.emplace();
   for (int64_t j = 0; j < config.accumulate; ++j) losses_.push_back(backend_->allocate({1, 1, 1, 1}));
-  if (config.cuda_graph && !loss_scale_)
-    step_rates_ = backend_->allocate({1, 2, 1, 1});  // a recorded optimizer step's lr and gradient scale
+  if (config.cuda_graph) step_rates_ = backend_->allocate({1, kLossScaleRate + 1, 1, 1});
   train_loader_ = std::make_unique<Loader>(
       *data_.train, Sampler(data_.train->size(), config.batch, rank_, nranks_, config.seed, true), config.workers,
       config.prefetch, backend_->input_memory());
@@ -198,9 +204,9 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
       nranks_, nranks_ == 1 ? "" : "s", static_cast<long long>(config.batch_at(0)), schedule_.peak,
       static_cast<long long>(steps_per_epoch));
   if (config.cuda_graph)
-    log("[config] each step's forward, loss, backward%s%s replayed as a CUDA graph%s\n",
-        exchange_ ? ", gradient exchange" : "", step_rates_.empty() ? "" : " and optimizer step",
-        step_rates_.empty() ? " (the optimizer step uncaptured: under fp16 the host decides to apply it)" : "");
+    log("[config] each step's forward, loss, backward%s%s and optimizer step replayed as a CUDA graph\n",
+        exchange_ ? ", gradient exchange" : "", loss_scale_ ? ", overflow check" : "");
+  if (loss_scale_) log("[config] dynamic loss scaling from %g\n", loss_scale_->scale());
   if (exchange_)
     log("[config] gradients: %s, %s buckets of %g MiB (%zu buckets), overlap %s%s\n",
         config.exchange.compressor == "none"
@@ -241,34 +247,51 @@ void TrainingRun::compute(std::span<const int32_t> labels, Tensor& loss) {
   const Tensor& logits = model_->forward(input_, true);
   ensure_shape(*backend_, dlogits_, logits.shape());
   backend_->softmax_cross_entropy(logits, labels, config_.label_smoothing, dlogits_, loss);
-  if (loss_scale_) backend_->scale(dlogits_, static_cast<float>(loss_scale_->scale()));
+  if (loss_scale_) {
+    // A recorded step reads the scale from the device, so that a new scale needs no new recording.
+    if (config_.cuda_graph) backend_->scale_by(dlogits_, step_rates_, kLossScaleRate);
+    else backend_->scale(dlogits_, applied_loss_scale());
+  }
   model_->backward(dlogits_);
+}
+
+// What this step multiplies the loss gradient by: the loss scale (1 without loss scaling), or
+// infinity at a step given to TrainConfig::inject_overflow_steps.
+float TrainingRun::applied_loss_scale() const {
+  if (!loss_scale_) return 1.0f;
+  const std::vector<int64_t>& inject = config_.inject_overflow_steps;
+  if (std::find(inject.begin(), inject.end(), state_.step + 1) != inject.end())
+    return std::numeric_limits<float>::infinity();
+  return static_cast<float>(loss_scale_->scale());
 }
 
 // --cuda-graph: compute() recorded once (Backend::begin_capture) and replayed every step after,
 // with the gradient exchange that backward starts on a communication stream (NCCL calls record
-// too). The first step for a recording runs uncaptured, so that every tensor, workspace, schedule
-// and algorithm choice exists before the recording keeps their addresses; the next one records
-// and replays it. Every rank records at the same steps: what decides it is the same on all.
-// The optimizer step is recorded too, reading the learning rate from step_rates_ (LARS's trust
-// ratios are computed on the device), except under fp16, where the host decides to skip a step.
+// too) and the optimizer step. The first step for a recording runs uncaptured, so that every
+// tensor, workspace, schedule and algorithm choice exists before the recording keeps their
+// addresses; the next one records and replays it. Every rank records at the same steps: what
+// decides it is the same on all. The values that change from step to step (learning rate, fp16
+// loss scale) are read from step_rates_, written before each step; LARS's trust ratios are
+// computed on the device; under loss scaling the recording checks the reduced gradients itself
+// and the update skips an overflowed step (the host reads the flag once the step is done).
 bool TrainingRun::compute_recorded(std::span<const int32_t> labels, Tensor& loss) {
   // The recording reads its labels from one pinned block, refilled in place each step (the last
   // replay has finished: every step ends by waiting for the device).
   if (recorded_labels_.size() != labels.size())
     recorded_labels_ = PinnedLabels(labels.size(), 0, HostAllocator<int32_t>(backend_->input_memory()));
   std::copy(labels.begin(), labels.end(), recorded_labels_.begin());
-  const StepRecording wanted{input_.shape(), loss_scale_ ? loss_scale_->scale() : 1.0, tensors_generation_,
-                             recorded_labels_.data()};
-  const bool with_optimizer = !step_rates_.empty();
-  if (with_optimizer && (wanted == recorded_ || wanted == warmed_)) {
-    const float rates[2] = {static_cast<float>(learning_rate(state_.step)), 1.0f};
-    backend_->write(step_rates_, rates);
-  }
+  const double loss_scale = loss_scale_ ? loss_scale_->scale() : 1.0;
+  float rates[kLossScaleRate + 1] = {};
+  rates[step_rate::lr] = static_cast<float>(learning_rate(state_.step));
+  rates[step_rate::grad_scale] = static_cast<float>(1.0 / loss_scale);
+  rates[step_rate::apply] = 1;
+  rates[kLossScaleRate] = applied_loss_scale();
+  backend_->write(step_rates_, rates);
+  const StepRecording wanted{input_.shape(), tensors_generation_, recorded_labels_.data()};
   if (wanted == recorded_) {
     backend_->replay();
     if (exchange_) exchange_->replayed();  // the recording holds the step's whole exchange
-    return with_optimizer;
+    return true;
   }
   if (!(wanted == warmed_)) {
     compute(recorded_labels_, loss);
@@ -279,18 +302,23 @@ bool TrainingRun::compute_recorded(std::span<const int32_t> labels, Tensor& loss
   try {
     compute(recorded_labels_, loss);
     if (exchange_) exchange_->queue_rest();  // and the buckets' reductions, joined back
-    if (with_optimizer) optimizer_->step(0, 1, &step_rates_);
+    if (loss_scale_) {
+      std::vector<const Tensor*> gradients;
+      for (const Parameter* p : model_->parameters()) gradients.push_back(&p->grad);
+      backend_->all_finite_into(gradients, step_rates_, step_rate::apply);
+    }
+    optimizer_->step(0, 1, &step_rates_);
   } catch (...) {
     backend_->end_capture(false);
     throw;
   }
   backend_->end_capture();
   recorded_ = wanted;
-  log("[cuda-graph] step %lld: forward, backward%s%s recorded for input %s%s\n", static_cast<long long>(state_.step + 1),
-      exchange_ ? ", gradient exchange" : "", with_optimizer ? " and optimizer step" : "", wanted.input.str().c_str(),
-      loss_scale_ ? (", loss scale " + std::to_string(wanted.loss_scale)).c_str() : "");
+  log("[cuda-graph] step %lld: forward, backward%s%s and optimizer step recorded for input %s\n",
+      static_cast<long long>(state_.step + 1), exchange_ ? ", gradient exchange" : "",
+      loss_scale_ ? ", overflow check" : "", wanted.input.str().c_str());
   backend_->replay();
-  return with_optimizer;
+  return true;
 }
 
 // This step's batch: the one fetched ahead during the last step, or the loader's next (nothing at
@@ -360,13 +388,16 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
   }
   const Clock::time_point optimizer_start = Clock::now();
   // Under fp16 the gradients carry the loss scale: a step that overflowed is skipped (every rank
-  // holds the same reduced gradients, so every rank skips it), the others divide it out.
+  // holds the same reduced gradients, so every rank skips it), the others divide it out. A
+  // recorded step has checked and skipped on the device; the host learns of it here.
   float grad_scale = 1.0f;
   bool apply = !stepped;
   if (loss_scale_) {
     grad_scale = static_cast<float>(1.0 / loss_scale_->scale());
-    apply = loss_scale_->update(gradients_finite(*backend_, model_->parameters()));
-    if (!apply)
+    const bool finite = stepped ? read_all(*backend_, step_rates_)[step_rate::apply] != 0
+                                : gradients_finite(*backend_, model_->parameters());
+    apply = loss_scale_->update(finite) && !stepped;
+    if (!finite)
       log("[loss-scale] step %lld: gradients overflowed; step skipped, scale now %g\n", static_cast<long long>(step + 1),
           loss_scale_->scale());
   }

@@ -28,6 +28,9 @@ struct TrainConfig {
   Precision precision = Precision::fp32;  // the cudnn backend's math; the CPU backends run fp32
   bool cudnn_timed_search = false;        // cudnn: time convolution algorithms (else heuristics)
   bool cuda_graph = false;                // cudnn: replay each step's forward and backward as a CUDA graph
+  // The initial dynamic loss scale (halved on overflow, doubled after 2000 clean steps); 0: 65536
+  // under fp16 and no loss scaling otherwise. Any precision takes it (at fp32 it is harmless).
+  double loss_scale = 0;
   int64_t image_size = 224;  // imagefolder data: the crop size
   int64_t batch = 128;       // global batch
   int64_t eval_batch = 500;
@@ -59,6 +62,10 @@ struct TrainConfig {
   // sleeps the difference), to see what one slow rank costs the others.
   int straggler_rank = -1;
   double straggler_factor = 1;
+  // Tests: at these steps (numbered from 1, as the log numbers them) the loss gradient is scaled
+  // by infinity instead of the loss scale, the overflow an fp16 step can meet, injected the same
+  // way into uncaptured and recorded steps. Needs loss scaling (fp16 or loss_scale).
+  std::vector<int64_t> inject_overflow_steps;
   // Adapt each rank's share of the global batch to its measured speed, every epoch from the
   // second, weighting the gradient average by the shares so that it stays the batch's mean.
   bool balance = false;

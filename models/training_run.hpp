@@ -64,6 +64,7 @@ class TrainingRun {
   std::optional<Batch> next_batch(StepTimes& times);
   void fetch_ahead(const Batch& current);
   bool forward_backward(const Batch& batch, int64_t first, int64_t count, Tensor& loss);
+  float applied_loss_scale() const;
   void compute(std::span<const int32_t> labels, Tensor& loss);
   bool compute_recorded(std::span<const int32_t> labels, Tensor& loss);
   Evaluation evaluate();
@@ -122,7 +123,6 @@ class TrainingRun {
   // the model's tensors (whose addresses the recording keeps) and the labels' pinned block.
   struct StepRecording {
     Shape input;
-    double loss_scale = 0;
     int64_t tensors_generation = -1;
     const int32_t* labels = nullptr;
     bool operator==(const StepRecording&) const = default;
@@ -131,7 +131,10 @@ class TrainingRun {
   StepRecording recorded_, warmed_;  // the recording replayed; the last step run uncaptured for one
   int64_t tensors_generation_ = 0;   // bumped when the model's tensors may have been reallocated
   PinnedLabels recorded_labels_;
-  Tensor step_rates_;  // (lr, gradient scale) of a recorded optimizer step; empty when it is not recorded
+  // --cuda-graph: a recorded step's learning rate, gradient scale and apply flag (MomentumStep::
+  // rates) and, at kLossScaleRate, the loss scale, written before each step; empty otherwise.
+  Tensor step_rates_;
+  static constexpr int64_t kLossScaleRate = 3;
 };
 
 }  // namespace sb::models

@@ -60,6 +60,7 @@ void write_config(const h5::Node& group, const models::TrainConfig& c) {
   group.set_attr("precision", models::precision_name(c.precision));
   group.set_attr("cudnn_search", std::string(c.cudnn_timed_search ? "timed" : "heuristic"));
   group.set_attr("cuda_graph", static_cast<int64_t>(c.cuda_graph));
+  group.set_attr("loss_scale", c.loss_scale);
   group.set_attr("image_size", c.image_size);
   group.set_attr("batch", c.batch);
   group.set_attr("eval_batch", c.eval_batch);

@@ -131,7 +131,12 @@ for _ in $(seq 100); do
   [[ -n $pid ]] && break
   sleep 0.1
 done
-sleep 1.5
+# Stopped once the table has a finished size (not after a fixed time: on a loaded machine the
+# first size can take longer, and a file with nothing finished would test nothing).
+for _ in $(seq 200); do
+  grep -qE '^ +[0-9]+ +[0-9]+ +float' "$WORK/fault.txt" && break
+  sleep 0.1
+done
 [[ -n $pid ]] && kill -STOP "$pid"
 start=$SECONDS
 wait "$launcher"

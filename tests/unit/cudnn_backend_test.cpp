@@ -207,6 +207,20 @@ TEST_P(CudnnLayers, PoolingReluAddMatchOnednn) {
   EXPECT_EQ(sums[0], p.gpu.sum_of_squares(x.first));
   EXPECT_EQ(sums[1], 0.0);
   EXPECT_EQ(sums[2], p.gpu.sum_of_squares(grad.first));
+  // The overflow check of a recorded fp16 step, and the loss scale read from the device.
+  Tensor flags = p.gpu.allocate({1, 3, 1, 1});
+  p.gpu.write(flags, std::vector<float>{5, 0, 4});
+  p.gpu.all_finite_into(std::vector<const Tensor*>{&x.first, &empty, &grad.first}, flags, 1);
+  EXPECT_EQ(read_all(p.gpu, flags), (std::vector<float>{5, 1, 4}));
+  std::vector<float> with_nan = read_all(p.gpu, grad.first);
+  with_nan[with_nan.size() / 2] = std::nanf("");
+  p.gpu.write(grad.first, with_nan);
+  p.gpu.all_finite_into(std::vector<const Tensor*>{&x.first, &grad.first}, flags, 2);
+  EXPECT_EQ(read_all(p.gpu, flags), (std::vector<float>{5, 1, 0}));
+  auto scaled = p.random_tensor(xs);
+  p.gpu.scale_by(scaled.first, flags, 0);
+  p.cpu.scale(scaled.second, 5.0f);
+  EXPECT_LT(relative_error(p, scaled), exact ? 1e-7 : tol) << "scale_by";
 }
 
 TEST_P(CudnnLayers, FullyConnectedAndLossMatchOnednn) {
@@ -367,41 +381,67 @@ TEST_P(CudnnLayers, RepeatedTrainingStepsAreBitIdentical) {
 
 // fp16 training with a loss scale far too large: dlogits x scale overflows fp16, the step is
 // skipped (weights untouched) and the scale halved until the gradients fit; then steps apply, and
-// after growth_interval clean steps the scale doubles again.
+// after growth_interval clean steps the scale doubles again. Twice: decided on the host
+// (gradients_finite), and on the device as a recorded step decides it (all_finite_into, the update
+// reading the flag from its rates), which must give the same weights bit for bit.
 TEST(CudnnLossScale, Fp16OverflowIsSkippedAndTheScaleRecovers) {
   SB_SKIP_WITHOUT_GPU();
-  CudnnBackend gpu(CudnnOptions{Precision::fp16});
-  ResNet model(gpu, make_resnet_config("resnet20", 3, 10, 16, 5));
-  Optimizer optimizer(gpu, model.parameters(), OptimizerConfig{});
-  DynamicLossScale scale(std::ldexp(1.0, 40), 2);
-  std::vector<float> images(static_cast<size_t>(4 * 3 * 16 * 16));
-  for (size_t i = 0; i < images.size(); ++i) images[i] = std::sin(static_cast<float>(i));
-  Tensor input = gpu.allocate({4, 3, 16, 16}), dlogits = gpu.allocate({4, 10, 1, 1});
-  gpu.write(input, images);
-  const std::vector<int32_t> labels = {3, 1, 4, 1};
-  const Tensor& first_weight = model.parameters()[0]->value;
-  int skipped = 0, applied = 0;
-  for (int step = 0; step < 40 && applied < 3; ++step) {
-    const std::vector<float> before = read_all(gpu, first_weight);
-    softmax_cross_entropy_now(gpu, model.forward(input, true), labels, 0, dlogits);
-    gpu.scale(dlogits, static_cast<float>(scale.scale()));
-    model.backward(dlogits);
-    const double used = scale.scale();
-    if (scale.update(gradients_finite(gpu, model.parameters()))) {
-      optimizer.step(0.01f, static_cast<float>(1.0 / used));
-      ++applied;
-      EXPECT_NE(read_all(gpu, first_weight), before) << "an applied step moves the weights";
-    } else {
-      ++skipped;
-      EXPECT_EQ(read_all(gpu, first_weight), before) << "a skipped step leaves them";
-      EXPECT_EQ(scale.scale(), used / 2);
+  std::vector<std::vector<float>> final_weights;
+  for (bool on_device : {false, true}) {
+    SCOPED_TRACE(on_device ? "decided on the device" : "decided on the host");
+    CudnnBackend gpu(CudnnOptions{Precision::fp16});
+    ResNet model(gpu, make_resnet_config("resnet20", 3, 10, 16, 5));
+    Optimizer optimizer(gpu, model.parameters(), OptimizerConfig{});
+    DynamicLossScale scale(std::ldexp(1.0, 40), 2);
+    std::vector<float> images(static_cast<size_t>(4 * 3 * 16 * 16));
+    for (size_t i = 0; i < images.size(); ++i) images[i] = std::sin(static_cast<float>(i));
+    Tensor input = gpu.allocate({4, 3, 16, 16}), dlogits = gpu.allocate({4, 10, 1, 1});
+    Tensor rates = gpu.allocate({1, 3, 1, 1});
+    gpu.write(input, images);
+    const std::vector<int32_t> labels = {3, 1, 4, 1};
+    std::vector<const Tensor*> gradients;
+    for (const Parameter* p : model.parameters()) gradients.push_back(&p->grad);
+    const Tensor& first_weight = model.parameters()[0]->value;
+    int skipped = 0, applied = 0;
+    for (int step = 0; step < 40 && applied < 3; ++step) {
+      const std::vector<float> before = read_all(gpu, first_weight);
+      softmax_cross_entropy_now(gpu, model.forward(input, true), labels, 0, dlogits);
+      gpu.scale(dlogits, static_cast<float>(scale.scale()));
+      model.backward(dlogits);
+      const double used = scale.scale();
+      bool finite = false;
+      if (on_device) {
+        gpu.write(rates, std::vector<float>{0.01f, static_cast<float>(1.0 / used), 1});
+        gpu.all_finite_into(gradients, rates, step_rate::apply);
+        optimizer.step(0, 1, &rates);
+        finite = read_all(gpu, rates)[step_rate::apply] != 0;
+        EXPECT_EQ(finite, gradients_finite(gpu, model.parameters()));
+        scale.update(finite);
+      } else {
+        finite = scale.update(gradients_finite(gpu, model.parameters()));
+        if (finite) optimizer.step(0.01f, static_cast<float>(1.0 / used));
+      }
+      if (finite) {
+        ++applied;
+        EXPECT_NE(read_all(gpu, first_weight), before) << "an applied step moves the weights";
+      } else {
+        ++skipped;
+        EXPECT_EQ(read_all(gpu, first_weight), before) << "a skipped step leaves them";
+        EXPECT_EQ(scale.scale(), used / 2);
+      }
     }
+    EXPECT_GE(skipped, 10);  // 2^40 x O(0.1) is far beyond fp16's 65504
+    EXPECT_EQ(applied, 3);
+    EXPECT_EQ(scale.skipped_steps(), skipped);
+    std::vector<float> all;
+    for (const Parameter* p : model.parameters())
+      for (float v : read_all(gpu, p->value)) {
+        ASSERT_TRUE(std::isfinite(v)) << p->name;
+        all.push_back(v);
+      }
+    final_weights.push_back(std::move(all));
   }
-  EXPECT_GE(skipped, 10);  // 2^40 x O(0.1) is far beyond fp16's 65504
-  EXPECT_EQ(applied, 3);
-  EXPECT_EQ(scale.skipped_steps(), skipped);
-  for (const Parameter* p : model.parameters())
-    for (float v : read_all(gpu, p->value)) ASSERT_TRUE(std::isfinite(v)) << p->name;
+  EXPECT_EQ(final_weights[0], final_weights[1]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, CudnnLayers,

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "models/loss_scale.hpp"
@@ -50,6 +52,45 @@ TEST(DynamicLossScale, GradientsFiniteFindsOneInfOrNan) {
   for (float bad : {std::numeric_limits<float>::infinity(), std::nanf("")}) {
     backend.write(b.grad, std::vector<float>{0, bad, 0});
     EXPECT_FALSE(gradients_finite(backend, {&a, &b}));
+  }
+}
+
+// The overflow check a recorded step runs on the device: the same verdict as gradients_finite,
+// into one element of a tensor, the others left alone; and the loss scale read from a tensor.
+TEST(DynamicLossScale, DeviceOverflowCheckAndScaleAgreeWithTheHostOnes) {
+  for (const std::string name : {"reference", "onednn", "recording:onednn"}) {
+    SCOPED_TRACE(name);
+    std::unique_ptr<Backend> backend = make_backend(name);
+    Parameter a{"a", ParamKind::weight, backend->allocate({2, 2, 1, 1}), backend->allocate({2, 2, 1, 1})};
+    Parameter b{"b", ParamKind::bias, backend->allocate({1, 3, 1, 1}), backend->allocate({1, 3, 1, 1})};
+    Tensor rates = backend->allocate({1, 4, 1, 1});
+    const std::vector<const Tensor*> gradients = {&a.grad, &b.grad};
+    // On the recording backend the ops run at replay, reading the tensors as they are then.
+    const bool recording = name.rfind("recording:", 0) == 0;
+    if (recording) {
+      backend->begin_capture();
+      backend->all_finite_into(gradients, rates, step_rate::apply);
+      backend->scale_by(a.grad, rates, 3);
+      backend->end_capture();
+    }
+    auto check_and_scale = [&] {
+      if (recording) return backend->replay();
+      backend->all_finite_into(gradients, rates, step_rate::apply);
+      backend->scale_by(a.grad, rates, 3);
+    };
+    backend->fill(a.grad, 1e30f);
+    backend->fill(b.grad, 0);
+    backend->write(rates, std::vector<float>{7, 8, 0, 0.5f});
+    check_and_scale();
+    EXPECT_EQ(read_all(*backend, rates), (std::vector<float>{7, 8, 1, 0.5f}));
+    EXPECT_EQ(read_all(*backend, a.grad), std::vector<float>(4, 0.5e30f)) << "scaled by rates[3]";
+    for (float bad : {std::numeric_limits<float>::infinity(), std::nanf("")}) {
+      backend->write(b.grad, std::vector<float>{0, bad, 0});
+      backend->write(rates, std::vector<float>{7, 8, 1, 2});
+      check_and_scale();
+      EXPECT_EQ(read_all(*backend, rates), (std::vector<float>{7, 8, 0, 2})) << bad;
+      EXPECT_FALSE(gradients_finite(*backend, {&a, &b}));
+    }
   }
 }
 

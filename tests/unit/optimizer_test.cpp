@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "common/usage_error.hpp"
@@ -47,16 +49,42 @@ TEST(Optimizer, RatesFromATensorReplaceTheArguments) {
   const OptimizerConfig config{OptimizerKind::sgd, 0.9f, 0.01f, false, 0.001f};
   Optimizer a(by_argument.backend, {&by_argument.weight, &by_argument.bias}, config);
   Optimizer b(by_tensor.backend, {&by_tensor.weight, &by_tensor.bias}, config);
-  Tensor rates = by_tensor.backend.allocate({1, 2, 1, 1});
+  Tensor rates = by_tensor.backend.allocate({1, 3, 1, 1});
   for (float lr : {0.1f, 0.05f}) {
     a.step(lr, 0.5f);
-    OneTensor::set(rates, {lr, 0.5});
+    OneTensor::set(rates, {lr, 0.5, 1});
     b.step(99.0f, 7.0f, &rates);
   }
   EXPECT_EQ(OneTensor::at(by_argument.weight.value, 0), OneTensor::at(by_tensor.weight.value, 0));
   EXPECT_EQ(OneTensor::at(by_argument.weight.value, 1), OneTensor::at(by_tensor.weight.value, 1));
   EXPECT_EQ(OneTensor::at(by_argument.bias.value, 0), OneTensor::at(by_tensor.bias.value, 0));
   EXPECT_NE(OneTensor::at(by_argument.weight.value, 0), 3.0) << "no step was taken";
+}
+
+// A recorded fp16 step whose gradients overflowed: the apply flag 0 leaves weights and momentum
+// as they were, on every backend (the GPU kernel is compared in cudnn_backend_test.cpp).
+TEST(Optimizer, AZeroApplyFlagSkipsTheStep) {
+  for (const std::string name : {"reference", "onednn"}) {
+    std::unique_ptr<Backend> backend = make_backend(name);
+    Parameter weight{"layer.weight", ParamKind::weight, backend->allocate({1, 2, 1, 1}),
+                     backend->allocate({1, 2, 1, 1})};
+    backend->write(weight.value, std::vector<float>{3, -4});
+    backend->write(weight.grad, std::vector<float>{0.6f, 0.8f});
+    Tensor rates = backend->allocate({1, 3, 1, 1});
+    for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::lars}) {
+      Optimizer optimizer(*backend, {&weight}, {kind, 0.9f, 0.01f, false, 0.001f});
+      optimizer.step(0.1f);  // a momentum to keep
+      const std::vector<float> w = read_all(*backend, weight.value);
+      const std::vector<float> v = read_all(*backend, optimizer.state()[0].value);
+      backend->write(rates, std::vector<float>{0.1f, 1, 0});
+      optimizer.step(0.1f, 1, &rates);
+      EXPECT_EQ(read_all(*backend, weight.value), w) << name << " " << optimizer_name(kind);
+      EXPECT_EQ(read_all(*backend, optimizer.state()[0].value), v) << name << " " << optimizer_name(kind);
+      backend->write(rates, std::vector<float>{0.1f, 1, 1});
+      optimizer.step(0.1f, 1, &rates);
+      EXPECT_NE(read_all(*backend, weight.value), w) << "the flag set, the step is taken";
+    }
+  }
 }
 
 TEST(Optimizer, NesterovLooksAhead) {
