@@ -101,13 +101,16 @@ class Backend {
   // Batch norm over N, H, W of each channel. Training normalises by the batch's mean and biased
   // variance and returns them (1, C, 1, 1) for the backward pass and the running statistics;
   // inference uses the running mean and variance given. With relu, y = max(0, bn(x)), and the
-  // backward pass takes y to mask dy: the BN+ReLU fusion where the library offers it.
+  // backward pass takes y to mask dy: the BN+ReLU fusion where the library offers it. With a
+  // residual (x's shape, not y), it is added before the ReLU: y = max(0, bn(x) + residual), a
+  // residual block's last BN, add and ReLU in one pass over memory (its backward then takes dy
+  // already masked, without y).
   virtual void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                           Tensor& y, Tensor& mean, Tensor& variance, float epsilon,
-                                          bool relu) = 0;
+                                          bool relu, const Tensor* residual) = 0;
   virtual void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                            const Tensor& mean, const Tensor& variance, Tensor& y,
-                                           float epsilon, bool relu) = 0;
+                                           float epsilon, bool relu, const Tensor* residual) = 0;
   // dy is not modified. With relu, y is the forward output.
   virtual void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                   const Tensor& mean, const Tensor& variance, const Tensor* y,

@@ -1,7 +1,7 @@
 #pragma once
 // The GPU backend: convolutions through cuDNN, the fully-connected layer through cuBLAS, and the
-// rest (batch norm with its ReLU fused, pooling, loss, optimizer step, element-wise ops) through
-// this project's kernels (models/gpu_kernels.hpp). CUDA builds only.
+// rest (batch norm with its ReLU and a residual add fused, pooling, loss, optimizer step,
+// element-wise ops) through this project's kernels (models/gpu_kernels.hpp). CUDA builds only.
 //
 // Layout: every tensor is channels-last (N, H, W, C; convolution weights K, R, S, C), as tensor
 // cores want it and as the oneDNN backend stores it, so activations are never reordered; NCHW
@@ -57,10 +57,12 @@ class CudnnBackend final : public Backend {
   void conv_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvGeometry g) override;
 
   void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-                                  Tensor& mean, Tensor& variance, float epsilon, bool relu) override;
+                                  Tensor& mean, Tensor& variance, float epsilon, bool relu,
+                                  const Tensor* residual) override;
   void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                    const Tensor& mean, const Tensor& variance, Tensor& y,
-                                   float epsilon, bool relu) override;
+                                   float epsilon, bool relu,
+                                  const Tensor* residual) override;
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
                           const Tensor& variance, const Tensor* y, Tensor& dx, Tensor& dgamma,
                           Tensor& dbeta, float epsilon) override;

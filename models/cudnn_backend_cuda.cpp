@@ -292,24 +292,28 @@ void require_channels(const Tensor& x, const Tensor& v, const char* what) {
 }  // namespace
 
 void CudnnBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-                                              Tensor& mean, Tensor& variance, float epsilon, bool relu) {
+                                              Tensor& mean, Tensor& variance, float epsilon, bool relu,
+                                              const Tensor* residual) {
   require_same(x, y, "batchnorm y");
+  if (residual) require_same(x, *residual, "batchnorm residual");
   for (const Tensor* v : {&gamma, &beta, static_cast<const Tensor*>(&mean), static_cast<const Tensor*>(&variance)})
     require_channels(x, *v, "batchnorm vector");
   const size_t rows = rows_of(x.shape()), channels = static_cast<size_t>(x.shape().c);
   gpu::batchnorm_statistics(elements(x), elements(mean), elements(variance), rows, channels, state_->stream);
   gpu::batchnorm_apply(elements(x), value_elements(gamma), value_elements(beta), elements(mean), elements(variance),
-                       elements(y), rows, channels, epsilon, relu, state_->stream);
+                       residual ? elements(*residual) : Elements{}, elements(y), rows, channels, epsilon, relu,
+                       state_->stream);
 }
 
 void CudnnBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                                const Tensor& mean, const Tensor& variance, Tensor& y, float epsilon,
-                                               bool relu) {
+                                               bool relu, const Tensor* residual) {
   require_same(x, y, "batchnorm y");
+  if (residual) require_same(x, *residual, "batchnorm residual");
   for (const Tensor* v : {&gamma, &beta, &mean, &variance}) require_channels(x, *v, "batchnorm vector");
   gpu::batchnorm_apply(elements(x), value_elements(gamma), value_elements(beta), value_elements(mean),
-                       value_elements(variance), elements(y), rows_of(x.shape()), static_cast<size_t>(x.shape().c),
-                       epsilon, relu, state_->stream);
+                       value_elements(variance), residual ? elements(*residual) : Elements{}, elements(y),
+                       rows_of(x.shape()), static_cast<size_t>(x.shape().c), epsilon, relu, state_->stream);
 }
 
 void CudnnBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,

@@ -75,16 +75,19 @@ __global__ void statistics_finish_kernel(const double* sums, size_t rows, size_t
   store(variance, c, static_cast<float>(fmax(sums[channels + c] / static_cast<double>(rows) - m * m, 0.0)));
 }
 
-// One channel per thread (channel_lanes): its scale and shift in registers.
-__global__ void apply_kernel(Elements x, Elements gamma, Elements beta, Elements mean, Elements variance, Elements y,
-                             size_t count, size_t channels, size_t threads, float epsilon, bool relu) {
+// One channel per thread (channel_lanes): its scale and shift in registers. The residual, when
+// given, is added in fp32 before the ReLU and the sum rounded once to y's type.
+__global__ void apply_kernel(Elements x, Elements gamma, Elements beta, Elements mean, Elements variance,
+                             Elements residual, Elements y, size_t count, size_t channels, size_t threads,
+                             float epsilon, bool relu) {
   const size_t first = grid_first();
   if (first >= threads) return;
   const size_t c = first % channels;
   const float scale = load(gamma, c) * (1.0f / sqrtf(load(variance, c) + epsilon));
   const float centre = load(mean, c), shift = load(beta, c);
   for (size_t i = first; i < count; i += threads) {
-    const float v = scale * (load(x, i) - centre) + shift;
+    float v = scale * (load(x, i) - centre) + shift;
+    if (residual.data != nullptr) v += load(residual, i);
     store(y, i, relu ? fmaxf(v, 0.0f) : v);
   }
 }
@@ -171,12 +174,12 @@ void batchnorm_statistics(Elements x, Elements mean, Elements variance, size_t r
   SB_CUDA_CHECK(cudaFreeAsync(scratch, stream));
 }
 
-void batchnorm_apply(Elements x, Elements gamma, Elements beta, Elements mean, Elements variance, Elements y,
-                     size_t rows, size_t channels, float epsilon, bool relu, Stream stream) {
+void batchnorm_apply(Elements x, Elements gamma, Elements beta, Elements mean, Elements variance, Elements residual,
+                     Elements y, size_t rows, size_t channels, float epsilon, bool relu, Stream stream) {
   if (rows * channels == 0) return;
   const ChannelLanes lanes = channel_lanes(rows, channels);
-  apply_kernel<<<lanes.blocks, kCudaThreads, 0, stream>>>(x, gamma, beta, mean, variance, y, rows * channels, channels,
-                                                          lanes.threads, epsilon, relu);
+  apply_kernel<<<lanes.blocks, kCudaThreads, 0, stream>>>(x, gamma, beta, mean, variance, residual, y, rows * channels,
+                                                          channels, lanes.threads, epsilon, relu);
   SB_CUDA_CHECK(cudaGetLastError());
 }
 

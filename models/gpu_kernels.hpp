@@ -1,7 +1,7 @@
 #pragma once
 // The CUDA kernels of the cuDNN backend (models/cudnn_backend_cuda.cpp) for everything cuDNN and
-// cuBLAS do not do for it: element-wise ops, batch norm with its ReLU fused, pooling, the loss and
-// the optimizer step. Every tensor is channels-last, so "rows x channels" below is N*H*W rows of
+// cuBLAS do not do for it: element-wise ops, batch norm with its ReLU and a residual add fused,
+// pooling, the loss and the optimizer step. Every tensor is channels-last, so "rows x channels" below is N*H*W rows of
 // C contiguous values. Operands carry their element type (Elements) and are read and written as
 // fp32 whatever it is, so one kernel serves fp32, fp16 and bf16 tensors and any mixture of them
 // (an fp16 activation with fp32 batch-norm statistics). The arithmetic is the same element
@@ -79,9 +79,10 @@ void channel_sum(Elements x, Elements sum, size_t rows, size_t channels, Stream 
 // The batch's mean and biased variance per channel, accumulated in double.
 void batchnorm_statistics(Elements x, Elements mean, Elements variance, size_t rows, size_t channels,
                           Stream stream);
-// y = gamma (x - mean) / sqrt(variance + epsilon) + beta, then max(0, .) when relu.
-void batchnorm_apply(Elements x, Elements gamma, Elements beta, Elements mean, Elements variance, Elements y,
-                     size_t rows, size_t channels, float epsilon, bool relu, Stream stream);
+// y = gamma (x - mean) / sqrt(variance + epsilon) + beta, plus residual when residual.data is set
+// (same shape as x), then max(0, .) when relu.
+void batchnorm_apply(Elements x, Elements gamma, Elements beta, Elements mean, Elements variance, Elements residual,
+                     Elements y, size_t rows, size_t channels, float epsilon, bool relu, Stream stream);
 // dx, dgamma, dbeta from the batch statistics; y (or data == nullptr without a fused ReLU) masks dy.
 void batchnorm_backward(Elements x, Elements dy, Elements y, Elements gamma, Elements mean, Elements variance,
                         Elements dx, Elements dgamma, Elements dbeta, size_t rows, size_t channels, float epsilon,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "common/check.hpp"
 #include "kernels/random.hpp"
 
 namespace sb::models {
@@ -105,19 +106,23 @@ BatchNorm2d::BatchNorm2d(Backend& backend, std::string name, int64_t channels, b
   }
 }
 
-const Tensor& BatchNorm2d::forward(Backend& backend, const Tensor& x, bool training) {
+const Tensor& BatchNorm2d::forward(Backend& backend, const Tensor& x, bool training, const Tensor* residual) {
+  SB_CHECK(!(relu_ && residual), "a residual goes into a batch norm without a ReLU of its own");
   input_ = &x;
   ensure_shape(backend, y_, x.shape());
+  const bool relu = relu_ || residual != nullptr;
   if (!training) {
     backend.batchnorm_forward_inference(x, gamma_.value, beta_.value, running_mean_.value, running_var_.value, y_,
-                                        kEpsilon, relu_);
+                                        kEpsilon, relu, residual);
     return y_;
   }
-  backend.batchnorm_forward_training(x, gamma_.value, beta_.value, y_, batch_mean_, batch_var_, kEpsilon, relu_);
+  backend.batchnorm_forward_training(x, gamma_.value, beta_.value, y_, batch_mean_, batch_var_, kEpsilon, relu,
+                                     residual);
   local_count_ = group_count_ = static_cast<double>(x.shape().n * x.shape().h * x.shape().w);
   if (sync_) {
     synchronise_statistics(backend, x.shape());
-    backend.batchnorm_forward_inference(x, gamma_.value, beta_.value, batch_mean_, batch_var_, y_, kEpsilon, relu_);
+    backend.batchnorm_forward_inference(x, gamma_.value, beta_.value, batch_mean_, batch_var_, y_, kEpsilon, relu,
+                                        residual);
   }
   // The running variance is the unbiased estimate, as PyTorch keeps it.
   const double m = group_count_;
@@ -187,7 +192,8 @@ void BatchNorm2d::add_group_terms(Backend& backend, const Tensor& x) {
   backend.write(affine_scale_, scale);
   backend.write(affine_shift_, shift);
   ensure_shape(backend, correction_, x.shape());
-  backend.batchnorm_forward_inference(x, affine_scale_, affine_shift_, zeros_, ones_, correction_, kEpsilon, false);
+  backend.batchnorm_forward_inference(x, affine_scale_, affine_shift_, zeros_, ones_, correction_, kEpsilon, false,
+                                      nullptr);
   backend.add(dx_, correction_, dx_);
 }
 

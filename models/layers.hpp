@@ -55,7 +55,10 @@ class BatchNorm2d {
   // over the whole group's batch (forward statistics and backward sums), or nullptr.
   BatchNorm2d(Backend& backend, std::string name, int64_t channels, bool relu, bool zero_gamma = false,
               const BnSync* sync = nullptr);
-  const Tensor& forward(Backend& backend, const Tensor& x, bool training);
+  // With a residual (x's shape): y = max(0, bn(x) + residual), a residual block's add and ReLU
+  // fused into its last BN (built without a ReLU of its own). backward() then takes dy already
+  // masked by that ReLU: the block masks it once for both of its branches.
+  const Tensor& forward(Backend& backend, const Tensor& x, bool training, const Tensor* residual = nullptr);
   Tensor& backward(Backend& backend, const Tensor& dy);
   Parameter& gamma() { return gamma_; }
   Parameter& beta() { return beta_; }

@@ -282,9 +282,31 @@ dnnl::batch_normalization_forward::primitive_desc batchnorm_pd(const dnnl::engin
 }
 }  // namespace
 
+// y = y + residual, then max(0, .) when relu, in one pass: oneDNN 2.x's batch norm fuses a ReLU
+// but not the residual add before it.
+void OnednnBackend::add_residual(Tensor& y, const Tensor& residual, bool relu) {
+  require_same(y, residual, "batchnorm residual");
+  float* py = f(y);
+  const float* pr = f(residual);
+  const int64_t count = y.count();
+  if (relu) {
+#pragma omp parallel for simd
+    for (int64_t i = 0; i < count; ++i) py[i] = std::max(py[i] + pr[i], 0.0f);
+  } else {
+#pragma omp parallel for simd
+    for (int64_t i = 0; i < count; ++i) py[i] += pr[i];
+  }
+}
+
 void OnednnBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-                                               Tensor& mean, Tensor& variance, float epsilon, bool relu) {
+                                               Tensor& mean, Tensor& variance, float epsilon, bool relu,
+                                               const Tensor* residual) {
   require_same(x, y, "batchnorm y");
+  if (residual) {
+    batchnorm_forward_training(x, gamma, beta, y, mean, variance, epsilon, false, nullptr);
+    add_residual(y, *residual, relu);
+    return;
+  }
   const Shape& s = x.shape();
   auto& bn = state_->cached<BatchnormPrimitives>(key("bn_train", {s.n, s.c, s.h, s.w, relu, std::bit_cast<int32_t>(epsilon)}), [&] {
     auto p = std::make_shared<BatchnormPrimitives>();
@@ -306,8 +328,13 @@ void OnednnBackend::batchnorm_forward_training(const Tensor& x, const Tensor& ga
 
 void OnednnBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                                 const Tensor& mean, const Tensor& variance, Tensor& y,
-                                                float epsilon, bool relu) {
+                                                float epsilon, bool relu, const Tensor* residual) {
   require_same(x, y, "batchnorm y");
+  if (residual) {
+    batchnorm_forward_inference(x, gamma, beta, mean, variance, y, epsilon, false, nullptr);
+    add_residual(y, *residual, relu);
+    return;
+  }
   const Shape& s = x.shape();
   auto& bn = state_->cached<BatchnormPrimitives>(key("bn_infer", {s.n, s.c, s.h, s.w, relu, std::bit_cast<int32_t>(epsilon)}), [&] {
     auto p = std::make_shared<BatchnormPrimitives>();

@@ -32,10 +32,12 @@ class OnednnBackend final : public Backend {
   void conv_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvGeometry g) override;
 
   void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-                                  Tensor& mean, Tensor& variance, float epsilon, bool relu) override;
+                                  Tensor& mean, Tensor& variance, float epsilon, bool relu,
+                                  const Tensor* residual) override;
   void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                    const Tensor& mean, const Tensor& variance, Tensor& y,
-                                   float epsilon, bool relu) override;
+                                   float epsilon, bool relu,
+                                  const Tensor* residual) override;
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
                           const Tensor& variance, const Tensor* y, Tensor& dx, Tensor& dgamma,
                           Tensor& dbeta, float epsilon) override;
@@ -68,6 +70,8 @@ class OnednnBackend final : public Backend {
   static std::string library_version();
 
  private:
+  void add_residual(Tensor& y, const Tensor& residual, bool relu);
+
   std::unique_ptr<OnednnState> state_;
 };
 

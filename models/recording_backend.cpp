@@ -127,22 +127,27 @@ void RecordingBackend::conv_backward_weights(const Tensor& x, const Tensor& dy, 
 }
 
 void RecordingBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-                                                  Tensor& mean, Tensor& variance, float epsilon, bool relu) {
+                                                  Tensor& mean, Tensor& variance, float epsilon, bool relu,
+                                                  const Tensor* residual) {
   run([this, x = hold(x), gamma = hold(gamma), beta = hold(beta), y = hold(y), mean = hold(mean),
-       variance = hold(variance), epsilon, relu] {
-    Tensor out = y.get(), m = mean.get(), v = variance.get();
-    inner_->batchnorm_forward_training(x.get(), gamma.get(), beta.get(), out, m, v, epsilon, relu);
+       variance = hold(variance), epsilon, relu, with_residual = residual != nullptr,
+       residual = residual ? hold(*residual) : Held{}] {
+    Tensor out = y.get(), m = mean.get(), v = variance.get(), r;
+    if (with_residual) r = residual.get();
+    inner_->batchnorm_forward_training(x.get(), gamma.get(), beta.get(), out, m, v, epsilon, relu,
+                                       with_residual ? &r : nullptr);
   });
 }
 
 void RecordingBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                                    const Tensor& mean, const Tensor& variance, Tensor& y,
-                                                   float epsilon, bool relu) {
+                                                   float epsilon, bool relu, const Tensor* residual) {
   run([this, x = hold(x), gamma = hold(gamma), beta = hold(beta), mean = hold(mean), variance = hold(variance),
-       y = hold(y), epsilon, relu] {
-    Tensor out = y.get();
+       y = hold(y), epsilon, relu, with_residual = residual != nullptr, residual = residual ? hold(*residual) : Held{}] {
+    Tensor out = y.get(), r;
+    if (with_residual) r = residual.get();
     inner_->batchnorm_forward_inference(x.get(), gamma.get(), beta.get(), mean.get(), variance.get(), out, epsilon,
-                                        relu);
+                                        relu, with_residual ? &r : nullptr);
   });
 }
 

@@ -33,9 +33,11 @@ class RecordingBackend final : public Backend {
   void conv_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvGeometry g) override;
   void conv_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvGeometry g) override;
   void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-                                  Tensor& mean, Tensor& variance, float epsilon, bool relu) override;
+                                  Tensor& mean, Tensor& variance, float epsilon, bool relu,
+                                  const Tensor* residual) override;
   void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean,
-                                   const Tensor& variance, Tensor& y, float epsilon, bool relu) override;
+                                   const Tensor& variance, Tensor& y, float epsilon, bool relu,
+                                  const Tensor* residual) override;
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
                           const Tensor& variance, const Tensor* y, Tensor& dx, Tensor& dgamma, Tensor& dbeta,
                           float epsilon) override;

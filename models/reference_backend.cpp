@@ -105,7 +105,7 @@ void ReferenceBackend::conv_backward_weights(const Tensor& x, const Tensor& dy, 
 
 void ReferenceBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                                   Tensor& y, Tensor& mean, Tensor& variance,
-                                                  float epsilon, bool relu) {
+                                                  float epsilon, bool relu, const Tensor* residual) {
   require_same(x, y, "batchnorm y");
   const Shape& s = x.shape();
   const double m = static_cast<double>(s.n * s.h * s.w);
@@ -123,20 +123,21 @@ void ReferenceBackend::batchnorm_forward_training(const Tensor& x, const Tensor&
     d(mean)[c] = mu;
     d(variance)[c] = squares / m;
   }
-  batchnorm_forward_inference(x, gamma, beta, mean, variance, y, epsilon, relu);
+  batchnorm_forward_inference(x, gamma, beta, mean, variance, y, epsilon, relu, residual);
 }
 
 void ReferenceBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                                    const Tensor& mean, const Tensor& variance, Tensor& y,
-                                                   float epsilon, bool relu) {
+                                                   float epsilon, bool relu, const Tensor* residual) {
   require_same(x, y, "batchnorm y");
+  if (residual) require_same(x, *residual, "batchnorm residual");
   const Shape& s = x.shape();
   for (int64_t n = 0; n < s.n; ++n)
     for (int64_t c = 0; c < s.c; ++c) {
       const double inv_std = 1.0 / std::sqrt(d(variance)[c] + epsilon);
       for (int64_t i = 0; i < s.h * s.w; ++i) {
         const int64_t e = (n * s.c + c) * s.h * s.w + i;
-        const double v = d(gamma)[c] * (d(x)[e] - d(mean)[c]) * inv_std + d(beta)[c];
+        const double v = d(gamma)[c] * (d(x)[e] - d(mean)[c]) * inv_std + d(beta)[c] + (residual ? d(*residual)[e] : 0);
         d(y)[e] = relu ? std::max(v, 0.0) : v;
       }
     }

@@ -9,26 +9,27 @@ struct ConvBn {
 };
 
 // out = relu(main(x) + shortcut(x)), main being convolution + BN pairs with the ReLU fused into
-// every BN but the last, shortcut the identity or the projection.
+// every BN but the last, shortcut the identity or the projection. The last BN takes the add and
+// the ReLU too (one pass over the block's output instead of three), so the shortcut comes first.
 class ResidualBlock final : public Block {
  public:
   ResidualBlock(std::vector<ConvBn> main, std::unique_ptr<ConvBn> downsample)
       : main_(std::move(main)), downsample_(std::move(downsample)) {}
 
   const Tensor& forward(Backend& backend, const Tensor& x, bool training) override {
-    const Tensor* h = &x;
-    for (ConvBn& layer : main_) h = &layer.bn->forward(backend, layer.conv->forward(backend, *h), training);
     const Tensor& shortcut =
         downsample_ ? downsample_->bn->forward(backend, downsample_->conv->forward(backend, x), training) : x;
-    ensure_shape(backend, sum_, h->shape());
-    backend.add(*h, shortcut, sum_);
-    backend.relu_forward(sum_, sum_);
-    return sum_;
+    const Tensor* h = &x;
+    for (size_t i = 0; i + 1 < main_.size(); ++i)
+      h = &main_[i].bn->forward(backend, main_[i].conv->forward(backend, *h), training);
+    ConvBn& last = main_.back();
+    out_ = &last.bn->forward(backend, last.conv->forward(backend, *h), training, &shortcut);
+    return *out_;
   }
 
   Tensor& backward(Backend& backend, const Tensor& dy) override {
-    ensure_shape(backend, dsum_, sum_.shape());
-    backend.relu_backward(sum_, dy, dsum_);
+    ensure_shape(backend, dsum_, out_->shape());
+    backend.relu_backward(*out_, dy, dsum_);  // once, for both branches
     const Tensor* grad = &dsum_;
     Tensor* dx = nullptr;
     for (auto layer = main_.rbegin(); layer != main_.rend(); ++layer) {
@@ -73,7 +74,8 @@ class ResidualBlock final : public Block {
  private:
   std::vector<ConvBn> main_;
   std::unique_ptr<ConvBn> downsample_;
-  Tensor sum_, dsum_;
+  const Tensor* out_ = nullptr;  // the block's output: its last BN's, the add and ReLU fused in
+  Tensor dsum_;
 };
 
 ConvBn conv_bn(Backend& backend, const Init& init, const std::string& block, int index, int64_t in, int64_t out,

@@ -98,24 +98,39 @@ TEST(BackendLayers, BatchnormTrainingInferenceAndBackwardMatchReference) {
   for (int i = 0; i < 3; ++i) cases.push_back(Shape{pick(1, 6), pick(1, 40), pick(1, 9), pick(1, 9)});
   for (const Shape s : cases) {
     if (s.n * s.h * s.w < 2) continue;  // a batch variance needs two values
-    for (bool relu : {false, true}) {
-      SCOPED_TRACE(s.str() + (relu ? " relu" : ""));
+    // Plain, with the ReLU fused, and with a residual added before it (a residual block's last BN).
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool relu = variant > 0, with_residual = variant == 2;
+      SCOPED_TRACE(s.str() + (relu ? " relu" : "") + (with_residual ? " residual" : ""));
       const Shape v = vector_shape(s.c);
       auto x = p.random_tensor(s, -2, 3), gamma = p.random_tensor(v, 0.5, 1.5), beta = p.random_tensor(v);
-      auto dy = p.random_tensor(s);
+      auto dy = p.random_tensor(s), residual = p.random_tensor(s, -1, 1);
+      const Tensor* residual_onednn = with_residual ? &residual.first : nullptr;
+      const Tensor* residual_reference = with_residual ? &residual.second : nullptr;
       auto y = p.zeros(s), mean = p.zeros(v), variance = p.zeros(v);
-      p.onednn.batchnorm_forward_training(x.first, gamma.first, beta.first, y.first, mean.first, variance.first, epsilon, relu);
+      p.onednn.batchnorm_forward_training(x.first, gamma.first, beta.first, y.first, mean.first, variance.first, epsilon,
+                                          relu, residual_onednn);
       p.reference.batchnorm_forward_training(x.second, gamma.second, beta.second, y.second, mean.second, variance.second,
-                                             epsilon, relu);
+                                             epsilon, relu, residual_reference);
       EXPECT_LT(relative_error(p, y), kTolerance) << "training forward";
       EXPECT_LT(relative_error(p, mean), kTolerance) << "batch mean";
       EXPECT_LT(relative_error(p, variance), kTolerance) << "batch variance";
+      if (with_residual) {  // the reference's own meaning: max(0, bn(x) + residual)
+        auto plain = p.zeros(s), scratch_mean = p.zeros(v), scratch_variance = p.zeros(v);
+        p.reference.batchnorm_forward_training(x.second, gamma.second, beta.second, plain.second, scratch_mean.second,
+                                               scratch_variance.second, epsilon, false, nullptr);
+        const std::vector<float> fused = read_all(p.reference, y.second), bn = read_all(p.reference, plain.second),
+                                 r = read_all(p.reference, residual.second);
+        for (size_t i = 0; i < fused.size(); ++i) ASSERT_NEAR(fused[i], std::max(bn[i] + r[i], 0.0f), 1e-6) << i;
+      }
 
+      // With a residual the block masks dy itself: the BN's backward takes no y.
+      const bool mask = relu && !with_residual;
       auto dx = p.zeros(s), dgamma = p.zeros(v), dbeta = p.zeros(v);
-      p.onednn.batchnorm_backward(x.first, dy.first, gamma.first, mean.first, variance.first, relu ? &y.first : nullptr,
+      p.onednn.batchnorm_backward(x.first, dy.first, gamma.first, mean.first, variance.first, mask ? &y.first : nullptr,
                                   dx.first, dgamma.first, dbeta.first, epsilon);
       p.reference.batchnorm_backward(x.second, dy.second, gamma.second, mean.second, variance.second,
-                                     relu ? &y.second : nullptr, dx.second, dgamma.second, dbeta.second, epsilon);
+                                     mask ? &y.second : nullptr, dx.second, dgamma.second, dbeta.second, epsilon);
       EXPECT_LT(relative_error(p, dx), 1e-4) << "backward data";
       EXPECT_LT(relative_error(p, dgamma), kTolerance) << "backward gamma";
       EXPECT_LT(relative_error(p, dbeta), kTolerance) << "backward beta";
@@ -123,9 +138,9 @@ TEST(BackendLayers, BatchnormTrainingInferenceAndBackwardMatchReference) {
       auto running_mean = p.random_tensor(v), running_var = p.random_tensor(v, 0.5, 2);
       auto z = p.zeros(s);
       p.onednn.batchnorm_forward_inference(x.first, gamma.first, beta.first, running_mean.first, running_var.first,
-                                           z.first, epsilon, relu);
+                                           z.first, epsilon, relu, residual_onednn);
       p.reference.batchnorm_forward_inference(x.second, gamma.second, beta.second, running_mean.second,
-                                              running_var.second, z.second, epsilon, relu);
+                                              running_var.second, z.second, epsilon, relu, residual_reference);
       EXPECT_LT(relative_error(p, z), kTolerance) << "inference forward";
     }
   }

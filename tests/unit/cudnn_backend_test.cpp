@@ -124,34 +124,40 @@ TEST_P(CudnnLayers, BatchnormWithAndWithoutReluMatchesOnednn) {
   const float epsilon = 1e-5f;
   // 70 channels: three column blocks of the per-channel reduction, the last one ragged.
   for (const Shape s : {Shape{4, 3, 5, 5}, Shape{2, 70, 6, 6}, Shape{8, 10, 1, 1}}) {
-    for (bool relu : {false, true}) {
-      SCOPED_TRACE(s.str() + (relu ? " relu" : ""));
+    // Plain, with the ReLU fused, and with a residual added before it (a residual block's last BN).
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool relu = variant > 0, with_residual = variant == 2;
+      SCOPED_TRACE(s.str() + (relu ? " relu" : "") + (with_residual ? " residual" : ""));
       const Shape v = vector_shape(s.c);
       auto x = p.random_tensor(s, -2, 3), gamma = p.random_tensor(v, 0.5, 1.5), beta = p.random_tensor(v);
-      auto dy = p.random_tensor(s);
+      auto dy = p.random_tensor(s), residual = p.random_tensor(s, -1, 1);
+      const Tensor* residual_gpu = with_residual ? &residual.first : nullptr;
+      const Tensor* residual_cpu = with_residual ? &residual.second : nullptr;
       auto y = p.zeros(s), mean = p.zeros(v), variance = p.zeros(v);
       p.gpu.batchnorm_forward_training(x.first, gamma.first, beta.first, y.first, mean.first, variance.first, epsilon,
-                                       relu);
+                                       relu, residual_gpu);
       p.cpu.batchnorm_forward_training(x.second, gamma.second, beta.second, y.second, mean.second, variance.second,
-                                       epsilon, relu);
+                                       epsilon, relu, residual_cpu);
       EXPECT_LT(relative_error(p, y), tol) << "training forward";
       EXPECT_LT(relative_error(p, mean), tol) << "batch mean";
       EXPECT_LT(relative_error(p, variance), tol) << "batch variance";
 
+      // With a residual the block masks dy itself: the BN's backward takes no y.
+      const bool mask = relu && !with_residual;
       auto dx = p.zeros(s), dgamma = p.zeros(v), dbeta = p.zeros(v);
-      p.gpu.batchnorm_backward(x.first, dy.first, gamma.first, mean.first, variance.first, relu ? &y.first : nullptr,
+      p.gpu.batchnorm_backward(x.first, dy.first, gamma.first, mean.first, variance.first, mask ? &y.first : nullptr,
                                dx.first, dgamma.first, dbeta.first, epsilon);
       p.cpu.batchnorm_backward(x.second, dy.second, gamma.second, mean.second, variance.second,
-                               relu ? &y.second : nullptr, dx.second, dgamma.second, dbeta.second, epsilon);
+                               mask ? &y.second : nullptr, dx.second, dgamma.second, dbeta.second, epsilon);
       EXPECT_LT(relative_error(p, dx), 2 * tol) << "backward data";
       EXPECT_LT(relative_error(p, dgamma), tol) << "backward gamma";
       EXPECT_LT(relative_error(p, dbeta), tol) << "backward beta";
 
       auto running_mean = p.random_tensor(v), running_var = p.random_tensor(v, 0.5, 2), z = p.zeros(s);
       p.gpu.batchnorm_forward_inference(x.first, gamma.first, beta.first, running_mean.first, running_var.first, z.first,
-                                        epsilon, relu);
+                                        epsilon, relu, residual_gpu);
       p.cpu.batchnorm_forward_inference(x.second, gamma.second, beta.second, running_mean.second, running_var.second,
-                                        z.second, epsilon, relu);
+                                        z.second, epsilon, relu, residual_cpu);
       EXPECT_LT(relative_error(p, z), tol) << "inference forward";
     }
   }
