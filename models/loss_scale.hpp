@@ -31,7 +31,8 @@ class DynamicLossScale {
   int64_t clean_ = 0, skipped_ = 0;
 };
 
-// Whether every parameter's gradient is finite.
+// Whether every parameter's gradient is finite, read back to the host: the reference for
+// Backend::all_finite_into, with which the trainer decides on the device without waiting.
 bool gradients_finite(Backend& backend, const std::vector<Parameter*>& parameters);
 
 }  // namespace sb::models

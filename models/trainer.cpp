@@ -135,7 +135,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   if (config.loss_scale > 0) loss_scale_.emplace(config.loss_scale);
   else if (config.precision == Precision::fp16) loss_scale_.emplace();
   for (int64_t j = 0; j < config.accumulate; ++j) losses_.push_back(backend_->allocate({1, 1, 1, 1}));
-  if (config.cuda_graph) step_rates_ = backend_->allocate({1, kLossScaleRate + 1, 1, 1});
+  if (config.cuda_graph || loss_scale_) step_rates_ = backend_->allocate({1, kLossScaleRate + 1, 1, 1});
   train_loader_ = std::make_unique<Loader>(
       *data_.train, Sampler(data_.train->size(), config.batch, rank_, nranks_, config.seed, true), config.workers,
       config.prefetch, backend_->input_memory());
@@ -255,6 +255,32 @@ void TrainingRun::compute(std::span<const int32_t> labels, Tensor& loss) {
   model_->backward(dlogits_);
 }
 
+// This step's values that a recorded step, or a loss-scaled one, reads from the device: written
+// before the step starts, so the write never waits for queued work.
+void TrainingRun::write_step_rates() {
+  const double loss_scale = loss_scale_ ? loss_scale_->scale() : 1.0;
+  float rates[kLossScaleRate + 1] = {};
+  rates[step_rate::lr] = static_cast<float>(learning_rate(state_.step));
+  rates[step_rate::grad_scale] = static_cast<float>(1.0 / loss_scale);
+  rates[step_rate::apply] = 1;
+  rates[kLossScaleRate] = applied_loss_scale();
+  backend_->write(step_rates_, rates);
+}
+
+// The optimizer step from the reduced gradients. Under loss scaling the device checks them for
+// an overflow first and the update skips the step by that flag, so nothing waits for the check
+// (the host reads it once the step is done); every rank holds the same reduced gradients, so
+// every rank decides alike.
+void TrainingRun::optimizer_step() {
+  if (loss_scale_) {
+    std::vector<const Tensor*> gradients;
+    for (const Parameter* p : model_->parameters()) gradients.push_back(&p->grad);
+    backend_->all_finite_into(gradients, step_rates_, step_rate::apply);
+  }
+  if (step_rates_.empty()) optimizer_->step(static_cast<float>(learning_rate(state_.step)));
+  else optimizer_->step(0, 1, &step_rates_);
+}
+
 // What this step multiplies the loss gradient by: the loss scale (1 without loss scaling), or
 // infinity at a step given to TrainConfig::inject_overflow_steps.
 float TrainingRun::applied_loss_scale() const {
@@ -280,13 +306,6 @@ bool TrainingRun::compute_recorded(std::span<const int32_t> labels, Tensor& loss
   if (recorded_labels_.size() != labels.size())
     recorded_labels_ = PinnedLabels(labels.size(), 0, HostAllocator<int32_t>(backend_->input_memory()));
   std::copy(labels.begin(), labels.end(), recorded_labels_.begin());
-  const double loss_scale = loss_scale_ ? loss_scale_->scale() : 1.0;
-  float rates[kLossScaleRate + 1] = {};
-  rates[step_rate::lr] = static_cast<float>(learning_rate(state_.step));
-  rates[step_rate::grad_scale] = static_cast<float>(1.0 / loss_scale);
-  rates[step_rate::apply] = 1;
-  rates[kLossScaleRate] = applied_loss_scale();
-  backend_->write(step_rates_, rates);
   const StepRecording wanted{input_.shape(), tensors_generation_, recorded_labels_.data()};
   if (wanted == recorded_) {
     backend_->replay();
@@ -302,12 +321,7 @@ bool TrainingRun::compute_recorded(std::span<const int32_t> labels, Tensor& loss
   try {
     compute(recorded_labels_, loss);
     if (exchange_) exchange_->queue_rest();  // and the buckets' reductions, joined back
-    if (loss_scale_) {
-      std::vector<const Tensor*> gradients;
-      for (const Parameter* p : model_->parameters()) gradients.push_back(&p->grad);
-      backend_->all_finite_into(gradients, step_rates_, step_rate::apply);
-    }
-    optimizer_->step(0, 1, &step_rates_);
+    optimizer_step();
   } catch (...) {
     backend_->end_capture(false);
     throw;
@@ -351,6 +365,7 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
   const Clock::time_point start = Clock::now();
   const int64_t micro = config_.accumulate;
   bool stepped = false;  // the optimizer step was recorded with the rest (--cuda-graph)
+  if (!step_rates_.empty()) write_step_rates();
   if (micro == 1) {
     if (exchange_) exchange_->begin_step();
     report_gradients_ = exchange_ != nullptr;
@@ -387,23 +402,16 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
     times.comm_s = exchanged.communication_s;
   }
   const Clock::time_point optimizer_start = Clock::now();
-  // Under fp16 the gradients carry the loss scale: a step that overflowed is skipped (every rank
-  // holds the same reduced gradients, so every rank skips it), the others divide it out. A
-  // recorded step has checked and skipped on the device; the host learns of it here.
-  float grad_scale = 1.0f;
-  bool apply = !stepped;
+  if (!stepped) optimizer_step();
+  backend_->synchronize();
+  times.compute_s = std::chrono::duration<double>(backward_end - start).count() + seconds_since(optimizer_start);
   if (loss_scale_) {
-    grad_scale = static_cast<float>(1.0 / loss_scale_->scale());
-    const bool finite = stepped ? read_all(*backend_, step_rates_)[step_rate::apply] != 0
-                                : gradients_finite(*backend_, model_->parameters());
-    apply = loss_scale_->update(finite) && !stepped;
+    const bool finite = read_all(*backend_, step_rates_)[step_rate::apply] != 0;
+    loss_scale_->update(finite);
     if (!finite)
       log("[loss-scale] step %lld: gradients overflowed; step skipped, scale now %g\n", static_cast<long long>(step + 1),
           loss_scale_->scale());
   }
-  if (apply) optimizer_->step(static_cast<float>(learning_rate(step)), grad_scale);
-  backend_->synchronize();
-  times.compute_s = std::chrono::duration<double>(backward_end - start).count() + seconds_since(optimizer_start);
   double loss_sum = 0;
   for (int64_t j = 0; j < micro; ++j) {
     const double loss = backend_->read_scalar(losses_[j]);

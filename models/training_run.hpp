@@ -65,6 +65,8 @@ class TrainingRun {
   void fetch_ahead(const Batch& current);
   bool forward_backward(const Batch& batch, int64_t first, int64_t count, Tensor& loss);
   float applied_loss_scale() const;
+  void write_step_rates();
+  void optimizer_step();
   void compute(std::span<const int32_t> labels, Tensor& loss);
   bool compute_recorded(std::span<const int32_t> labels, Tensor& loss);
   Evaluation evaluate();
@@ -131,8 +133,9 @@ class TrainingRun {
   StepRecording recorded_, warmed_;  // the recording replayed; the last step run uncaptured for one
   int64_t tensors_generation_ = 0;   // bumped when the model's tensors may have been reallocated
   PinnedLabels recorded_labels_;
-  // --cuda-graph: a recorded step's learning rate, gradient scale and apply flag (MomentumStep::
-  // rates) and, at kLossScaleRate, the loss scale, written before each step; empty otherwise.
+  // --cuda-graph or loss scaling: the step's learning rate, gradient scale and apply flag
+  // (MomentumStep::rates) and, at kLossScaleRate, the loss scale, written before each step;
+  // empty otherwise.
   Tensor step_rates_;
   static constexpr int64_t kLossScaleRate = 3;
 };
