@@ -345,6 +345,7 @@ gpu::PoolShape pool_shape(const Shape& xs, const Shape& ys, PoolGeometry g) {
   SB_CHECK(ys.n == xs.n && ys.c == xs.c && ys.h == window_output(xs.h, g.kernel, g.stride, g.pad) &&
                ys.w == window_output(xs.w, g.kernel, g.stride, g.pad),
            "maxpool shapes " + xs.str() + " " + ys.str());
+  SB_CHECK(g.pad < g.kernel, "maxpool padding narrower than the window (every window holds an input)");
   return {xs.n, xs.c, xs.h, xs.w, ys.h, ys.w, g.kernel, g.stride, g.pad};
 }
 }  // namespace

@@ -168,18 +168,32 @@ TEST_P(CudnnLayers, PoolingReluAddMatchOnednn) {
   const bool exact = GetParam() == Precision::fp32 || GetParam() == Precision::tf32;  // fp32 storage
   const double tol = tolerance(GetParam());
   const Shape xs{2, 6, 9, 9};
-  const PoolGeometry g{3, 2, 1};
-  const Shape ys{2, 6, window_output(9, 3, 2, 1), window_output(9, 3, 2, 1)};
-  auto x = p.random_tensor(xs), dy = p.random_tensor(ys);
-  auto y = p.zeros(ys), dx = p.zeros(xs);
-  p.gpu.maxpool_forward(x.first, y.first, g);
-  p.cpu.maxpool_forward(x.second, y.second, g);
-  EXPECT_LE(relative_error(p, y), exact ? 0 : tol) << "max pool forward";
-  // 16-bit rounding can make two values of a window equal and move the maximum: exact in fp32 only.
-  p.gpu.maxpool_backward(x.first, dy.first, dx.first, g);
-  p.cpu.maxpool_backward(x.second, dy.second, dx.second, g);
-  if (exact) {
-    EXPECT_LT(relative_error(p, dx), 1e-6) << "max pool backward";
+  auto x = p.random_tensor(xs);
+  // ResNet's 3 x 3 stride 2 (overlapping windows) and 2 x 2 stride 2; random values, and small
+  // integers, whose ties must go to the same input as on the CPU (the first in the window).
+  for (const PoolGeometry g : {PoolGeometry{3, 2, 1}, PoolGeometry{2, 2, 0}}) {
+    for (bool ties : {false, true}) {
+      SCOPED_TRACE("maxpool " + std::to_string(g.kernel) + (ties ? " ties" : ""));
+      auto pooled_input = ties ? p.random_tensor(xs, 0, 3) : p.random_tensor(xs);
+      if (ties) {
+        std::vector<float> values = read_all(p.cpu, pooled_input.second);
+        for (float& v : values) v = std::floor(v);
+        p.gpu.write(pooled_input.first, values);
+        p.cpu.write(pooled_input.second, values);
+      }
+      const Shape ys{2, 6, window_output(9, g.kernel, g.stride, g.pad), window_output(9, g.kernel, g.stride, g.pad)};
+      auto dy = p.random_tensor(ys), y = p.zeros(ys), dx = p.zeros(xs);
+      p.gpu.maxpool_forward(pooled_input.first, y.first, g);
+      p.cpu.maxpool_forward(pooled_input.second, y.second, g);
+      EXPECT_LE(relative_error(p, y), exact || ties ? 0 : tol) << "max pool forward";
+      // 16-bit rounding can make two values of a window equal and move the maximum: exact in
+      // fp32 only, or where the values are small integers (exact in every type).
+      p.gpu.maxpool_backward(pooled_input.first, dy.first, dx.first, g);
+      p.cpu.maxpool_backward(pooled_input.second, dy.second, dx.second, g);
+      if (exact || ties) {
+        EXPECT_LT(relative_error(p, dx), exact ? 1e-6 : tol) << "max pool backward";
+      }
+    }
   }
 
   const Shape pooled{2, 6, 1, 1};
