@@ -7,9 +7,9 @@
 
 namespace sb::models {
 
-DynamicLossScale::DynamicLossScale(double initial, int64_t growth_interval, double minimum)
-    : scale_(initial), growth_interval_(growth_interval), minimum_(minimum) {
-  SB_CHECK(initial >= minimum && minimum > 0 && growth_interval > 0, "loss scale settings");
+DynamicLossScale::DynamicLossScale(double initial, int64_t growth_interval, double minimum, double maximum)
+    : scale_(initial), growth_interval_(growth_interval), minimum_(minimum), maximum_(maximum) {
+  SB_CHECK(initial >= minimum && initial <= maximum && minimum > 0 && growth_interval > 0, "loss scale settings");
 }
 
 bool DynamicLossScale::update(bool gradients_finite) {
@@ -20,15 +20,15 @@ bool DynamicLossScale::update(bool gradients_finite) {
     return false;
   }
   if (++clean_ == growth_interval_) {
-    scale_ *= 2;
+    scale_ = std::min(maximum_, scale_ * 2);
     clean_ = 0;
   }
   return true;
 }
 
 void DynamicLossScale::restore(double scale, int64_t clean_steps) {
-  SB_CHECK(scale >= minimum_ && clean_steps >= 0 && clean_steps < growth_interval_, "restored loss scale");
-  scale_ = scale;
+  SB_CHECK(scale > 0 && clean_steps >= 0 && clean_steps < growth_interval_, "restored loss scale");
+  scale_ = std::clamp(scale, minimum_, maximum_);  // a checkpoint of a run with other bounds
   clean_ = clean_steps;
 }
 

@@ -3,7 +3,9 @@
 // multiplied by a scale S before the backward pass so that small gradients stay above fp16's
 // smallest normal value; the optimizer step divides by S again (in fp32, on the master weights).
 // A step whose gradients overflowed (an inf or NaN anywhere) is skipped and S halved; after
-// `growth_interval` clean steps in a row S doubles, so it settles just below overflow.
+// `growth_interval` clean steps in a row S doubles, so it settles just below overflow; never
+// beyond `maximum` (2^24, as Apex caps it), where fp32 training, which rarely overflows, would
+// otherwise double it out of a float's range.
 #include <cstdint>
 #include <vector>
 
@@ -14,7 +16,9 @@ namespace sb::models {
 
 class DynamicLossScale {
  public:
-  explicit DynamicLossScale(double initial = 65536.0, int64_t growth_interval = 2000, double minimum = 1.0);
+  static constexpr double kMaximum = 16777216.0;  // 2^24
+  explicit DynamicLossScale(double initial = 65536.0, int64_t growth_interval = 2000, double minimum = 1.0,
+                            double maximum = kMaximum);
   double scale() const { return scale_; }
   // After the gradients are complete: whether to apply this step (false when they overflowed,
   // and the scale is halved then, never below the minimum).
@@ -27,7 +31,7 @@ class DynamicLossScale {
  private:
   double scale_;
   int64_t growth_interval_;
-  double minimum_;
+  double minimum_, maximum_;
   int64_t clean_ = 0, skipped_ = 0;
 };
 

@@ -46,9 +46,8 @@ void validate(const TrainConfig& c, int nranks) {
   if (!c.checkpoint_dir.empty() && !std::filesystem::is_directory(c.checkpoint_dir))
     throw UsageError("--checkpoint directory '" + c.checkpoint_dir + "' does not exist");
   if (c.accumulate < 1) throw UsageError("--accumulate must be at least 1");
-  // A float must hold the scale, and dividing by it must not underflow: 1 to 2^127.
-  if (c.loss_scale != 0 && !(c.loss_scale >= 1 && c.loss_scale <= std::ldexp(1.0, 127)))
-    throw UsageError("--loss-scale is 1 to 2^127 (or 0: 65536 under fp16, none otherwise)");
+  if (c.loss_scale != 0 && !(c.loss_scale >= 1 && c.loss_scale <= DynamicLossScale::kMaximum))
+    throw UsageError("--loss-scale is 1 to 2^24 (or 0: 65536 under fp16, none otherwise)");
   const std::string& compressor = c.exchange.compressor;
   if (c.cuda_graph && compressor != "none" && compressor != "fp16" && compressor != "bf16")
     throw UsageError("--cuda-graph records uncompressed or fp16/bf16 gradients only: --compressor " + compressor +
@@ -248,9 +247,8 @@ void TrainingRun::compute(std::span<const int32_t> labels, Tensor& loss) {
   ensure_shape(*backend_, dlogits_, logits.shape());
   backend_->softmax_cross_entropy(logits, labels, config_.label_smoothing, dlogits_, loss);
   if (loss_scale_) {
-    // A recorded step reads the scale from the device, so that a new scale needs no new recording.
-    if (config_.cuda_graph) backend_->scale_by(dlogits_, step_rates_, kLossScaleRate);
-    else backend_->scale(dlogits_, applied_loss_scale());
+    // Read from the device (step_rates_), so that a recorded step needs no new recording for a new scale.
+    backend_->scale_by(dlogits_, step_rates_, kLossScaleRate);
   }
   model_->backward(dlogits_);
 }

@@ -37,8 +37,8 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   app.add_flag("--cuda-graph", c.cuda_graph,
                "cudnn: record each step (forward, loss, backward, gradient exchange, update) once as a CUDA graph and replay it");
   app.add_option("--loss-scale", c.loss_scale,
-                 "initial dynamic loss scale, halved on overflow (the step skipped), doubled after 2000 clean steps "
-                 "[65536 under fp16, none otherwise]");
+                 "initial dynamic loss scale (1 to 2^24), halved on overflow (the step skipped), doubled after 2000 "
+                 "clean steps [65536 under fp16, none otherwise]");
   app.add_option("--batch", c.batch, "global batch size [128]");
   app.add_option("--eval-batch", c.eval_batch, "evaluation batch size [500]");
   app.add_option("--epochs", c.epochs, "epochs at most [10]");

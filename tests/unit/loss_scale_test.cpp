@@ -43,6 +43,14 @@ TEST(DynamicLossScale, OverflowSkipsAndHalvesCleanStepsGrowIt) {
   EXPECT_EQ(resumed.scale(), 1024);
 }
 
+TEST(DynamicLossScale, GrowthStopsAtTheMaximum) {
+  DynamicLossScale s(DynamicLossScale::kMaximum / 2, 1);
+  EXPECT_TRUE(s.update(true));
+  EXPECT_EQ(s.scale(), DynamicLossScale::kMaximum);
+  EXPECT_TRUE(s.update(true));
+  EXPECT_EQ(s.scale(), DynamicLossScale::kMaximum);
+}
+
 TEST(DynamicLossScale, GradientsFiniteFindsOneInfOrNan) {
   ReferenceBackend backend;
   Parameter a{"a", ParamKind::weight, backend.allocate({2, 2, 1, 1}), backend.allocate({2, 2, 1, 1})};
