@@ -462,7 +462,8 @@ void CudnnBackend::scale_by(Tensor& t, const Tensor& factors, int64_t index) {
            "an fp32 factor within the tensor");
   const float* factor = static_cast<const float*>(storage(factors).data) + index;
   gpu::scale_by(elements(t), count_of(t), factor, state_->stream);
-  if (DeviceTensor& d = storage(t); d.master) gpu::scale_by({d.master, ElementType::f32}, count_of(t), factor, state_->stream);
+  if (DeviceTensor& d = storage(t); d.master)
+    gpu::scale_by({d.master, ElementType::f32}, count_of(t), factor, state_->stream);
 }
 
 void CudnnBackend::axpby(float a, const Tensor& x, float b, Tensor& y) {

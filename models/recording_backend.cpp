@@ -143,7 +143,8 @@ void RecordingBackend::batchnorm_forward_inference(const Tensor& x, const Tensor
                                                    const Tensor& mean, const Tensor& variance, Tensor& y,
                                                    float epsilon, bool relu, const Tensor* residual) {
   run([this, x = hold(x), gamma = hold(gamma), beta = hold(beta), mean = hold(mean), variance = hold(variance),
-       y = hold(y), epsilon, relu, with_residual = residual != nullptr, residual = residual ? hold(*residual) : Held{}] {
+       y = hold(y), epsilon, relu, with_residual = residual != nullptr,
+       residual = residual ? hold(*residual) : Held{}] {
     Tensor out = y.get(), r;
     if (with_residual) r = residual.get();
     inner_->batchnorm_forward_inference(x.get(), gamma.get(), beta.get(), mean.get(), variance.get(), out, epsilon,

@@ -108,8 +108,8 @@ TEST(BackendLayers, BatchnormTrainingInferenceAndBackwardMatchReference) {
       const Tensor* residual_onednn = with_residual ? &residual.first : nullptr;
       const Tensor* residual_reference = with_residual ? &residual.second : nullptr;
       auto y = p.zeros(s), mean = p.zeros(v), variance = p.zeros(v);
-      p.onednn.batchnorm_forward_training(x.first, gamma.first, beta.first, y.first, mean.first, variance.first, epsilon,
-                                          relu, residual_onednn);
+      p.onednn.batchnorm_forward_training(x.first, gamma.first, beta.first, y.first, mean.first, variance.first,
+                                          epsilon, relu, residual_onednn);
       p.reference.batchnorm_forward_training(x.second, gamma.second, beta.second, y.second, mean.second, variance.second,
                                              epsilon, relu, residual_reference);
       EXPECT_LT(relative_error(p, y), kTolerance) << "training forward";
