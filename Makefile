@@ -83,7 +83,7 @@ UNIT_SRC := $(wildcard tests/unit/*.cpp)
 MPI_TEST_SRC := $(wildcard tests/mpi/*.cpp)
 TEST_BINS := $(BUILD)/bin/sb-unit-tests $(BUILD)/bin/sb-mpi-tests
 
-.PHONY: all deps test demo bench-allreduce clean gpu-check FORCE
+.PHONY: all deps test demo bench-allreduce clean gpu-check gpu-bundle FORCE
 all: $(PROGRAM_BINS) $(TEST_BINS)
 
 deps:
@@ -107,6 +107,10 @@ bench-allreduce: deps
 
 gpu-check:
 	@scripts/gpu-check
+
+# The CUDA build's programs and the libraries a bare CUDA machine lacks, for gpu-check --prebuilt.
+gpu-bundle:
+	@scripts/gpu-bundle
 
 clean:
 	rm -rf build build-debug build-address build-undefined build-thread
