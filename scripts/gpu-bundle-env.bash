@@ -25,7 +25,7 @@ unresolved_libraries() { ldd "$1"/* 2>/dev/null | awk '/=> not found/ { print $1
 use_gpu_bundle() {
   local tarball=$1 bundle=$2
   rm -rf "$bundle" && mkdir -p "$bundle" || { echo "gpu-check: cannot create $bundle"; return 1; }
-  tar -xJf "$tarball" -C "$bundle" || { echo "gpu-check: cannot unpack $tarball"; return 1; }
+  tar -xzf "$tarball" -C "$bundle" || { echo "gpu-check: cannot unpack $tarball"; return 1; }
   export OPAL_PREFIX=$bundle/openmpi
   export PMIX_MCA_mca_base_component_path=$bundle/pmix/lib/pmix
   export PATH=$bundle/openmpi/bin:$PATH
