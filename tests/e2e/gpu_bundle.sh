@@ -5,14 +5,9 @@
 # bundle carries hidden, as on a bare CUDA machine: MPI, HDF5 and oneDNN from the bundle alone.
 # Run by tests/run with the build's bin folder; prints PASS/FAIL lines.
 set -uo pipefail
-BIN=$1
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/sb-e2e-gpu-bundle.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
-check() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name" "$*"; fi; }
-quiet() { "$@" >/dev/null 2>&1; }
 cd "$(dirname "$0")/../.."
+source tests/e2e/helpers.bash
+quiet() { "$@" >/dev/null 2>&1; }
 
 for script in scripts/gpu-check scripts/gpu-bundle scripts/gpu-bundle-env.bash; do
   check "$script parses" bash -n "$script"
