@@ -18,6 +18,9 @@ check "gpu-check --prebuilt of a missing file exits 2" test $? -eq 2
 check "... with one line naming it" \
   bash -c "[[ \$(wc -l <'$WORK/missing.txt') -eq 1 ]] && grep -q 'missing.tar.gz' '$WORK/missing.txt'"
 
+GPU_CHECK_STAGES="unit bogus" scripts/gpu-check "$WORK/out" >"$WORK/stages.txt" 2>&1
+check "gpu-check refuses an unknown stage with exit 2" test $? -eq 2
+
 # Every program gpu-check runs from the build must be in the bundle.
 run_programs=$(grep -o '\$BIN/sb-[a-z-]*' scripts/gpu-check | sed 's/\$BIN\///' | sort -u)
 bundled=$(sed -n 's/^PROGRAMS=(\(.*\))$/\1/p' scripts/gpu-bundle | tr ' ' '\n' | sort -u)
@@ -64,12 +67,30 @@ mpirun --oversubscribe -np 2 "$WORK/unpacked/bin/sb-allreduce" --impl ring,mpi -
   --out "$WORK/allreduce.h5" >"$WORK/allreduce.txt" 2>&1 || exit 4
 "$WORK/unpacked/bin/sb-train" --model resnet20 --data synthetic:32 --steps 2 --batch 4 --threads 1 --print-every 0 \
   --out "$WORK/train.h5" >"$WORK/train.txt" 2>&1 || exit 5
+# gpu-check itself from the bundle, its test stages (which skip their GPU cases here), with an
+# nvidia-smi that answers as a driver would.
+mkdir -p "$WORK/fakebin"
+printf '%s\n' '#!/bin/sh' 'if [ "\$1" = -L ]; then echo "GPU 0: none (test stub)"; else echo "none (test stub), 0, 0 MiB"; fi' \
+  >"$WORK/fakebin/nvidia-smi"
+chmod +x "$WORK/fakebin/nvidia-smi"
+TMPDIR="$WORK" PATH="$WORK/fakebin:\$PATH" GPU_CHECK_STAGES="unit mpi" \
+  scripts/gpu-check --prebuilt "$WORK/bundle.tar.gz" "$WORK/gpu-check" >"$WORK/gpu-check.txt" 2>&1 || exit 6
+# Its measuring stages, which need the GPU that is not there: each says it failed.
+TMPDIR="$WORK" PATH="$WORK/fakebin:\$PATH" GPU_CHECK_STAGES="micro allreduce train" GPU_CHECK_STEPS=2 \
+  scripts/gpu-check --prebuilt "$WORK/bundle.tar.gz" "$WORK/gpu-measure" >"$WORK/gpu-measure.txt" 2>&1
+echo \$? >"$WORK/gpu-measure.rc"
 EOF
 timeout 300 unshare -m bash "$WORK/inside.sh" >"$WORK/inside.txt" 2>&1
 rc=$?
 check "with this machine's MPI, PMIx and bundled libraries hidden, the bundle's programs run (rc $rc)" test $rc -eq 0
 check "... two ranks under the bundle's mpirun, results written" quiet h5ls "$WORK/allreduce.h5"
 check "... a oneDNN training run, results written" quiet h5ls "$WORK/train.h5"
+check "... and gpu-check --prebuilt's test stages pass, their GPU cases skipped" \
+  bash -c "grep -qE '^unit tests .* [1-9][0-9]* passed, 0 failed, [1-9][0-9]* skipped' '$WORK/gpu-check/summary.txt' &&
+           grep -qE '^allreduce, device .* [1-9][0-9]* passed, 0 failed' '$WORK/gpu-check/summary.txt'"
+check "... and its measuring stages, without a GPU, exit 1 with a failed row each" \
+  bash -c "[[ \$(cat '$WORK/gpu-measure.rc' 2>/dev/null) == 1 ]] &&
+           [[ \$(grep -cE '^(micro  .*no GPU kernel|allreduce np1  .*FAILED|compress on GPU np1  .*FAILED|resnet50 train .*FAILED)' '$WORK/gpu-measure/summary.txt') -eq 11 ]]"
 check "... without PMIx or Open MPI complaining of missing components or help files" \
   bash -c "! grep -qiE 'help file|component .* not found|unable to open' '$WORK/inside.txt' '$WORK/allreduce.txt' '$WORK/train.txt'"
-[[ $rc -eq 0 ]] || tail -20 "$WORK/inside.txt" "$WORK/allreduce.txt" "$WORK/train.txt" 2>/dev/null
+[[ $rc -eq 0 ]] || tail -20 "$WORK/inside.txt" "$WORK/allreduce.txt" "$WORK/train.txt" "$WORK/gpu-check.txt" 2>/dev/null
