@@ -54,6 +54,12 @@ void validate(const TrainConfig& c, int nranks) {
                      " reads figures back to the host during the step");
   if (c.cuda_graph && c.bn_span > 1)
     throw UsageError("--cuda-graph cannot record --bn-span's statistics, which are allreduced through the host");
+  if (c.profile_ops < 0) throw UsageError("--profile-ops must not be negative");
+  if (c.profile_ops > 0 && c.cuda_graph)
+    throw UsageError("--profile-ops times each op alone, which a --cuda-graph step (one launch) cannot: use one of them");
+  if (c.profile_ops > 0 && c.max_steps > 0 && c.max_steps < c.profile_ops + 2)
+    throw UsageError("--profile-ops " + std::to_string(c.profile_ops) + " needs --steps of at least " +
+                     std::to_string(c.profile_ops + 2) + " (a first step that warms up, then the profiled ones, then one for the throughput)");
   if (c.cuda_graph && c.accumulate > 1)
     throw UsageError("--cuda-graph records one forward and backward a step, not --accumulate's micro-batches");
   if (!c.inject_overflow_steps.empty() && c.loss_scale == 0 && c.precision != Precision::fp16)
@@ -88,6 +94,11 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   validate(config, nranks_);
   mllog_.start("init_start");
   backend_ = make_training_backend(config, comm);
+  if (config.profile_ops > 0) {
+    auto profiler = std::make_unique<ProfilingBackend>(std::move(backend_));
+    profiler_ = profiler.get();
+    backend_ = std::move(profiler);
+  }
   if (config.cuda_graph && !backend_->can_capture()) throw UsageError("--cuda-graph needs --backend cudnn");
   make_resnet_config(config.model, 1, 2, 28, config.seed);  // an unknown model fails before the data is read
   mllog_.point("submission_benchmark", MlLog::string("resnet"));
@@ -148,7 +159,9 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
     std::vector<GradientTensor> tensors;
     for (Parameter* p : model_->parameters()) tensors.push_back({p->name, static_cast<size_t>(p->grad.count())});
     BucketPlan plan = plan_buckets(tensors, config.bucket_strategy, config.bucket_mb);
-    exchange_ = make_gradient_exchange(config, *backend_, model_->parameters(), std::move(plan), comm);
+    // The exchange works on the backend's own memory and stream, not through the profiler.
+    Backend& own = profiler_ ? profiler_->inner() : *backend_;
+    exchange_ = make_gradient_exchange(config, own, model_->parameters(), std::move(plan), comm);
     model_->set_gradient_hook([this](size_t p) {
       if (report_gradients_) exchange_->tensor_ready(p);
     });
@@ -477,7 +490,12 @@ TrainResult TrainingRun::execute() {
       std::optional<Batch> batch = next_batch(times);
       if (!batch) break;
       const double lr = learning_rate(state_.step);
+      // --profile-ops: this process's steps 2 .. N + 1, each op timed alone.
+      const int64_t run_here = static_cast<int64_t>(result_.step_seconds.size());
+      const bool profiled = profiler_ && run_here >= 1 && run_here <= config_.profile_ops;
+      if (profiled) profiler_->set_timing(true);
       const double loss_sum = train_step(*batch, state_.step, times);
+      if (profiled) profiler_->set_timing(false), ++result_.profiled_steps;
       const double step_s = seconds_since(step_start);
       result_.step_seconds.push_back(step_s);
       result_.step_times.push_back(times);
@@ -551,12 +569,11 @@ TrainResult TrainingRun::execute() {
   result_.device = backend_->device_name();
   result_.skipped_samples = static_cast<int64_t>(sum_over_ranks(
       static_cast<double>(train_loader_->skipped_total() + eval_loader_->skipped_total())));
-  if (result_.step_seconds.size() > 1) {
-    std::vector<double> rates;
-    for (size_t i = 1; i < result_.step_seconds.size(); ++i)
-      rates.push_back(static_cast<double>(step_batches_[i]) / result_.step_seconds[i]);
-    result_.images_per_s = percentile(rates, 50);
-  }
+  if (profiler_) result_.op_profile = profiler_->profile();
+  std::vector<double> rates;  // the first step and the profiled ones (2 .. profiled + 1) left out
+  for (size_t i = 1 + static_cast<size_t>(result_.profiled_steps); i < result_.step_seconds.size(); ++i)
+    rates.push_back(static_cast<double>(step_batches_[i]) / result_.step_seconds[i]);
+  if (!rates.empty()) result_.images_per_s = percentile(rates, 50);
   return result_;
 }
 

@@ -17,6 +17,7 @@
 #include "models/epoch_schedule.hpp"
 #include "models/lr_schedule.hpp"
 #include "models/optimizer.hpp"
+#include "models/profiling_backend.hpp"
 #include "models/training_state.hpp"
 
 namespace sb::models {
@@ -31,6 +32,9 @@ struct TrainConfig {
   // The initial dynamic loss scale (halved on overflow, doubled after 2000 clean steps); 0: 65536
   // under fp16 and no loss scaling otherwise. Any precision takes it (at fp32 it is harmless).
   double loss_scale = 0;
+  // Steps whose ops are timed one by one (ProfilingBackend), from this process's second step on
+  // (the first creates primitives and plans); 0: none. They are left out of the throughput.
+  int64_t profile_ops = 0;
   int64_t image_size = 224;  // imagefolder data: the crop size
   int64_t batch = 128;       // global batch
   int64_t eval_batch = 500;
@@ -99,7 +103,9 @@ struct TrainResult {
   int64_t steps = 0;
   std::vector<double> step_seconds;  // every step this process ran, data wait included
   std::vector<StepTimes> step_times;  // this rank's breakdown of each step
-  double images_per_s = 0;           // median step rate, the first step (primitive creation) excluded
+  double images_per_s = 0;  // median step rate, the first step (primitive creation) and profiled ones excluded
+  std::vector<OpTime> op_profile;  // profile_ops: this rank's time per op kind over the profiled steps
+  int64_t profiled_steps = 0;
   int64_t skipped_samples = 0;
   int64_t loss_scale_skipped_steps = 0;  // fp16: steps skipped for overflowed gradients
   double loader_images_per_s = 0;  // what the training loader's workers alone delivered (this rank)

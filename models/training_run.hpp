@@ -90,6 +90,7 @@ class TrainingRun {
   int rank_ = 0, nranks_ = 1;
   MlLog mllog_;
   std::unique_ptr<Backend> backend_;
+  ProfilingBackend* profiler_ = nullptr;  // backend_ itself under --profile-ops
   Clock::time_point run_start_;
   DataSplits data_;
   ImageShape image_;

@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -61,6 +62,7 @@ void write_config(const h5::Node& group, const models::TrainConfig& c) {
   group.set_attr("cudnn_search", std::string(c.cudnn_timed_search ? "timed" : "heuristic"));
   group.set_attr("cuda_graph", static_cast<int64_t>(c.cuda_graph));
   group.set_attr("loss_scale", c.loss_scale);
+  group.set_attr("profile_ops", c.profile_ops);
   group.set_attr("image_size", c.image_size);
   group.set_attr("batch", c.batch);
   group.set_attr("eval_batch", c.eval_batch);
@@ -138,6 +140,26 @@ void print_rank_times(const RankTimes& t, int nranks) {
   std::printf("\n");
 }
 
+// --profile-ops: rank 0's time per op kind, per step, against the unprofiled median step.
+void print_op_profile(const models::TrainResult& r) {
+  if (r.profiled_steps == 0) return;
+  const double steps = static_cast<double>(r.profiled_steps);
+  double total = 0;
+  for (const models::OpTime& t : r.op_profile) total += t.seconds;
+  std::printf("[ops] rank 0, %lld steps profiled, each op timed alone (the device waited for after it); per step:\n",
+              static_cast<long long>(r.profiled_steps));
+  for (const models::OpTime& t : r.op_profile)
+    std::printf("[ops] %5.1f%% %10.3f ms %6.0f calls  %s\n", 100 * t.seconds / std::max(total, 1e-12),
+                1e3 * t.seconds / steps, static_cast<double>(t.calls) / steps, t.op.c_str());
+  const size_t first_unprofiled = 1 + static_cast<size_t>(r.profiled_steps);
+  if (r.step_seconds.size() > first_unprofiled) {
+    const std::vector<double> unprofiled(r.step_seconds.begin() + static_cast<std::ptrdiff_t>(first_unprofiled),
+                                         r.step_seconds.end());
+    std::printf("[ops] the ops' sum: %.3f ms per step; an unprofiled step: %.3f ms (median, data wait included)\n",
+                1e3 * total / steps, 1e3 * percentile(unprofiled, 50));
+  }
+}
+
 void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOptions& o,
                    const models::TrainResult& r, double matmul_gflops, const RankTimes& times) {
   write_run_metadata(file.root(), metadata);
@@ -166,6 +188,17 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
   train.write("rank_compute_s", times.compute, dims);
   train.write("rank_wait_s", times.wait, dims);
   train.write("rank_comm_s", times.comm, dims);
+  if (r.profiled_steps > 0) {
+    const h5::Node ops = train.create_group("op_profile");
+    ops.set_attr("profiled_steps", r.profiled_steps);
+    std::vector<std::string> names;
+    std::vector<int64_t> calls;
+    std::vector<double> seconds;
+    for (const models::OpTime& t : r.op_profile) names.push_back(t.op), calls.push_back(t.calls), seconds.push_back(t.seconds);
+    ops.set_attr("ops", names);
+    ops.write("calls", calls);
+    ops.write("seconds", seconds);
+  }
 }
 
 int run(int argc, char** argv, const WorldLayout& layout) {
@@ -206,16 +239,17 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     if (!root) return 0;
     const double model_rate = result.images_per_s * result.train_flops_per_image / 1e9;
     if (on_gpu)
-      std::printf("[throughput] %.2f img/s (median step, first excluded) = %.1f GFLOP/s of model FLOPs on %d GPU%s, "
+      std::printf("[throughput] %.2f img/s (median step, first%s excluded) = %.1f GFLOP/s of model FLOPs on %d GPU%s, "
                   "cuDNN %s\n",
-                  result.images_per_s, model_rate, layout.nranks, layout.nranks == 1 ? "" : "s",
+                  result.images_per_s, result.profiled_steps ? " and profiled" : "", model_rate, layout.nranks, layout.nranks == 1 ? "" : "s",
                   models::precision_name(parsed->config.precision).c_str());
     else
-      std::printf("[throughput] %.2f img/s (median step, first excluded) = %.1f GFLOP/s of model FLOPs on %d rank%s; "
+      std::printf("[throughput] %.2f img/s (median step, first%s excluded) = %.1f GFLOP/s of model FLOPs on %d rank%s; "
                   "oneDNN fp32 matmul 2048^3: %.1f GFLOP/s per rank; %.0f%% of it\n",
-                  result.images_per_s, model_rate, layout.nranks, layout.nranks == 1 ? "" : "s", matmul,
+                  result.images_per_s, result.profiled_steps ? " and profiled" : "", model_rate, layout.nranks, layout.nranks == 1 ? "" : "s", matmul,
                   100 * model_rate / (matmul * layout.nranks));
     print_rank_times(times, layout.nranks);
+    print_op_profile(result);
     const double consumed = result.images_per_s / layout.nranks;
     std::printf("[loader] rank 0's %d workers alone: %.1f img/s, against %.1f img/s consumed per rank%s\n",
                 parsed->config.workers, result.loader_images_per_s, consumed,

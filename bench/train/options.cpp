@@ -36,6 +36,9 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
                  "cudnn: choose each convolution's algorithm by cuDNN's heuristics or by timing them [heuristic]");
   app.add_flag("--cuda-graph", c.cuda_graph,
                "cudnn: record each step (forward, loss, backward, gradient exchange, update) once as a CUDA graph and replay it");
+  app.add_option("--profile-ops", c.profile_ops,
+                 "time each op alone (the device waited for after it) in steps 2 to N + 1, and print where the "
+                 "step's time goes, by op kind; those steps are left out of the throughput [0: off]");
   app.add_option("--loss-scale", c.loss_scale,
                  "initial dynamic loss scale (1 to 2^24), halved on overflow (the step skipped), doubled after 2000 "
                  "clean steps [65536 under fp16, none otherwise]");

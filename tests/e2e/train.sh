@@ -46,6 +46,22 @@ h5diff "$WORK/straight/checkpoint.h5" "$WORK/scaled/checkpoint.h5" /checkpoint/p
 check "loss scale 1024 at fp32: parameters bit-identical to the unscaled run's" test $? -eq 0
 check "the loss scale is in the config" grep -q '(0): 1024' <(h5dump -a /train/config/loss_scale "$WORK/scaled.h5")
 
+# --- --profile-ops: each op timed alone in steps 2..4; the training itself unchanged -----------
+mkdir -p "$WORK/profiled"
+$TRAIN $common --steps 30 --profile-ops 3 --checkpoint "$WORK/profiled" --out "$WORK/profiled.h5" >"$WORK/profiled.txt" 2>&1
+check "a profiled run exits 0" test $? -eq 0
+check "it prints a row per op kind, the convolutions told apart by kernel" \
+  bash -c "grep -qE '^\[ops\] +[0-9.]+% +[0-9.]+ ms +17 calls  conv 3x3 forward$' '$WORK/profiled.txt' &&
+           grep -qE '^\[ops\] .* 2 calls  conv 1x1 stride 2 backward-weights$' '$WORK/profiled.txt'"
+check "and the ops' sum beside an unprofiled step" grep -qE "^\[ops\] the ops' sum: [0-9.]+ ms per step; an unprofiled step: [0-9.]+ ms" "$WORK/profiled.txt"
+h5diff "$WORK/straight/checkpoint.h5" "$WORK/profiled/checkpoint.h5" /checkpoint/parameters /checkpoint/parameters \
+  >"$WORK/diff.txt" 2>&1
+check "profiling leaves the parameters bit-identical to the unprofiled run's" test $? -eq 0
+check "the profile is in the results: 3 steps, 51 3x3 convolutions forward" \
+  bash -c "h5dump -a /train/op_profile/profiled_steps '$WORK/profiled.h5' | grep -q '(0): 3' &&
+           h5dump -d /train/op_profile/calls '$WORK/profiled.h5' | grep -qE '\b51\b'"
+check_schema "$WORK/profiled.h5"
+
 # --- the JPEG path ----------------------------------------------------------------------------
 "$BIN/sb-idx2folder" --out "$WORK/folder" --train-limit 512 --val-limit 256 >"$WORK/folder.txt" 2>&1
 check "sb-idx2folder writes an ImageFolder" test "$(find "$WORK/folder/train" -name '*.jpg' | wc -l)" -eq 512
@@ -105,6 +121,9 @@ bad_input "--bn-span larger than the ranks" --bn-span 2
 bad_input "batch schedule not a list of BATCH:EPOCH" --batch-schedule 256
 bad_input "batch schedule larger than the data" --data "imagefolder:$WORK/folder" --image-size 28 --batch-schedule 1024:1
 bad_input "polled progress with a compressor" --progress poll --compressor fp16
+bad_input "--profile-ops negative" --profile-ops -1
+bad_input "--profile-ops with too few --steps" --profile-ops 3 --steps 4
+bad_input "--profile-ops with --cuda-graph" --profile-ops 2 --cuda-graph
 bad_input "unknown precision" --backend cudnn --precision fp8
 bad_input "16-bit precision on the CPU backend" --precision bf16
 bad_input "nccl gradients without the GPU backend" --algo nccl
