@@ -62,9 +62,11 @@ $TRAIN 2 $SB --steps 1 --backend cudnn --cuda-graph --bn-span 2 --out "$WORK/gra
 check "--cuda-graph with --bn-span is refused (exit 2), and why" \
   bash -c "test $? -eq 2 && grep -q 'cuda-graph cannot record --bn-span' '$WORK/graph2.txt' && test ! -e '$WORK/graph2.h5'"
 
-# --- --balance: a 3x straggler gets a smaller share of the batch from epoch 2 --------------
+# --- --balance: a 5x straggler gets a smaller share of the batch from epoch 2 --------------
+# (5x, not 3x: rank 0's measured speed suffers from whatever else loads a 2-core machine, and at
+# 3x a busy machine once gave 39:25 rather than the 48:16 that the ranks' speeds make.)
 "$BIN/sb-idx2folder" --out "$WORK/folder" --train-limit 512 --val-limit 128 >/dev/null 2>&1
-$TRAIN 2 $SB --data "imagefolder:$WORK/folder" --image-size 28 --batch 64 --epochs 2 --straggler 1:3 --balance \
+$TRAIN 2 $SB --data "imagefolder:$WORK/folder" --image-size 28 --batch 64 --epochs 2 --straggler 1:5 --balance \
   --print-every 0 --out "$WORK/balance.h5" >"$WORK/balance.txt" 2>&1
 check "a balanced run exits 0" test $? -eq 0
 shares=$(grep -E '^\[balance\] epoch 2: per-rank batch' "$WORK/balance.txt" | sed 's/.* batch \([0-9]*\),\([0-9]*\) of 64/\1 \2/')
