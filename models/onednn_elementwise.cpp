@@ -42,8 +42,14 @@ void OnednnBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx)
   const float *out = f(y), *grad = f(dy);
   float* result = f(dx);
   const int64_t count = y.count();
+  // dy is loaded whatever the mask: a load inside the ?: (out[i] > 0 ? grad[i] : 0) may not be
+  // hoisted, so GCC branched on the sign of every element, mispredicting half of them (25x slower
+  // than this select at 512K elements, and 9% of a ResNet-20 step).
 #pragma omp parallel for simd
-  for (int64_t i = 0; i < count; ++i) result[i] = out[i] > 0.0f ? grad[i] : 0.0f;
+  for (int64_t i = 0; i < count; ++i) {
+    const float g = grad[i];
+    result[i] = out[i] > 0.0f ? g : 0.0f;
+  }
 }
 
 void OnednnBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
