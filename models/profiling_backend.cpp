@@ -159,7 +159,8 @@ void ProfilingBackend::all_finite_into(std::span<const Tensor* const> tensors, T
 }
 void ProfilingBackend::softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
                                              float label_smoothing, Tensor& dlogits, Tensor& loss) {
-  timed("softmax cross-entropy", [&] { inner_->softmax_cross_entropy(logits, labels, label_smoothing, dlogits, loss); });
+  timed("softmax cross-entropy",
+        [&] { inner_->softmax_cross_entropy(logits, labels, label_smoothing, dlogits, loss); });
 }
 void ProfilingBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const MomentumStep& step) {
   timed("optimizer update", [&] { inner_->momentum_update(w, g, v, step); });

@@ -56,10 +56,12 @@ void validate(const TrainConfig& c, int nranks) {
     throw UsageError("--cuda-graph cannot record --bn-span's statistics, which are allreduced through the host");
   if (c.profile_ops < 0) throw UsageError("--profile-ops must not be negative");
   if (c.profile_ops > 0 && c.cuda_graph)
-    throw UsageError("--profile-ops times each op alone, which a --cuda-graph step (one launch) cannot: use one of them");
+    throw UsageError("--profile-ops times each op alone, which a --cuda-graph step (one launch) cannot: "
+                     "use one of them");
   if (c.profile_ops > 0 && c.max_steps > 0 && c.max_steps < c.profile_ops + 2)
     throw UsageError("--profile-ops " + std::to_string(c.profile_ops) + " needs --steps of at least " +
-                     std::to_string(c.profile_ops + 2) + " (a first step that warms up, then the profiled ones, then one for the throughput)");
+                     std::to_string(c.profile_ops + 2) +
+                     " (a first step that warms up, then the profiled ones, then one for the throughput)");
   if (c.cuda_graph && c.accumulate > 1)
     throw UsageError("--cuda-graph records one forward and backward a step, not --accumulate's micro-batches");
   if (!c.inject_overflow_steps.empty() && c.loss_scale == 0 && c.precision != Precision::fp16)

@@ -194,7 +194,11 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
     std::vector<std::string> names;
     std::vector<int64_t> calls;
     std::vector<double> seconds;
-    for (const models::OpTime& t : r.op_profile) names.push_back(t.op), calls.push_back(t.calls), seconds.push_back(t.seconds);
+    for (const models::OpTime& t : r.op_profile) {
+      names.push_back(t.op);
+      calls.push_back(t.calls);
+      seconds.push_back(t.seconds);
+    }
     ops.set_attr("ops", names);
     ops.write("calls", calls);
     ops.write("seconds", seconds);
@@ -241,13 +245,13 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     if (on_gpu)
       std::printf("[throughput] %.2f img/s (median step, first%s excluded) = %.1f GFLOP/s of model FLOPs on %d GPU%s, "
                   "cuDNN %s\n",
-                  result.images_per_s, result.profiled_steps ? " and profiled" : "", model_rate, layout.nranks, layout.nranks == 1 ? "" : "s",
-                  models::precision_name(parsed->config.precision).c_str());
+                  result.images_per_s, result.profiled_steps ? " and profiled" : "", model_rate, layout.nranks,
+                  layout.nranks == 1 ? "" : "s", models::precision_name(parsed->config.precision).c_str());
     else
       std::printf("[throughput] %.2f img/s (median step, first%s excluded) = %.1f GFLOP/s of model FLOPs on %d rank%s; "
                   "oneDNN fp32 matmul 2048^3: %.1f GFLOP/s per rank; %.0f%% of it\n",
-                  result.images_per_s, result.profiled_steps ? " and profiled" : "", model_rate, layout.nranks, layout.nranks == 1 ? "" : "s", matmul,
-                  100 * model_rate / (matmul * layout.nranks));
+                  result.images_per_s, result.profiled_steps ? " and profiled" : "", model_rate, layout.nranks,
+                  layout.nranks == 1 ? "" : "s", matmul, 100 * model_rate / (matmul * layout.nranks));
     print_rank_times(times, layout.nranks);
     print_op_profile(result);
     const double consumed = result.images_per_s / layout.nranks;
