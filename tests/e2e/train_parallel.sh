@@ -45,6 +45,15 @@ thread_loss=$(grep -E 'step 20/468 loss' "$WORK/thread.txt" | sed 's/.* loss \([
 poll_loss=$(grep -E 'step 20/468 loss' "$WORK/poll.txt" | sed 's/.* loss \([0-9.]*\) .*/\1/')
 check "the same loss (4 decimals printed) after 20 steps, polled or threaded ($poll_loss vs $thread_loss)" test -n "$poll_loss" -a "$poll_loss" = "$thread_loss"
 
+# --- --profile-ops at 2 ranks: the exchange goes on beside the profiler, the training unchanged --
+$TRAIN 2 $SB --epochs 1 --steps 20 --print-every 20 --seed 5 --profile-ops 3 --out "$WORK/profiled.h5" \
+  >"$WORK/profiled.txt" 2>&1
+check "a profiled 2-rank run exits 0 and prints its op profile" \
+  bash -c "test $? -eq 0 && grep -qE '^\[ops\] .* calls  conv 3x3 backward-weights$' '$WORK/profiled.txt'"
+profiled_loss=$(grep -E 'step 20/468 loss' "$WORK/profiled.txt" | sed 's/.* loss \([0-9.]*\) .*/\1/')
+check "the same loss after 20 steps as the unprofiled run ($profiled_loss vs $thread_loss)" \
+  test -n "$profiled_loss" -a "$profiled_loss" = "$thread_loss"
+
 # --- --bn-span 2: batch norm over both ranks' shards (polled exchange: one thread in MPI) -----
 $TRAIN 2 $SB --epochs 1 --steps 20 --print-every 20 --seed 5 --bn-span 2 --progress poll --out "$WORK/bnspan.h5" \
   >"$WORK/bnspan.txt" 2>&1
