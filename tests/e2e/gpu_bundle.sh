@@ -20,6 +20,8 @@ check "... with one line naming it" \
 
 GPU_CHECK_STAGES="unit bogus" scripts/gpu-check "$WORK/out" >"$WORK/stages.txt" 2>&1
 check "gpu-check refuses an unknown stage with exit 2" test $? -eq 2
+GPU_CHECK_SECONDS=soon scripts/gpu-check "$WORK/out" >"$WORK/budget.txt" 2>&1
+check "gpu-check refuses a budget that is not whole seconds with exit 2" test $? -eq 2
 
 # Every program gpu-check runs from the build must be in the bundle.
 run_programs=$(grep -o '\$BIN/sb-[a-z-]*' scripts/gpu-check | sed 's/\$BIN\///' | sort -u)
