@@ -41,7 +41,7 @@ use_gpu_bundle() {
   # A library still missing, or one older than the build needs (a C library older than the
   # build machine's), stops the check here with its name rather than in the first test.
   local problems
-  problems=$({ unresolved_libraries "$bundle/bin"; ldd "$bundle"/bin/* 2>&1 | grep "version .* not found"; } | sort -u)
+  problems=$(ldd "$bundle"/bin/* 2>&1 | awk '/=> not found/ { print $1 } /version .* not found/' | sort -u)
   if [[ -n $problems ]]; then
     echo "gpu-check: the prebuilt programs cannot load here:"
     echo "$problems"
