@@ -62,8 +62,6 @@ void validate(const TrainConfig& c, int nranks) {
     throw UsageError("--profile-ops " + std::to_string(c.profile_ops) + " needs --steps of at least " +
                      std::to_string(c.profile_ops + 2) +
                      " (a first step that warms up, then the profiled ones, then one for the throughput)");
-  if (c.cuda_graph && c.accumulate > 1)
-    throw UsageError("--cuda-graph records one forward and backward a step, not --accumulate's micro-batches");
   if (!c.inject_overflow_steps.empty() && c.loss_scale == 0 && c.precision != Precision::fp16)
     throw UsageError("an injected overflow needs loss scaling (fp16 or a loss scale)");
   if (c.straggler_rank >= nranks) throw UsageError("--straggler names rank " + std::to_string(c.straggler_rank) +
@@ -147,6 +145,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   if (config.loss_scale > 0) loss_scale_.emplace(config.loss_scale);
   else if (config.precision == Precision::fp16) loss_scale_.emplace();
   for (int64_t j = 0; j < config.accumulate; ++j) losses_.push_back(backend_->allocate({1, 1, 1, 1}));
+  inputs_.resize(static_cast<size_t>(config.accumulate));
   if (config.cuda_graph || loss_scale_) step_rates_ = backend_->allocate({1, kLossScaleRate + 1, 1, 1});
   train_loader_ = std::make_unique<Loader>(
       *data_.train, Sampler(data_.train->size(), config.batch, rank_, nranks_, config.seed, true), config.workers,
@@ -240,200 +239,6 @@ double TrainingRun::sum_over_ranks(double value) const {
   double sum = value;
   if (nranks_ > 1) SB_MPI_CHECK(MPI_Allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, comm_));
   return sum;
-}
-
-// Forward and backward of samples [first, first + count) of the batch; their mean loss goes to
-// `loss` (read once the whole step is queued). Returns whether the optimizer step was part of it
-// (a recorded step's); if not, the caller takes it.
-bool TrainingRun::forward_backward(const Batch& batch, int64_t first, int64_t count, Tensor& loss) {
-  const ImageShape image = data_.train->image_shape();  // progressive resizing changes it
-  const int64_t pixels = image.pixels();
-  ensure_shape(*backend_, input_, {count, image.channels, image.height, image.width});
-  backend_->write(input_, std::span<const float>(batch.images.data() + first * pixels, count * pixels));
-  const std::span<const int32_t> labels(batch.labels.data() + first, count);
-  if (config_.cuda_graph) return compute_recorded(labels, loss);
-  compute(labels, loss);
-  return false;
-}
-
-// Forward, loss and backward from input_ as written.
-void TrainingRun::compute(std::span<const int32_t> labels, Tensor& loss) {
-  const Tensor& logits = model_->forward(input_, true);
-  ensure_shape(*backend_, dlogits_, logits.shape());
-  backend_->softmax_cross_entropy(logits, labels, config_.label_smoothing, dlogits_, loss);
-  if (loss_scale_) {
-    // Read from the device (step_rates_), so that a recorded step needs no new recording for a new scale.
-    backend_->scale_by(dlogits_, step_rates_, kLossScaleRate);
-  }
-  model_->backward(dlogits_);
-}
-
-// This step's values that a recorded step, or a loss-scaled one, reads from the device: written
-// before the step starts, so the write never waits for queued work.
-void TrainingRun::write_step_rates() {
-  const double loss_scale = loss_scale_ ? loss_scale_->scale() : 1.0;
-  float rates[kLossScaleRate + 1] = {};
-  rates[step_rate::lr] = static_cast<float>(learning_rate(state_.step));
-  rates[step_rate::grad_scale] = static_cast<float>(1.0 / loss_scale);
-  rates[step_rate::apply] = 1;
-  rates[kLossScaleRate] = applied_loss_scale();
-  backend_->write(step_rates_, rates);
-}
-
-// The optimizer step from the reduced gradients. Under loss scaling the device checks them for
-// an overflow first and the update skips the step by that flag, so nothing waits for the check
-// (the host reads it once the step is done); every rank holds the same reduced gradients, so
-// every rank decides alike.
-void TrainingRun::optimizer_step() {
-  if (loss_scale_) {
-    std::vector<const Tensor*> gradients;
-    for (const Parameter* p : model_->parameters()) gradients.push_back(&p->grad);
-    backend_->all_finite_into(gradients, step_rates_, step_rate::apply);
-  }
-  if (step_rates_.empty()) optimizer_->step(static_cast<float>(learning_rate(state_.step)));
-  else optimizer_->step(0, 1, &step_rates_);
-}
-
-// What this step multiplies the loss gradient by: the loss scale (1 without loss scaling), or
-// infinity at a step given to TrainConfig::inject_overflow_steps.
-float TrainingRun::applied_loss_scale() const {
-  if (!loss_scale_) return 1.0f;
-  const std::vector<int64_t>& inject = config_.inject_overflow_steps;
-  if (std::find(inject.begin(), inject.end(), state_.step + 1) != inject.end())
-    return std::numeric_limits<float>::infinity();
-  return static_cast<float>(loss_scale_->scale());
-}
-
-// --cuda-graph: compute() recorded once (Backend::begin_capture) and replayed every step after,
-// with the gradient exchange that backward starts on a communication stream (NCCL calls record
-// too) and the optimizer step. The first step for a recording runs uncaptured, so that every
-// tensor, workspace, schedule and algorithm choice exists before the recording keeps their
-// addresses; the next one records and replays it. Every rank records at the same steps: what
-// decides it is the same on all. The values that change from step to step (learning rate, fp16
-// loss scale) are read from step_rates_, written before each step; LARS's trust ratios are
-// computed on the device; under loss scaling the recording checks the reduced gradients itself
-// and the update skips an overflowed step (the host reads the flag once the step is done).
-bool TrainingRun::compute_recorded(std::span<const int32_t> labels, Tensor& loss) {
-  // The recording reads its labels from one pinned block, refilled in place each step (the last
-  // replay has finished: every step ends by waiting for the device).
-  if (recorded_labels_.size() != labels.size())
-    recorded_labels_ = PinnedLabels(labels.size(), 0, HostAllocator<int32_t>(backend_->input_memory()));
-  std::copy(labels.begin(), labels.end(), recorded_labels_.begin());
-  const StepRecording wanted{input_.shape(), tensors_generation_, recorded_labels_.data()};
-  if (wanted == recorded_) {
-    backend_->replay();
-    if (exchange_) exchange_->replayed();  // the recording holds the step's whole exchange
-    return true;
-  }
-  if (!(wanted == warmed_)) {
-    compute(recorded_labels_, loss);
-    warmed_ = wanted;
-    return false;
-  }
-  backend_->begin_capture();
-  try {
-    compute(recorded_labels_, loss);
-    if (exchange_) exchange_->queue_rest();  // and the buckets' reductions, joined back
-    optimizer_step();
-  } catch (...) {
-    backend_->end_capture(false);
-    throw;
-  }
-  backend_->end_capture();
-  recorded_ = wanted;
-  log("[cuda-graph] step %lld: forward, backward%s%s and optimizer step recorded for input %s\n",
-      static_cast<long long>(state_.step + 1), exchange_ ? ", gradient exchange" : "",
-      loss_scale_ ? ", overflow check" : "", wanted.input.str().c_str());
-  backend_->replay();
-  return true;
-}
-
-// This step's batch: the one fetched ahead during the last step, or the loader's next (nothing at
-// the end of the epoch). times.data_s is how long the loader kept the trainer waiting for it.
-std::optional<Batch> TrainingRun::next_batch(StepTimes& times) {
-  if (ahead_) {
-    times.data_s = ahead_data_s_;
-    return std::exchange(ahead_, std::nullopt);
-  }
-  const Clock::time_point start = Clock::now();
-  std::optional<Batch> batch = train_loader_->next();
-  times.data_s = seconds_since(start);
-  return batch;
-}
-
-// On a GPU backend, once this step's backward is queued (its kernels still running): the epoch's
-// next batch, whose copy to the device then overlaps the rest of this step. Within an epoch only
-// (the loader gives nothing past its end), and never past the run's last step, so a batch fetched
-// ahead is always the next one trained on.
-void TrainingRun::fetch_ahead(const Batch& current) {
-  if (current.index + 1 >= train_loader_->sampler().batches_per_epoch()) return;
-  const Clock::time_point start = Clock::now();
-  ahead_ = train_loader_->next();
-  ahead_data_s_ = seconds_since(start);
-  if (ahead_) backend_->prefetch(ahead_->images);
-}
-
-// One optimizer step over this rank's shard of a global batch; returns the shard's summed loss.
-double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& times) {
-  const Clock::time_point start = Clock::now();
-  const int64_t micro = config_.accumulate;
-  bool stepped = false;  // the optimizer step was recorded with the rest (--cuda-graph)
-  if (!step_rates_.empty()) write_step_rates();
-  if (micro == 1) {
-    if (exchange_) exchange_->begin_step();
-    report_gradients_ = exchange_ != nullptr;
-    stepped = forward_backward(batch, 0, batch.count(), losses_[0]);
-    report_gradients_ = false;
-  } else {
-    // Micro-batch j of the shard holds its samples [count j / K, count (j + 1) / K): with K = ranks
-    // on one rank, exactly what rank j would hold in a K-rank run.
-    const std::vector<Parameter*>& parameters = model_->parameters();
-    for (int64_t j = 0; j < micro; ++j) {
-      const int64_t first = batch.count() * j / micro, last = batch.count() * (j + 1) / micro;
-      forward_backward(batch, first, last - first, losses_[j]);
-      for (size_t p = 0; p < parameters.size(); ++p) {
-        if (j == 0) backend_->copy(parameters[p]->grad, accumulated_[p]);
-        else backend_->add(accumulated_[p], parameters[p]->grad, accumulated_[p]);
-      }
-    }
-    if (exchange_) exchange_->begin_step();
-    for (size_t p = parameters.size(); p-- > 0;) {
-      backend_->copy(accumulated_[p], parameters[p]->grad);
-      backend_->scale(parameters[p]->grad, 1.0f / static_cast<float>(micro));
-      if (exchange_) exchange_->tensor_ready(p);
-    }
-  }
-  if (rank_ == config_.straggler_rank && config_.straggler_factor > 1)
-    std::this_thread::sleep_for(std::chrono::duration<double>((config_.straggler_factor - 1) * seconds_since(start)));
-  const Clock::time_point backward_end = Clock::now();
-  balance_compute_s_ += std::chrono::duration<double>(backward_end - start).count();
-  balance_samples_ += batch.count();
-  if (micro == 1 && backend_->copies_ahead() && step + 1 < last_step_) fetch_ahead(batch);
-  if (exchange_) {
-    const ExchangeTimes exchanged = exchange_->finish();
-    times.wait_s = exchanged.wait_s;
-    times.comm_s = exchanged.communication_s;
-  }
-  const Clock::time_point optimizer_start = Clock::now();
-  if (!stepped) optimizer_step();
-  backend_->synchronize();
-  times.compute_s = std::chrono::duration<double>(backward_end - start).count() + seconds_since(optimizer_start);
-  if (loss_scale_) {
-    const bool finite = read_all(*backend_, step_rates_)[step_rate::apply] != 0;
-    loss_scale_->update(finite);
-    if (!finite)
-      log("[loss-scale] step %lld: gradients overflowed; step skipped, scale now %g\n", static_cast<long long>(step + 1),
-          loss_scale_->scale());
-  }
-  double loss_sum = 0;
-  for (int64_t j = 0; j < micro; ++j) {
-    const double loss = backend_->read_scalar(losses_[j]);
-    if (!std::isfinite(loss))
-      throw UsageError("the training loss diverged (" + std::to_string(loss) + ") at step " +
-                       std::to_string(state_.step) + "; lower --lr");
-    loss_sum += loss * static_cast<double>(batch.count() * (j + 1) / micro - batch.count() * j / micro);
-  }
-  return loss_sum;
 }
 
 Evaluation TrainingRun::evaluate() {

@@ -1,9 +1,10 @@
 #pragma once
 // One training run on this rank (private to the trainer, behind models/trainer.hpp's train()):
 // the model, its optimizer, the loaders and the gradient exchange, and the loop over epochs and
-// steps. Its methods live in three files: trainer.cpp (set-up, steps, evaluation, the epoch
-// loop), training_run_schedules.cpp (what changes between epochs: image size, batch, shares,
-// learning rate) and training_run_checkpoint.cpp (saving, and taking back the exchange's state).
+// steps. Its methods live in four files: trainer.cpp (set-up, evaluation, the epoch loop),
+// training_run_step.cpp (one step, recorded or not), training_run_schedules.cpp (what changes
+// between epochs: image size, batch, shares, learning rate) and training_run_checkpoint.cpp
+// (saving, and taking back the exchange's state).
 #include <mpi.h>
 
 #include <chrono>
@@ -63,12 +64,13 @@ class TrainingRun {
   double train_step(const Batch& batch, int64_t step, StepTimes& times);
   std::optional<Batch> next_batch(StepTimes& times);
   void fetch_ahead(const Batch& current);
-  bool forward_backward(const Batch& batch, int64_t first, int64_t count, Tensor& loss);
+  void write_inputs(const Batch& batch);
+  void forward_backward(std::span<const int32_t> labels);
+  bool forward_backward_recorded(std::span<const int32_t> labels);
   float applied_loss_scale() const;
   void write_step_rates();
   void optimizer_step();
-  void compute(std::span<const int32_t> labels, Tensor& loss);
-  bool compute_recorded(std::span<const int32_t> labels, Tensor& loss);
+  void compute(const Tensor& input, std::span<const int32_t> labels, Tensor& loss);
   Evaluation evaluate();
   void average_running_statistics();
   void apply_resize_schedule(int64_t epoch);
@@ -118,12 +120,13 @@ class TrainingRun {
   int64_t balance_samples_ = 0;
   std::vector<double> seconds_per_image_;
   double elapsed_before_ = 0;
-  Tensor input_, dlogits_, eval_input_;
+  std::vector<Tensor> inputs_;  // one per micro-batch (--accumulate), all written before the step
+  Tensor dlogits_, eval_input_;
   std::vector<Tensor> losses_;  // one (1, 1, 1, 1) per micro-batch, read at the step's end
 
-  // --cuda-graph: what a recording of compute() holds fixed. A step replays it only when all of
-  // this is as recorded: the input's shape, the loss scale (an argument of a recorded kernel),
-  // the model's tensors (whose addresses the recording keeps) and the labels' pinned block.
+  // --cuda-graph: what a recording of forward_backward() holds fixed. A step replays it only when
+  // all of this is as recorded: the inputs' shape, the model's tensors (whose addresses the
+  // recording keeps) and the labels' pinned block.
   struct StepRecording {
     Shape input;
     int64_t tensors_generation = -1;

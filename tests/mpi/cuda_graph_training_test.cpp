@@ -70,10 +70,11 @@ int lines_starting(std::FILE* log, const std::string& prefix) {
 // Trains twice on `backend`, uncaptured and with --cuda-graph, and expects the same weights,
 // losses and accuracies bit for bit, and the recordings where they belong (a new loss scale needs
 // none: the recording reads it from the device). With a loss scale, overflows are injected at
-// steps 1, 2, 3, 5 and 7. Collective. Returns the steps skipped for overflowed gradients (the
-// same in both runs).
+// steps 1, 2, 3, 5 and 7. With `accumulate` micro-batches a step, the recording holds them all.
+// Collective. Returns the steps skipped for overflowed gradients (the same in both runs).
 int64_t expect_recorded_run_like_uncaptured(const std::string& backend, Precision precision,
-                                            OptimizerKind optimizer = OptimizerKind::sgd, double loss_scale = 0) {
+                                            OptimizerKind optimizer = OptimizerKind::sgd, double loss_scale = 0,
+                                            int64_t accumulate = 1) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   // One folder for all ranks, named by rank 0.
@@ -91,7 +92,8 @@ int64_t expect_recorded_run_like_uncaptured(const std::string& backend, Precisio
   }
   MPI_Barrier(MPI_COMM_WORLD);
   const std::string what = backend + " " + precision_name(precision) + " " + optimizer_name(optimizer) +
-                           (loss_scale > 0 ? " loss scale " + std::to_string(loss_scale) : "");
+                           (loss_scale > 0 ? " loss scale " + std::to_string(loss_scale) : "") +
+                           (accumulate > 1 ? " accumulate " + std::to_string(accumulate) : "");
   std::vector<std::vector<float>> weights;
   std::vector<TrainResult> results;
   for (bool graph : {false, true}) {
@@ -107,6 +109,7 @@ int64_t expect_recorded_run_like_uncaptured(const std::string& backend, Precisio
     c.cuda_graph = graph;
     c.loss_scale = loss_scale;
     if (loss_scale > 0) c.inject_overflow_steps = {1, 2, 3, 5, 7};
+    c.accumulate = accumulate;
     c.batch = 60;        // 4 steps an epoch, shared by 1 to 5 ranks
     c.eval_batch = 120;  // another shape than training's
     c.epochs = 2;
@@ -152,6 +155,10 @@ TEST(CudaGraphTraining, ReplayedStepsGiveTheWeightsOfUncapturedOnes) {
   // fp16 with overflows injected into uncaptured and recorded steps, from a loss scale (1024) too
   // small to overflow by itself.
   EXPECT_EQ(expect_recorded_run_like_uncaptured("cudnn", Precision::fp16, OptimizerKind::sgd, 1024), 5);
+  // Three micro-batches a step, where the batch of 60 divides into them on every rank.
+  int ranks = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  if (60 % (ranks * 3) == 0) expect_recorded_run_like_uncaptured("cudnn", Precision::bf16, OptimizerKind::sgd, 0, 3);
 }
 
 // Everywhere: the trainer's recording logic over oneDNN with recording emulated on the host
@@ -163,6 +170,17 @@ TEST(CudaGraphTraining, RecordingLogicGivesTheWeightsOfUncapturedStepsOnTheHost)
   if (ranks != 1) GTEST_SKIP() << "the host gradient exchange cannot be recorded";
   for (OptimizerKind optimizer : {OptimizerKind::sgd, OptimizerKind::lars})
     expect_recorded_run_like_uncaptured("recording:onednn", Precision::fp32, optimizer);
+}
+
+// --accumulate: three micro-batches a step, each reading its own input tensor, their gradients
+// summed and averaged, all in one recording; with loss scaling too, so that an overflow in any
+// micro-batch skips the step.
+TEST(CudaGraphTraining, RecordedMicroBatchesGiveTheWeightsOfUncapturedOnesOnTheHost) {
+  int ranks = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  if (ranks != 1) GTEST_SKIP() << "the host gradient exchange cannot be recorded";
+  expect_recorded_run_like_uncaptured("recording:onednn", Precision::fp32, OptimizerKind::lars, 0, 3);
+  EXPECT_EQ(expect_recorded_run_like_uncaptured("recording:onednn", Precision::fp32, OptimizerKind::sgd, 1024, 3), 5);
 }
 
 // Loss scaling recorded with the step (at fp32 here, which the host backends run): overflows

@@ -1,0 +1,228 @@
+// One training step: the shard's input written to the device, forward and backward over its
+// micro-batches (--accumulate), the gradient exchange, the optimizer step and, under --cuda-graph,
+// all of it recorded once and replayed.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "common/usage_error.hpp"
+#include "models/training_run.hpp"
+
+namespace sb::models {
+
+// Writes micro-batch j's images (its samples [count j / K, count (j + 1) / K) of the shard, K =
+// --accumulate) into inputs_[j]. Every input is written before the step's first op, so that a
+// recorded step (--cuda-graph) finds them all where the recording reads them.
+void TrainingRun::write_inputs(const Batch& batch) {
+  const ImageShape image = data_.train->image_shape();  // progressive resizing changes it
+  const int64_t pixels = image.pixels(), micro = config_.accumulate;
+  for (int64_t j = 0; j < micro; ++j) {
+    const int64_t first = batch.count() * j / micro, count = batch.count() * (j + 1) / micro - first;
+    ensure_shape(*backend_, inputs_[j], {count, image.channels, image.height, image.width});
+    backend_->write(inputs_[j], std::span<const float>(batch.images.data() + first * pixels, count * pixels));
+  }
+}
+
+// Forward, loss and backward from `input`; the mean loss goes to `loss` (read once the whole
+// step is queued).
+void TrainingRun::compute(const Tensor& input, std::span<const int32_t> labels, Tensor& loss) {
+  const Tensor& logits = model_->forward(input, true);
+  ensure_shape(*backend_, dlogits_, logits.shape());
+  backend_->softmax_cross_entropy(logits, labels, config_.label_smoothing, dlogits_, loss);
+  if (loss_scale_) {
+    // Read from the device (step_rates_), so that a recorded step needs no new recording for a new scale.
+    backend_->scale_by(dlogits_, step_rates_, kLossScaleRate);
+  }
+  model_->backward(dlogits_);
+}
+
+// The shard's gradients, from the inputs as written: one forward and backward, whose backward
+// hands each gradient to the exchange as it is produced; or, with K micro-batches, K of them
+// summed, and the mean handed over once the last is done. Micro-batch j of a shard holds what
+// rank j would hold in a K-rank run, so K micro-batches on one rank train as K ranks do.
+void TrainingRun::forward_backward(std::span<const int32_t> labels) {
+  const int64_t micro = config_.accumulate;
+  if (micro == 1) {
+    report_gradients_ = exchange_ != nullptr;
+    compute(inputs_[0], labels, losses_[0]);
+    report_gradients_ = false;
+    return;
+  }
+  const std::vector<Parameter*>& parameters = model_->parameters();
+  const int64_t count = static_cast<int64_t>(labels.size());
+  for (int64_t j = 0; j < micro; ++j) {
+    const int64_t first = count * j / micro, last = count * (j + 1) / micro;
+    compute(inputs_[j], labels.subspan(first, last - first), losses_[j]);
+    for (size_t p = 0; p < parameters.size(); ++p) {
+      if (j == 0) backend_->copy(parameters[p]->grad, accumulated_[p]);
+      else backend_->add(accumulated_[p], parameters[p]->grad, accumulated_[p]);
+    }
+  }
+  for (size_t p = parameters.size(); p-- > 0;) {
+    backend_->copy(accumulated_[p], parameters[p]->grad);
+    backend_->scale(parameters[p]->grad, 1.0f / static_cast<float>(micro));
+    if (exchange_) exchange_->tensor_ready(p);
+  }
+}
+
+// This step's values that a recorded step, or a loss-scaled one, reads from the device: written
+// before the step starts, so the write never waits for queued work.
+void TrainingRun::write_step_rates() {
+  const double loss_scale = loss_scale_ ? loss_scale_->scale() : 1.0;
+  float rates[kLossScaleRate + 1] = {};
+  rates[step_rate::lr] = static_cast<float>(learning_rate(state_.step));
+  rates[step_rate::grad_scale] = static_cast<float>(1.0 / loss_scale);
+  rates[step_rate::apply] = 1;
+  rates[kLossScaleRate] = applied_loss_scale();
+  backend_->write(step_rates_, rates);
+}
+
+// The optimizer step from the reduced gradients. Under loss scaling the device checks them for
+// an overflow first and the update skips the step by that flag, so nothing waits for the check
+// (the host reads it once the step is done); every rank holds the same reduced gradients, so
+// every rank decides alike.
+void TrainingRun::optimizer_step() {
+  if (loss_scale_) {
+    std::vector<const Tensor*> gradients;
+    for (const Parameter* p : model_->parameters()) gradients.push_back(&p->grad);
+    backend_->all_finite_into(gradients, step_rates_, step_rate::apply);
+  }
+  if (step_rates_.empty()) optimizer_->step(static_cast<float>(learning_rate(state_.step)));
+  else optimizer_->step(0, 1, &step_rates_);
+}
+
+// What this step multiplies the loss gradient by: the loss scale (1 without loss scaling), or
+// infinity at a step given to TrainConfig::inject_overflow_steps.
+float TrainingRun::applied_loss_scale() const {
+  if (!loss_scale_) return 1.0f;
+  const std::vector<int64_t>& inject = config_.inject_overflow_steps;
+  if (std::find(inject.begin(), inject.end(), state_.step + 1) != inject.end())
+    return std::numeric_limits<float>::infinity();
+  return static_cast<float>(loss_scale_->scale());
+}
+
+// --cuda-graph: forward_backward() recorded once (Backend::begin_capture) and replayed every step
+// after, with the gradient exchange that backward starts on a communication stream (NCCL calls
+// record too) and the optimizer step. With --accumulate, the recording holds every micro-batch's
+// forward and backward and the gradients' sum, each micro-batch reading its own input tensor.
+// The first step for a recording runs uncaptured, so that every tensor, workspace, schedule and
+// algorithm choice exists before the recording keeps their addresses; the next one records and
+// replays it. Every rank records at the same steps: what decides it is the same on all. The
+// values that change from step to step (learning rate, fp16 loss scale) are read from
+// step_rates_, written before each step; LARS's trust ratios are computed on the device; under
+// loss scaling the recording checks the reduced gradients itself and the update skips an
+// overflowed step (the host reads the flag once the step is done). Returns whether the optimizer
+// step was taken (recorded with the rest); if not, the caller takes it.
+bool TrainingRun::forward_backward_recorded(std::span<const int32_t> labels) {
+  // The recording reads its labels from one pinned block, refilled in place each step (the last
+  // replay has finished: every step ends by waiting for the device).
+  if (recorded_labels_.size() != labels.size())
+    recorded_labels_ = PinnedLabels(labels.size(), 0, HostAllocator<int32_t>(backend_->input_memory()));
+  std::copy(labels.begin(), labels.end(), recorded_labels_.begin());
+  const StepRecording wanted{inputs_[0].shape(), tensors_generation_, recorded_labels_.data()};
+  if (wanted == recorded_) {
+    backend_->replay();
+    if (exchange_) exchange_->replayed();  // the recording holds the step's whole exchange
+    return true;
+  }
+  if (!(wanted == warmed_)) {
+    forward_backward(recorded_labels_);
+    warmed_ = wanted;
+    return false;
+  }
+  backend_->begin_capture();
+  try {
+    forward_backward(recorded_labels_);
+    if (exchange_) exchange_->queue_rest();  // and the buckets' reductions, joined back
+    optimizer_step();
+  } catch (...) {
+    backend_->end_capture(false);
+    throw;
+  }
+  backend_->end_capture();
+  recorded_ = wanted;
+  const std::string micro_batches =
+      config_.accumulate > 1 ? " of " + std::to_string(config_.accumulate) + " micro-batches" : "";
+  log("[cuda-graph] step %lld: forward, backward%s%s%s and optimizer step recorded for input %s\n",
+      static_cast<long long>(state_.step + 1), micro_batches.c_str(), exchange_ ? ", gradient exchange" : "",
+      loss_scale_ ? ", overflow check" : "", wanted.input.str().c_str());
+  backend_->replay();
+  return true;
+}
+
+// This step's batch: the one fetched ahead during the last step, or the loader's next (nothing at
+// the end of the epoch). times.data_s is how long the loader kept the trainer waiting for it.
+std::optional<Batch> TrainingRun::next_batch(StepTimes& times) {
+  if (ahead_) {
+    times.data_s = ahead_data_s_;
+    return std::exchange(ahead_, std::nullopt);
+  }
+  const Clock::time_point start = Clock::now();
+  std::optional<Batch> batch = train_loader_->next();
+  times.data_s = seconds_since(start);
+  return batch;
+}
+
+// On a GPU backend, once this step's backward is queued (its kernels still running): the epoch's
+// next batch, whose copy to the device then overlaps the rest of this step. Within an epoch only
+// (the loader gives nothing past its end), and never past the run's last step, so a batch fetched
+// ahead is always the next one trained on.
+void TrainingRun::fetch_ahead(const Batch& current) {
+  if (current.index + 1 >= train_loader_->sampler().batches_per_epoch()) return;
+  const Clock::time_point start = Clock::now();
+  ahead_ = train_loader_->next();
+  ahead_data_s_ = seconds_since(start);
+  if (ahead_) backend_->prefetch(ahead_->images);
+}
+
+// One optimizer step over this rank's shard of a global batch; returns the shard's summed loss.
+double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& times) {
+  const Clock::time_point start = Clock::now();
+  const int64_t micro = config_.accumulate;
+  if (!step_rates_.empty()) write_step_rates();
+  write_inputs(batch);
+  if (exchange_) exchange_->begin_step();
+  bool stepped = false;  // the optimizer step was recorded with the rest (--cuda-graph)
+  if (config_.cuda_graph) stepped = forward_backward_recorded(batch.labels);
+  else forward_backward(batch.labels);
+  if (rank_ == config_.straggler_rank && config_.straggler_factor > 1)
+    std::this_thread::sleep_for(std::chrono::duration<double>((config_.straggler_factor - 1) * seconds_since(start)));
+  const Clock::time_point backward_end = Clock::now();
+  balance_compute_s_ += std::chrono::duration<double>(backward_end - start).count();
+  balance_samples_ += batch.count();
+  if (micro == 1 && backend_->copies_ahead() && step + 1 < last_step_) fetch_ahead(batch);
+  if (exchange_) {
+    const ExchangeTimes exchanged = exchange_->finish();
+    times.wait_s = exchanged.wait_s;
+    times.comm_s = exchanged.communication_s;
+  }
+  const Clock::time_point optimizer_start = Clock::now();
+  if (!stepped) optimizer_step();
+  backend_->synchronize();
+  times.compute_s = std::chrono::duration<double>(backward_end - start).count() + seconds_since(optimizer_start);
+  if (loss_scale_) {
+    const bool finite = read_all(*backend_, step_rates_)[step_rate::apply] != 0;
+    loss_scale_->update(finite);
+    if (!finite)
+      log("[loss-scale] step %lld: gradients overflowed; step skipped, scale now %g\n", static_cast<long long>(step + 1),
+          loss_scale_->scale());
+  }
+  double loss_sum = 0;
+  for (int64_t j = 0; j < micro; ++j) {
+    const double loss = backend_->read_scalar(losses_[j]);
+    if (!std::isfinite(loss))
+      throw UsageError("the training loss diverged (" + std::to_string(loss) + ") at step " +
+                       std::to_string(state_.step) + "; lower --lr");
+    loss_sum += loss * static_cast<double>(batch.count() * (j + 1) / micro - batch.count() * j / micro);
+  }
+  return loss_sum;
+}
+
+}  // namespace sb::models
