@@ -163,12 +163,12 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
     // The exchange works on the backend's own memory and stream, not through the profiler.
     Backend& own = profiler_ ? profiler_->inner() : *backend_;
     exchange_ = make_gradient_exchange(config, own, model_->parameters(), std::move(plan), comm);
-    model_->set_gradient_hook([this](size_t p) {
-      if (report_gradients_) exchange_->tensor_ready(p);
-    });
   }
   if (config.accumulate > 1)
     for (Parameter* p : model_->parameters()) accumulated_.push_back(backend_->allocate(p->grad.shape()));
+  model_->set_gradient_hook([this](size_t p) {
+    if (report_gradients_) gradient_ready(p);
+  });
 
   for (const auto& [size, epoch] : config.batch_schedule)
     if (size > data_.train->size())

@@ -67,6 +67,7 @@ class TrainingRun {
   void write_inputs(const Batch& batch);
   void forward_backward(std::span<const int32_t> labels);
   bool forward_backward_recorded(std::span<const int32_t> labels);
+  void gradient_ready(size_t parameter);
   float applied_loss_scale() const;
   void write_step_rates();
   void optimizer_step();
@@ -103,7 +104,7 @@ class TrainingRun {
   std::unique_ptr<GradientAverager> exchange_;  // host (GradientExchange) or device (NCCL)
   MPI_Comm bn_comm_ = MPI_COMM_NULL;  // --bn-span: this rank's batch-norm group
   BnSync bn_sync_;
-  bool report_gradients_ = false;
+  bool report_gradients_ = false;  // in the step's last backward: gradient_ready() for each gradient
   // A GPU backend's next batch, fetched during the step before and already being copied to the
   // device (Backend::prefetch), with the time the loader kept the trainer waiting for it.
   std::optional<Batch> ahead_;

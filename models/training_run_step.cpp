@@ -43,33 +43,41 @@ void TrainingRun::compute(const Tensor& input, std::span<const int32_t> labels, 
   model_->backward(dlogits_);
 }
 
-// The shard's gradients, from the inputs as written: one forward and backward, whose backward
-// hands each gradient to the exchange as it is produced; or, with K micro-batches, K of them
-// summed, and the mean handed over once the last is done. Micro-batch j of a shard holds what
-// rank j would hold in a K-rank run, so K micro-batches on one rank train as K ranks do.
+// The shard's gradients, from the inputs as written, left averaged in the parameters' grads. With
+// K micro-batches, the first K - 1 gradients are summed after each backward, and the last one's
+// backward adds its own as each is produced (gradient_ready), so that the exchange starts on a
+// gradient while the rest of that backward runs, as with one micro-batch. Micro-batch j of a
+// shard holds what rank j would hold in a K-rank run, so K micro-batches on one rank train as K
+// ranks do.
 void TrainingRun::forward_backward(std::span<const int32_t> labels) {
-  const int64_t micro = config_.accumulate;
-  if (micro == 1) {
-    report_gradients_ = exchange_ != nullptr;
-    compute(inputs_[0], labels, losses_[0]);
-    report_gradients_ = false;
-    return;
-  }
+  const int64_t micro = config_.accumulate, count = static_cast<int64_t>(labels.size());
   const std::vector<Parameter*>& parameters = model_->parameters();
-  const int64_t count = static_cast<int64_t>(labels.size());
-  for (int64_t j = 0; j < micro; ++j) {
+  const auto micro_labels = [&](int64_t j) {
     const int64_t first = count * j / micro, last = count * (j + 1) / micro;
-    compute(inputs_[j], labels.subspan(first, last - first), losses_[j]);
+    return labels.subspan(static_cast<size_t>(first), static_cast<size_t>(last - first));
+  };
+  for (int64_t j = 0; j + 1 < micro; ++j) {
+    compute(inputs_[j], micro_labels(j), losses_[j]);
     for (size_t p = 0; p < parameters.size(); ++p) {
       if (j == 0) backend_->copy(parameters[p]->grad, accumulated_[p]);
       else backend_->add(accumulated_[p], parameters[p]->grad, accumulated_[p]);
     }
   }
-  for (size_t p = parameters.size(); p-- > 0;) {
-    backend_->copy(accumulated_[p], parameters[p]->grad);
-    backend_->scale(parameters[p]->grad, 1.0f / static_cast<float>(micro));
-    if (exchange_) exchange_->tensor_ready(p);
+  report_gradients_ = true;
+  compute(inputs_[micro - 1], micro_labels(micro - 1), losses_[micro - 1]);
+  report_gradients_ = false;
+}
+
+// Parameter p's gradient is final in the step's last backward: with micro-batches, the sum of
+// theirs divided by their number goes into its grad; then the exchange may take it.
+void TrainingRun::gradient_ready(size_t p) {
+  if (const int64_t micro = config_.accumulate; micro > 1) {
+    Tensor& grad = model_->parameters()[p]->grad;
+    backend_->add(accumulated_[p], grad, accumulated_[p]);
+    backend_->copy(accumulated_[p], grad);
+    backend_->scale(grad, 1.0f / static_cast<float>(micro));
   }
+  if (exchange_) exchange_->tensor_ready(p);
 }
 
 // This step's values that a recorded step, or a loss-scaled one, reads from the device: written
