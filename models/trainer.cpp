@@ -4,10 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <limits>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "common/check.hpp"
 #include "common/stats.hpp"
