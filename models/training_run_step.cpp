@@ -16,15 +16,26 @@
 #include "models/training_run.hpp"
 
 namespace sb::models {
+namespace {
 
-// Writes micro-batch j's images (its samples [count j / K, count (j + 1) / K) of the shard, K =
-// --accumulate) into inputs_[j]. Every input is written before the step's first op, so that a
+// Micro-batch j of K in a shard of `count` samples: its samples [count j / K, count (j + 1) / K).
+struct MicroBatch {
+  int64_t first, count;
+};
+MicroBatch micro_batch(int64_t count, int64_t j, int64_t micro) {
+  const int64_t first = count * j / micro;
+  return {first, count * (j + 1) / micro - first};
+}
+
+}  // namespace
+
+// Writes micro-batch j's images (K = --accumulate) into inputs_[j]. Every input is written before the step's first op, so that a
 // recorded step (--cuda-graph) finds them all where the recording reads them.
 void TrainingRun::write_inputs(const Batch& batch) {
   const ImageShape image = data_.train->image_shape();  // progressive resizing changes it
   const int64_t pixels = image.pixels(), micro = config_.accumulate;
   for (int64_t j = 0; j < micro; ++j) {
-    const int64_t first = batch.count() * j / micro, count = batch.count() * (j + 1) / micro - first;
+    const auto [first, count] = micro_batch(batch.count(), j, micro);
     ensure_shape(*backend_, inputs_[j], {count, image.channels, image.height, image.width});
     backend_->write(inputs_[j], std::span<const float>(batch.images.data() + first * pixels, count * pixels));
   }
@@ -50,11 +61,11 @@ void TrainingRun::compute(const Tensor& input, std::span<const int32_t> labels, 
 // shard holds what rank j would hold in a K-rank run, so K micro-batches on one rank train as K
 // ranks do.
 void TrainingRun::forward_backward(std::span<const int32_t> labels) {
-  const int64_t micro = config_.accumulate, count = static_cast<int64_t>(labels.size());
+  const int64_t micro = config_.accumulate;
   const std::vector<Parameter*>& parameters = model_->parameters();
   const auto micro_labels = [&](int64_t j) {
-    const int64_t first = count * j / micro, last = count * (j + 1) / micro;
-    return labels.subspan(static_cast<size_t>(first), static_cast<size_t>(last - first));
+    const auto [first, count] = micro_batch(static_cast<int64_t>(labels.size()), j, micro);
+    return labels.subspan(static_cast<size_t>(first), static_cast<size_t>(count));
   };
   for (int64_t j = 0; j + 1 < micro; ++j) {
     compute(inputs_[j], micro_labels(j), losses_[j]);
@@ -228,7 +239,7 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
     if (!std::isfinite(loss))
       throw UsageError("the training loss diverged (" + std::to_string(loss) + ") at step " +
                        std::to_string(state_.step) + "; lower --lr");
-    loss_sum += loss * static_cast<double>(batch.count() * (j + 1) / micro - batch.count() * j / micro);
+    loss_sum += loss * static_cast<double>(micro_batch(batch.count(), j, micro).count);
   }
   return loss_sum;
 }
