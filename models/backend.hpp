@@ -181,9 +181,10 @@ class Backend {
   // Whether prefetch() does anything: the trainer then fetches each next batch during the step
   // before it, to hand it over early.
   virtual bool copies_ahead() const { return false; }
-  // Starts copying a batch that the next write() of an input will ask for (the same span) to the
-  // device, on a stream of its own, so that the copy runs while the current step computes. GPU
-  // backends; the others copy in write(). `nchw` must stay valid until that write().
+  // Starts copying a batch that the next write() of an input will ask for (the same span, or
+  // consecutive slices of it in order: micro-batches) to the device, on a stream of its own, so
+  // that the copy runs while the current step computes. GPU backends; the others copy in write().
+  // `nchw` must stay valid until the write() of its last slice.
   virtual void prefetch(std::span<const float> /*nchw*/) {}
 
   // The device this backend computes on ("cuda:0 NVIDIA H200"), or empty for the host.

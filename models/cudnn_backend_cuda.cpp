@@ -4,6 +4,7 @@
 #include "models/cudnn_backend.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 #include "common/cuda_check.hpp"
@@ -218,9 +219,12 @@ void CudnnBackend::write(Tensor& t, std::span<const float> nchw) {
   SB_CHECK(static_cast<int64_t>(nchw.size()) == t.count(), "write size");
   CudnnState& s = *state_;
   const Shape& shape = t.shape();
-  // A prefetched batch is on the device already (or on its way): wait for its copy, not the host.
-  const bool prefetched = !nchw.empty() && nchw.data() == s.prefetched.data() && nchw.size() == s.prefetched.size();
-  float* staging = prefetched ? s.prefetch_buffer : nullptr;
+  // A prefetched batch, or a slice of one (--accumulate's micro-batches), is on the device already
+  // (or on its way): wait for its copy, not the host. std::less_equal orders any two pointers.
+  const float* ahead = s.prefetched.data();
+  const bool prefetched = !nchw.empty() && !s.prefetched.empty() && std::less_equal<const float*>{}(ahead, nchw.data()) &&
+                          std::less_equal<const float*>{}(nchw.data() + nchw.size(), ahead + s.prefetched.size());
+  float* staging = prefetched ? s.prefetch_buffer + (nchw.data() - ahead) : nullptr;
   if (prefetched) {
     SB_CUDA_CHECK(cudaStreamWaitEvent(s.stream, s.staged, 0));
   } else {
@@ -232,8 +236,10 @@ void CudnnBackend::write(Tensor& t, std::span<const float> nchw) {
     gpu::nchw_to_channels_last(staging, {d.master, ElementType::f32}, shape.n, shape.c, shape.h * shape.w, s.stream);
   if (prefetched) {
     // The host memory was read by the copy, which the stream has waited for; nothing to hold up.
+    // The slices come in order: the one that ends the batch is its last, and after it the loader
+    // may refill that memory, so a later write of it must copy afresh.
     SB_CUDA_CHECK(cudaEventRecord(s.consumed, s.stream));
-    s.prefetched = {};
+    if (nchw.data() + nchw.size() == ahead + s.prefetched.size()) s.prefetched = {};
     return;
   }
   SB_CUDA_CHECK(cudaFreeAsync(staging, s.stream));

@@ -64,8 +64,8 @@ struct CudnnState {
   std::unique_ptr<CachingHostMemory> pinned;  // the loader's batches: page-locked, cached by size
 
   // The next batch's copy (prefetch): on its own stream into a device buffer of its own, which
-  // write() then reads when asked for the same span. `staged` is recorded when the copy is done,
-  // `consumed` when write() has read the buffer (the next copy waits for it).
+  // write() then reads when asked for the same span or a slice of it. `staged` is recorded when
+  // the copy is done, `consumed` when write() has read the buffer (the next copy waits for it).
   cudaStream_t copy_stream = nullptr;
   float* prefetch_buffer = nullptr;
   size_t prefetch_capacity = 0;  // floats

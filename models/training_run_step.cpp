@@ -216,7 +216,7 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
   const Clock::time_point backward_end = Clock::now();
   balance_compute_s_ += std::chrono::duration<double>(backward_end - start).count();
   balance_samples_ += batch.count();
-  if (micro == 1 && backend_->copies_ahead() && step + 1 < last_step_) fetch_ahead(batch);
+  if (backend_->copies_ahead() && step + 1 < last_step_) fetch_ahead(batch);
   if (exchange_) {
     const ExchangeTimes exchanged = exchange_->finish();
     times.wait_s = exchanged.wait_s;

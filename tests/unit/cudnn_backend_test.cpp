@@ -9,6 +9,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "common/usage_error.hpp"
@@ -336,6 +337,32 @@ TEST_P(CudnnLayers, PrefetchedWriteMatchesAPlainWrite) {
     p.gpu.write(t, other);
     EXPECT_EQ(read_all(p.gpu, t), other) << "round " << round;
   }
+}
+
+// --accumulate writes a prefetched batch as consecutive slices (its micro-batches): each reads its
+// part of the prefetched copy, and once the last slice is written the batch is forgotten, so a
+// write of the same memory refilled by the loader copies the new contents.
+TEST_P(CudnnLayers, PrefetchedBatchWritesAsMicroBatchSlices) {
+  Pair p(GetParam());
+  const Shape sample{1, 3, 4, 4};
+  const int64_t samples = 6, pixels = sample.count();
+  const std::vector<int64_t> micro_counts = {2, 1, 3};  // consecutive, ending the batch
+  HostFloats pinned(static_cast<size_t>(samples * pixels), 0.0f, HostAllocator<float>(p.gpu.input_memory()));
+  for (size_t i = 0; i < pinned.size(); ++i) pinned[i] = static_cast<float>(i % 241);  // exact in every type
+  p.gpu.prefetch(pinned);
+  int64_t first = 0;
+  for (const int64_t count : micro_counts) {
+    Tensor t = p.gpu.allocate({count, sample.c, sample.h, sample.w});
+    const auto slice = std::span<const float>(pinned).subspan(static_cast<size_t>(first * pixels),
+                                                              static_cast<size_t>(count * pixels));
+    p.gpu.write(t, slice);
+    EXPECT_EQ(read_all(p.gpu, t), std::vector<float>(slice.begin(), slice.end())) << "from sample " << first;
+    first += count;
+  }
+  for (float& v : pinned) v += 1.0f;  // the loader refills the memory for a later batch
+  Tensor whole = p.gpu.allocate({samples, sample.c, sample.h, sample.w});
+  p.gpu.write(whole, pinned);
+  EXPECT_EQ(read_all(p.gpu, whole), std::vector<float>(pinned.begin(), pinned.end()));
 }
 
 // Two SGD steps of a small ResNet, with batch statistics, on both backends from the same
