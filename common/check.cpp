@@ -59,7 +59,25 @@ void throw_hdf5(const char* call, const char* file, int line) {
   std::string innermost = "unknown error";
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, take_innermost, &innermost);
   throw LibraryError(std::string(file) + ":" + std::to_string(line) + ": HDF5: " + call + ": " +
-                     innermost);
+                     hdf5_reason(innermost));
+}
+
+std::string hdf5_reason(const std::string& description) {
+  // The text between the quotes after `key`, or empty.
+  const auto quoted = [&](const std::string& key) -> std::string {
+    const size_t start = description.find(key + " = '");
+    if (start == std::string::npos) return {};
+    const size_t first = start + key.size() + 4, end = description.find('\'', first);
+    return end == std::string::npos ? std::string() : description.substr(first, end - first);
+  };
+  const std::string os_message = quoted("error message"), path = quoted("filename");
+  const size_t colon = description.find(':');
+  if (!os_message.empty() && colon != std::string::npos)
+    return description.substr(0, colon) + ": " + os_message + (path.empty() ? "" : " ('" + path + "')");
+  std::string one_line = description;
+  for (char& c : one_line)
+    if (c == '\n' || c == '\r') c = ' ';
+  return one_line;
 }
 
 }  // namespace sb

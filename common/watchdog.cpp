@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <exception>
 
 #include "common/check.hpp"
 
@@ -78,7 +79,11 @@ void Watchdog::watch() {
     std::fprintf(stderr, "%s: %s\n", process_label().c_str(), reason.c_str());
     std::fflush(stderr);
     if (on_fault_) {
-      on_fault_(reason);
+      try {
+        on_fault_(reason);
+      } catch (const std::exception& e) {  // saving what there is failed too (a full disk)
+        std::fprintf(stderr, "%s: %s\n", process_label().c_str(), e.what());
+      }
     } else if (signal > 0) {
       // The launcher signals every rank at once; a rank without results to save lingers a
       // moment, so that its exit does not get rank 0 killed before rank 0 has saved.

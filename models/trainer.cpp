@@ -310,7 +310,7 @@ TrainResult TrainingRun::execute() {
       state_.epoch_loss_sum += loss_sum;
       state_.epoch_samples += batch->count();
       ++state_.step;
-      beat("step", state_.step);
+      beat("training, step " + std::to_string(state_.step) + " done");
       state_.next_batch = batch->index + 1;
       stop = state_.step >= last_step;
       if (config_.print_every > 0 && (state_.step % config_.print_every == 0 || stop)) {
@@ -335,7 +335,7 @@ TrainResult TrainingRun::execute() {
     if ((epoch + 1) % config_.eval_every == 0 || last_epoch) {
       const Clock::time_point eval_start = Clock::now();
       mllog_.start("eval_start", MlLog::epoch_metadata(epoch + 1));
-      beat("evaluation after epoch", epoch + 1);
+      beat("evaluating after epoch " + std::to_string(epoch + 1));
       average_running_statistics();
       const Evaluation e = evaluate();
       ++tensors_generation_;  // evaluation's batch may have reshaped, so moved, the model's tensors

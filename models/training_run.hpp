@@ -82,8 +82,9 @@ class TrainingRun {
   void save();
   void restore_exchange(const std::string& checkpoint);
 
-  void beat(const char* what, int64_t n) const {
-    if (heartbeat_) heartbeat_(std::string(what) + " " + std::to_string(n));
+  // Progress, and the phase a fault message names ("... while training, step 8 done").
+  void beat(const std::string& phase) const {
+    if (heartbeat_) heartbeat_(phase);
   }
 
   const TrainConfig& config_;

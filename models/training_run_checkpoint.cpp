@@ -47,7 +47,14 @@ void TrainingRun::save() {
     saved.loss_scale = loss_scale_->scale();
     saved.loss_scale_clean_steps = loss_scale_->clean_steps();
   }
-  save_checkpoint(path, *model_, *optimizer_, saved);
+  // A checkpoint is written beside the last one and renamed over it only when whole, so a full
+  // disk ends the job with the last one intact, to resume from.
+  try {
+    save_checkpoint(path, *model_, *optimizer_, saved);
+  } catch (const LibraryError& e) {
+    throw LibraryError("cannot write the checkpoint of step " + std::to_string(state_.step) + " (" + e.what() +
+                       "); any earlier checkpoint is kept whole");
+  }
 }
 
 // A resumed run's exchange goes on from the checkpoint's step (the compressors' random draws

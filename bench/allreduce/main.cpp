@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "bench/allreduce/options.hpp"
 #include "bench/allreduce/record.hpp"
@@ -45,8 +46,15 @@ class ResultsSaver {
   void save(const std::string& status) {
     std::lock_guard<std::mutex> lock(log_.mutex);
     if (!file_) return;
-    write_allreduce_results(file_->root(), metadata_, options_, log_.memcpy, log_.impls, status);
-    file_->commit();
+    try {
+      write_allreduce_results(file_->root(), metadata_, options_, log_.memcpy, log_.impls, status);
+      file_->commit();
+    } catch (const LibraryError& e) {
+      const std::string path = file_->final_path();
+      file_.reset();  // and its temporary file with it
+      throw LibraryError("cannot write the results to " + path + " (" + e.what() +
+                         "); the tables printed so far hold the same figures");
+    }
     std::printf("# %s results: %s\n", status == "complete" ? "Complete" : "Partial",
                 file_->final_path().c_str());
     std::fflush(stdout);
@@ -223,6 +231,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     if (root) print_table_footer(stdout, log.impls.back());
   }
 
+  watchdog.phase(root ? "writing the results" : "waiting for rank 0 to write the results");
   int64_t wrong = 0;
   if (root) print_summary(stdout, log.impls);
   if (root) {

@@ -1,10 +1,16 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
+#include "common/check.hpp"
 #include "common/usage_error.hpp"
 #include "results/results_file.hpp"
 
@@ -87,6 +93,52 @@ TEST_F(Results, AProcessKilledBeforeRenameIsNeverSeenAsComplete) {
   EXPECT_NE(left[0].string().find(".tmp-"), std::string::npos);
   const std::string temporary = left[0].string();
   EXPECT_THROW(ResultsReader{temporary}, UsageError);
+}
+
+// A write the disk refuses (here a file-size limit, as a full disk would) throws one line with
+// the system's reason and the file, and leaves neither the file nor its temporary behind.
+TEST_F(Results, AFailedWriteSaysWhyInOneLineAndLeavesNothing) {
+  const std::string file = path("limited.h5"), said = path("said.txt");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);  // a write past the limit then fails with EFBIG
+    const rlimit limit{64 << 10, 64 << 10};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(3);
+    std::string message;
+    try {
+      ResultsFile out(file);
+      out.root().write("big", std::vector<double>(1 << 17, 1.0));  // 1 MiB
+      out.commit();
+    } catch (const LibraryError& e) {
+      message = e.what();
+    }
+    std::ofstream(said) << message;
+    ::_exit(message.empty() ? 1 : 0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "1: the write did not fail; 3: setrlimit failed";
+  std::ifstream in(said);
+  const std::string message{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  EXPECT_NE(message.find(std::strerror(EFBIG)), std::string::npos) << message;
+  EXPECT_NE(message.find(file), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  std::vector<fs::path> left{fs::directory_iterator(dir_), fs::directory_iterator()};
+  ASSERT_EQ(left.size(), 1u) << "a file besides the message was left";
+  EXPECT_EQ(left[0].string(), said);
+}
+
+// The sec2 driver's description of a failed write (HDF5 1.10, its date's newline included).
+TEST(Hdf5Reason, TheDriversReportBecomesItsReasonAndFile) {
+  const std::string report =
+      "file write failed: time = Fri Dec  4 00:03:13 2026\n, filename = '/mnt/checkpoint.h5.tmp-23521', "
+      "file descriptor = 18, errno = 28, error message = 'No space left on device', buf = 0x557a63841130, "
+      "total write size = 69088, bytes this sub-write = 69088, bytes actually written = 18446744073709551615, "
+      "offset = 0";
+  EXPECT_EQ(hdf5_reason(report), "file write failed: No space left on device ('/mnt/checkpoint.h5.tmp-23521')");
+  EXPECT_EQ(hdf5_reason("unable to flush\ncache"), "unable to flush cache");
 }
 
 TEST_F(Results, ReaderRefusesWhatIsNotAResult) {

@@ -1,0 +1,72 @@
+# A full disk, for real: a small tmpfs in a private mount namespace (root only; skipped elsewhere)
+# that each program writes its results to. Each ends within a bounded time with exit status 3 and
+# one line that names the file and says "No space left on device", leaves neither the file nor a
+# temporary of it behind, and loses nothing finished: sb-allreduce's tables are printed, and
+# sb-train's last checkpoint stays whole to resume from, also at 2 ranks (no rank left waiting).
+source "$(dirname "$0")/helpers.bash"
+export OMP_NUM_THREADS=1
+if [[ $(id -u) -ne 0 ]] || ! unshare -m true 2>/dev/null; then
+  echo "SKIP full disk: no private mount namespace here (needs root)"
+  exit 0
+fi
+
+DISK=$WORK/disk
+mkdir -p "$DISK"
+
+# on_full_disk NAME KIB SETUP COMMAND [AFTER]: runs COMMAND (a shell line) with $DISK a fresh
+# tmpfs of KIB KiB, after SETUP (a shell line, may be :) has partly filled it, then AFTER (a shell
+# line, while the tmpfs is still there). Leaves NAME.rc, NAME.s (seconds), NAME.out, NAME.err,
+# NAME.left (what is on the disk afterwards) and NAME.after (AFTER's exit status) in $WORK.
+on_full_disk() {
+  local name=$1 kib=$2 setup=$3 command=$4 after=${5:-:}
+  cat >"$WORK/$name.sh" <<EOF
+mount -t tmpfs -o size=${kib}k tmpfs '$DISK' || exit 99
+$setup
+start=\$(date +%s)
+$command >'$WORK/$name.out' 2>'$WORK/$name.err'
+echo \$? >'$WORK/$name.rc'
+echo \$(( \$(date +%s) - start )) >'$WORK/$name.s'
+ls -A '$DISK' >'$WORK/$name.left'
+$after
+echo \$? >'$WORK/$name.after'
+EOF
+  timeout 300 unshare -m bash "$WORK/$name.sh"
+}
+
+# expect_fault NAME PROGRAM FILE: exit status 3 within 60 s, one line naming FILE and the reason.
+expect_fault() {
+  local name=$1 program=$2 file=$3
+  local rc seconds
+  rc=$(cat "$WORK/$name.rc" 2>/dev/null) seconds=$(cat "$WORK/$name.s" 2>/dev/null)
+  check "$name: exit status 3 (was ${rc:-none}) within 60 s (${seconds:-?} s)" \
+    test "${rc:-0}" -eq 3 -a "${seconds:-999}" -lt 60
+  check "$name: one line names $(basename "$file") and says why" \
+    test "$(grep -F "$program: " "$WORK/$name.err" | grep -F "$file" | grep -c 'No space left on device')" -eq 1
+}
+
+# --- sb-allreduce: 4 implementations' results do not fit in 16 KiB ---------------------------
+on_full_disk allreduce 16 : \
+  "$MPIRUN -np 2 $BIN/sb-allreduce -b 1K -e 64K -f 2 -n 5 -w 1 --impl mpi,ring,rd,tree --out $DISK/a.h5"
+expect_fault allreduce sb-allreduce "$DISK/a.h5"
+check "allreduce: nothing left on the disk ($(tr '\n' ' ' <"$WORK/allreduce.left"))" test ! -s "$WORK/allreduce.left"
+check "allreduce: the tables were printed, summary included" grep -q '^# Summary' "$WORK/allreduce.out"
+
+# --- sb-train: the checkpoint of step 8 does not fit beside the one of step 4 -------------------
+TRAIN="$MPIRUN --bind-to none -np 1 $BIN/sb-train --threads 1 --print-every 0 --seed 5"
+mkdir -p "$WORK/saved"
+$TRAIN --steps 4 --checkpoint "$WORK/saved" --out "$WORK/saved.h5" >/dev/null 2>"$WORK/saved.err"
+check "a 4-step checkpoint to start from" test -s "$WORK/saved/checkpoint.h5"
+# Room for that checkpoint and 256 KiB more: not for a second one (about 2 MiB).
+kib=$(( $(stat -c %s "$WORK/saved/checkpoint.h5") / 1024 + 256 ))
+for np in 1 2; do
+  on_full_disk "train-np$np" "$kib" "cp '$WORK/saved/checkpoint.h5' '$DISK/'" \
+    "$MPIRUN --bind-to none -np $np $BIN/sb-train --threads 1 --print-every 0 --seed 5 --steps 20 \
+       --checkpoint-steps 4 --checkpoint $DISK --resume --out $WORK/train-np$np.h5" \
+    "cmp -s '$WORK/saved/checkpoint.h5' '$DISK/checkpoint.h5'"
+  expect_fault "train-np$np" sb-train "$DISK/checkpoint.h5"
+  check "train-np$np: it names the step whose checkpoint failed, and says the last one is kept" \
+    grep -q 'cannot write the checkpoint of step 8 .* any earlier checkpoint is kept whole' "$WORK/train-np$np.err"
+  check "train-np$np: the checkpoint of step 4 is still there, byte for byte" test "$(cat "$WORK/train-np$np.after")" = 0
+  check "train-np$np: and nothing else ($(tr '\n' ' ' <"$WORK/train-np$np.left"))" \
+    test "$(cat "$WORK/train-np$np.left")" = checkpoint.h5
+done
