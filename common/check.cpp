@@ -56,10 +56,14 @@ void die_mpi(int code, const char* call, const char* file, int line) {
 }
 
 void throw_hdf5(const char* call, const char* file, int line) {
+  throw LibraryError(std::string(file) + ":" + std::to_string(line) + ": HDF5: " + call + ": " +
+                     hdf5_current_reason());
+}
+
+std::string hdf5_current_reason() {
   std::string innermost = "unknown error";
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, take_innermost, &innermost);
-  throw LibraryError(std::string(file) + ":" + std::to_string(line) + ": HDF5: " + call + ": " +
-                     hdf5_reason(innermost));
+  return hdf5_reason(innermost);
 }
 
 std::string hdf5_reason(const std::string& description) {

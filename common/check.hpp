@@ -26,6 +26,9 @@ struct LibraryError : std::runtime_error {
   explicit LibraryError(const std::string& what) : std::runtime_error(what) {}
 };
 [[noreturn]] void throw_hdf5(const char* call, const char* file, int line);
+// The innermost message of HDF5's current error stack (the one that names the real cause), in one
+// line (hdf5_reason).
+std::string hdf5_current_reason();
 // An HDF5 error description in one line. The file driver's report of a failed write or read
 // ("file write failed: time = <date with its newline>, filename = 'F', ..., error message = 'No
 // space left on device', buf = ...") becomes "file write failed: No space left on device ('F')";

@@ -80,6 +80,16 @@ herr_t collect_attr_name(hid_t, const char* name, const H5A_info_t*, void* out) 
   return 0;
 }
 
+// HDF5 closes the files still open at exit, from an atexit handler. A file whose close failed (a
+// full disk: the flush on close could not write) is left half-closed, and that handler then
+// crashes on it (seen with 1.10.8), turning a clean "cannot write" into a segfault. Every file
+// here is closed, or deliberately dropped, before exit, so the handler has nothing to do: HDF5 is
+// told not to install it, before its first call.
+const bool kNoHdf5AtExit = [] {
+  H5dont_atexit();
+  return true;
+}();
+
 }  // namespace
 
 void silence_error_stack() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }

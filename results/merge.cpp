@@ -25,7 +25,7 @@ std::string labels_name(const Run& run) {
 }  // namespace
 
 size_t merge_campaign(const Campaign& campaign, const std::string& out_path) {
-  ResultsFile out(out_path);
+  ResultsFile out(out_path, ResultsFile::Build::in_memory);  // H5Ocopy below (see Build)
   const h5::Node& root = out.root();
   root.set_attr("program", kMergeProgram);
   root.set_attr("version", scalebench_version());

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "common/check.hpp"
 #include "common/usage_error.hpp"
@@ -24,21 +25,52 @@ void flush_to_disk(const std::string& path) {
   if (rc != 0) throw LibraryError("cannot flush '" + path + "' to disk: " + std::strerror(saved));
 }
 
+// Writes all of `bytes` to `path` (created or truncated) and syncs it, or throws LibraryError
+// naming `shown` with the system's reason.
+void write_whole_file(const std::string& path, const std::vector<char>& bytes, const std::string& shown) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw LibraryError("cannot write '" + shown + "': " + std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int saved = n < 0 ? errno : ENOSPC;
+      ::close(fd);
+      throw LibraryError("cannot write '" + shown + "': " + std::strerror(saved));
+    }
+    done += static_cast<size_t>(n);
+  }
+  const int rc = ::fsync(fd);
+  const int saved = errno;
+  ::close(fd);
+  if (rc != 0) throw LibraryError("cannot flush '" + shown + "' to disk: " + std::strerror(saved));
+}
+
 }  // namespace
 
-ResultsFile::ResultsFile(std::string final_path)
+ResultsFile::ResultsFile(std::string final_path, Build build)
     : final_path_(std::move(final_path)),
-      temporary_path_(final_path_ + ".tmp-" + std::to_string(::getpid())) {
+      temporary_path_(final_path_ + ".tmp-" + std::to_string(::getpid())),
+      build_(build) {
   h5::silence_error_stack();
-  // Try the plain open first: it gives the operating system's reason, which HDF5 does not.
+  // Try the plain open first: it tells a bad path (bad input) from a full disk (a fault).
   const int fd = ::open(temporary_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0)
-    throw UsageError("--out: cannot create '" + final_path_ + "': " + std::strerror(errno));
+  if (fd < 0) {
+    const int saved = errno;
+    const std::string why = "cannot create '" + final_path_ + "': " + std::strerror(saved);
+    if (saved == ENOSPC || saved == EDQUOT || saved == EIO) throw LibraryError(why);
+    throw UsageError(why);
+  }
   ::close(fd);
-  const hid_t id = H5Fcreate(temporary_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  h5::Handle access(SB_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS)), H5Pclose);
+  if (build_ == Build::in_memory) SB_H5_CHECK(H5Pset_fapl_core(access.get(), 1 << 20, /*backing_store=*/false));
+  const hid_t id = H5Fcreate(temporary_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get());
   if (id < 0) {
+    // The path took a file, so what failed is writing to it (a full disk): a fault.
+    const std::string reason = hdf5_current_reason();
     ::unlink(temporary_path_.c_str());
-    throw UsageError("--out: HDF5 cannot create '" + final_path_ + "'");
+    throw LibraryError("cannot create '" + final_path_ + "': HDF5: " + reason);
   }
   file_ = h5::Handle(id, H5Fclose);
   root_ = std::make_unique<h5::Node>(
@@ -52,12 +84,24 @@ ResultsFile::~ResultsFile() {
 
 void ResultsFile::commit() {
   root_.reset();
-  SB_H5_CHECK(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));
-  file_ = h5::Handle();  // closes the file
-  flush_to_disk(temporary_path_);
-  if (std::rename(temporary_path_.c_str(), final_path_.c_str()) != 0)
-    throw LibraryError("cannot rename '" + temporary_path_ + "' to '" + final_path_ +
-                       "': " + std::strerror(errno));
+  SB_H5_CHECK(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));  // on failure the destructor discards it
+  try {
+    if (build_ == Build::in_memory) {
+      std::vector<char> image(static_cast<size_t>(SB_H5_CHECK(H5Fget_file_image(file_.get(), nullptr, 0))));
+      SB_H5_CHECK(H5Fget_file_image(file_.get(), image.data(), image.size()));
+      file_ = h5::Handle();
+      write_whole_file(temporary_path_, image, final_path_);
+    } else {
+      file_ = h5::Handle();  // closes the file
+      flush_to_disk(temporary_path_);
+    }
+    if (std::rename(temporary_path_.c_str(), final_path_.c_str()) != 0)
+      throw LibraryError("cannot rename '" + temporary_path_ + "' to '" + final_path_ + "': " + std::strerror(errno));
+  } catch (...) {
+    file_ = h5::Handle();
+    ::unlink(temporary_path_.c_str());  // never a partial file left under either name
+    throw;
+  }
 }
 
 void ResultsFile::discard() {

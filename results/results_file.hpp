@@ -16,9 +16,16 @@ inline constexpr int64_t kOldestReadableSchemaVersion = 4;
 
 class ResultsFile {
  public:
+  // Where the file is built: on disk as it is written, or in memory and written out whole by
+  // commit(). The second is for H5Ocopy, whose error path crashes HDF5 1.10 when the disk fills
+  // in the middle of a copy; in memory the copy cannot fail that way, and the one write of the
+  // whole file is checked like any other.
+  enum class Build { on_disk, in_memory };
+
   // Creates the temporary file. Throws UsageError naming the path when it cannot be created
-  // (a missing folder, no permission), so that a bad --out is reported before any work is done.
-  explicit ResultsFile(std::string final_path);
+  // (a missing folder, no permission), so that a bad --out is reported before any work is done;
+  // LibraryError when the disk is at fault (full).
+  explicit ResultsFile(std::string final_path, Build build = Build::on_disk);
   ~ResultsFile();
   ResultsFile(const ResultsFile&) = delete;
   ResultsFile& operator=(const ResultsFile&) = delete;
@@ -35,6 +42,7 @@ class ResultsFile {
  private:
   std::string final_path_;
   std::string temporary_path_;
+  Build build_;
   h5::Handle file_;
   std::unique_ptr<h5::Node> root_;
 };

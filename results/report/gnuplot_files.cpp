@@ -6,8 +6,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -73,7 +73,8 @@ void axis_scale(std::ostream& out, const char* axis, Scale scale) {
 
 void write_plot_data(const Plot& plot, const std::string& dir) {
   const std::string path = dir + "/data/" + plot.name + ".dat";
-  std::ofstream out = open_for_writing(path);
+  TextFile file(path);
+  std::ostream& out = file.stream();
   out << "# " << plot.title << "\n# columns: " << plot.x_title << " | " << plot.y_title
       << (plot.points_only ? " | point label" : "") << "\n";
   for (size_t i = 0; i < plot.series.size(); ++i) {
@@ -86,12 +87,13 @@ void write_plot_data(const Plot& plot, const std::string& dir) {
       out << '\n';
     }
   }
-  close_checked(out, path);
+  file.commit();
 }
 
 void write_plot_script(const Plot& plot, const ImageFormats& formats, const std::string& dir) {
   const std::string path = dir + "/" + plot.name + ".gp";
-  std::ofstream out = open_for_writing(path);
+  TextFile file(path);
+  std::ostream& out = file.stream();
   const std::string data = "data/" + plot.name + ".dat";
   out << "# " << plot.title << "\n"
       << "# Written by sb-report. Edit and re-run from the report folder: gnuplot " << plot.name << ".gp\n"
@@ -141,7 +143,7 @@ void write_plot_script(const Plot& plot, const ImageFormats& formats, const std:
   if (formats.svg) image("svg", ".svg");
   if (!drawn) out << "# no image format chosen: the plot command, for an interactive terminal\n" << command.str();
   out << "unset output\n";
-  close_checked(out, path);
+  file.commit();
 }
 
 void render_plots(const std::vector<Plot>& plots, const std::string& dir, const std::string& gnuplot) {

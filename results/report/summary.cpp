@@ -1,11 +1,8 @@
 #include "results/report/summary.hpp"
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
+#include <ostream>
 
-#include "common/check.hpp"
 #include "results/report/text_output.hpp"
 
 namespace sb::report {
@@ -39,7 +36,8 @@ std::string cell(double value) {
 
 void write_summary(const std::vector<Plot>& plots, const Campaign& campaign, const std::string& dir) {
   const std::string path = dir + "/summary.txt";
-  std::ofstream out = open_for_writing(path);
+  TextFile file(path);
+  std::ostream& out = file.stream();
   out << "# sb-report: " << campaign.runs.size() << " runs, " << plots.size() << " plots, "
       << campaign.skipped.size() << " files skipped\n";
   for (const Run& run : campaign.runs)
@@ -61,13 +59,14 @@ void write_summary(const std::vector<Plot>& plots, const Campaign& campaign, con
       }
     }
   }
-  close_checked(out, path);
+  file.commit();
 }
 
 void write_index(const std::vector<Plot>& plots, const Campaign& campaign, const ImageFormats& formats,
                  const std::string& dir) {
   const std::string path = dir + "/index.html";
-  std::ofstream out = open_for_writing(path);
+  TextFile file(path);
+  std::ostream& out = file.stream();
   out << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>scalebench report</title>\n"
       << "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}img{max-width:100%;border:1px solid #ccc}"
       << "td,th{padding:2px 8px;text-align:left}</style></head><body>\n"
@@ -98,7 +97,7 @@ void write_index(const std::vector<Plot>& plots, const Campaign& campaign, const
     out << "</ul>\n";
   }
   out << "</body></html>\n";
-  close_checked(out, path);
+  file.commit();
 }
 
 }  // namespace sb::report

@@ -1,24 +1,31 @@
 #pragma once
-// The report's text files (data, scripts, summary, index) are opened and closed through these, so
-// that a full disk or a missing folder ends the report with the file's name, not a silent gap.
-#include <cerrno>
-#include <cstring>
+// The report's text files (data, scripts, summary, index). Each is written under a temporary name
+// and renamed to its own once whole, so that a report that fails part-way (a full disk, a missing
+// folder) ends with the file's name and the reason, and leaves whole files or none: never a
+// truncated one that a plot would read as complete.
 #include <fstream>
+#include <ostream>
 #include <string>
-
-#include "common/check.hpp"
 
 namespace sb::report {
 
-inline std::ofstream open_for_writing(const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw LibraryError("cannot write '" + path + "': " + std::strerror(errno));
-  return out;
-}
+class TextFile {
+ public:
+  // Throws LibraryError naming `path` when its temporary cannot be created.
+  explicit TextFile(std::string path);
+  ~TextFile();  // an unfinished file's temporary is removed
+  TextFile(const TextFile&) = delete;
+  TextFile& operator=(const TextFile&) = delete;
 
-inline void close_checked(std::ofstream& out, const std::string& path) {
-  out.close();
-  if (!out) throw LibraryError("cannot finish writing '" + path + "' (disk full?)");
-}
+  std::ostream& stream() { return out_; }
+  // Closes the file and gives it its name; throws LibraryError (naming it, with the reason) when
+  // a write failed.
+  void commit();
+
+ private:
+  std::string path_, temporary_;
+  std::ofstream out_;
+  bool committed_ = false;
+};
 
 }  // namespace sb::report

@@ -1,8 +1,10 @@
 # A full disk, for real: a small tmpfs in a private mount namespace (root only; skipped elsewhere)
-# that each program writes its results to. Each ends within a bounded time with exit status 3 and
-# one line that names the file and says "No space left on device", leaves neither the file nor a
-# temporary of it behind, and loses nothing finished: sb-allreduce's tables are printed, and
-# sb-train's last checkpoint stays whole to resume from, also at 2 ranks (no rank left waiting).
+# that each program writes its results to: sb-allreduce, sb-train's checkpoints, sb-report's plot
+# folder and merged file, sb-dryrun's predictions. Each ends within a bounded time with exit
+# status 3 and one line that names the file and says "No space left on device" (not a crash),
+# leaves no temporary and no file cut short, and loses nothing finished: sb-allreduce's tables
+# are printed, and sb-train's last checkpoint stays whole to resume from, also at 2 ranks (no rank
+# left waiting).
 source "$(dirname "$0")/helpers.bash"
 export OMP_NUM_THREADS=1
 if [[ $(id -u) -ne 0 ]] || ! unshare -m true 2>/dev/null; then
@@ -70,3 +72,33 @@ for np in 1 2; do
   check "train-np$np: and nothing else ($(tr '\n' ' ' <"$WORK/train-np$np.left"))" \
     test "$(cat "$WORK/train-np$np.left")" = checkpoint.h5
 done
+
+# --- sb-report: its folder of plots and its merged file ------------------------------------------
+mkdir -p "$WORK/campaign"
+for np in 1 2; do
+  $MPIRUN -np $np "$BIN/sb-allreduce" -b 1K -e 1M -f 4 -n 3 -w 1 --impl mpi,ring --out "$WORK/campaign/np$np.h5" \
+    >/dev/null 2>&1
+done
+"$BIN/sb-report" --no-render --out "$WORK/whole" "$WORK/campaign" >/dev/null 2>&1
+check "a report written on a disk with room" test -s "$WORK/whole/summary.txt"
+# Each file left is compared with the whole report's copy of it: none may be cut short.
+on_full_disk report 8 : "$BIN/sb-report --no-render --out $DISK/report $WORK/campaign" \
+  "cd '$DISK/report' && find . -type f | while read -r f; do cmp -s \"\$f\" '$WORK/whole/'\"\$f\" || exit 1; done"
+expect_fault report sb-report "$DISK/report/"
+check "report: every file it left is whole" test "$(cat "$WORK/report.after")" = 0
+on_full_disk merge 8 : "$BIN/sb-report --merge $DISK/merged.h5 $WORK/campaign"
+expect_fault merge sb-report "$DISK/merged.h5"
+check "merge: nothing left on the disk ($(tr '\n' ' ' <"$WORK/merge.left"))" test ! -s "$WORK/merge.left"
+
+# --- sb-dryrun: a folder of predicted results ---------------------------------------------------
+cat >"$WORK/flat.machine" <<'M'
+name flat
+level net size 0 alpha 10us bandwidth 1GB/s
+gamma float 2GB/s
+copy 1GB/s
+M
+on_full_disk dryrun 8 : \
+  "$BIN/sb-dryrun allreduce --machine $WORK/flat.machine --ranks 2,4,8 -b 64K -e 1M -f 4 --out $DISK/pred" \
+  "! find '$DISK/pred' -name '*.tmp-*' | grep -q ."
+expect_fault dryrun sb-dryrun "$DISK/pred/"
+check "dryrun: no temporary left" test "$(cat "$WORK/dryrun.after")" = 0

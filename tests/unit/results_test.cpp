@@ -96,38 +96,61 @@ TEST_F(Results, AProcessKilledBeforeRenameIsNeverSeenAsComplete) {
 }
 
 // A write the disk refuses (here a file-size limit, as a full disk would) throws one line with
-// the system's reason and the file, and leaves neither the file nor its temporary behind.
+// the system's reason and the file, and leaves neither the file nor its temporary behind, whether
+// the file is built on disk or in memory.
 TEST_F(Results, AFailedWriteSaysWhyInOneLineAndLeavesNothing) {
-  const std::string file = path("limited.h5"), said = path("said.txt");
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    std::signal(SIGXFSZ, SIG_IGN);  // a write past the limit then fails with EFBIG
-    const rlimit limit{64 << 10, 64 << 10};
-    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(3);
-    std::string message;
-    try {
-      ResultsFile out(file);
-      out.root().write("big", std::vector<double>(1 << 17, 1.0));  // 1 MiB
-      out.commit();
-    } catch (const LibraryError& e) {
-      message = e.what();
+  for (const ResultsFile::Build build : {ResultsFile::Build::on_disk, ResultsFile::Build::in_memory}) {
+    const bool in_memory = build == ResultsFile::Build::in_memory;
+    SCOPED_TRACE(in_memory ? "in memory" : "on disk");
+    const std::string file = path("limited.h5"), said = path("said.txt");
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      std::signal(SIGXFSZ, SIG_IGN);  // a write past the limit then fails with EFBIG
+      const rlimit limit{64 << 10, 64 << 10};
+      if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(3);
+      std::string message;
+      try {
+        ResultsFile out(file, build);
+        out.root().write("big", std::vector<double>(1 << 17, 1.0));  // 1 MiB
+        out.commit();
+      } catch (const LibraryError& e) {
+        message = e.what();
+      }
+      std::ofstream(said) << message;
+      ::_exit(message.empty() ? 1 : 0);
     }
-    std::ofstream(said) << message;
-    ::_exit(message.empty() ? 1 : 0);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0) << "1: the write did not fail; 3: setrlimit failed";
+    std::ifstream in(said);
+    const std::string message{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    EXPECT_NE(message.find(std::strerror(EFBIG)), std::string::npos) << message;
+    EXPECT_NE(message.find(file), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    std::vector<fs::path> left{fs::directory_iterator(dir_), fs::directory_iterator()};
+    ASSERT_EQ(left.size(), 1u) << "a file besides the message was left";
+    EXPECT_EQ(left[0].string(), said);
+    fs::remove(said);
   }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0) << "1: the write did not fail; 3: setrlimit failed";
-  std::ifstream in(said);
-  const std::string message{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  EXPECT_NE(message.find(std::strerror(EFBIG)), std::string::npos) << message;
-  EXPECT_NE(message.find(file), std::string::npos) << message;
-  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-  std::vector<fs::path> left{fs::directory_iterator(dir_), fs::directory_iterator()};
-  ASSERT_EQ(left.size(), 1u) << "a file besides the message was left";
-  EXPECT_EQ(left[0].string(), said);
+}
+
+// A file built in memory reads back as one built on disk does.
+TEST_F(Results, BuiltInMemoryReadsBackTheSame) {
+  const std::string file = path("memory.h5");
+  {
+    ResultsFile out(file, ResultsFile::Build::in_memory);
+    out.root().set_attr("program", "sb-test");
+    out.root().create_group("g").write("values", std::vector<double>{1, 2, 3});
+    out.commit();
+  }
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1)
+      << "the temporary file was left behind";
+  ResultsReader in(file);
+  EXPECT_EQ(in.schema_version(), kSchemaVersion);
+  EXPECT_EQ(in.root().attr_string("program"), "sb-test");
+  EXPECT_EQ(in.root().open_group("g").read_doubles("values"), (std::vector<double>{1, 2, 3}));
 }
 
 // The sec2 driver's description of a failed write (HDF5 1.10, its date's newline included).
