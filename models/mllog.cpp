@@ -1,13 +1,16 @@
 #include "models/mllog.hpp"
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
+#include "common/check.hpp"
 #include "common/usage_error.hpp"
 
 namespace sb::models {
 
-MlLog::MlLog(const std::string& path) {
+MlLog::MlLog(const std::string& path) : path_(path) {
   if (path.empty()) return;
   file_ = std::fopen(path.c_str(), "w");
   if (!file_) throw UsageError("cannot write --mllog file '" + path + "'");
@@ -52,11 +55,15 @@ void MlLog::event(const char* type, const std::string& key, const std::string& v
   if (!file_) return;
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   const long long ms = std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
-  std::fprintf(file_,
-               ":::MLLOG {\"namespace\": \"\", \"time_ms\": %lld, \"event_type\": \"%s\", \"key\": %s, "
-               "\"value\": %s, \"metadata\": %s}\n",
-               ms, type, string(key).c_str(), value_json.c_str(), metadata_json.c_str());
-  std::fflush(file_);
+  errno = 0;
+  const int written =
+      std::fprintf(file_,
+                   ":::MLLOG {\"namespace\": \"\", \"time_ms\": %lld, \"event_type\": \"%s\", \"key\": %s, "
+                   "\"value\": %s, \"metadata\": %s}\n",
+                   ms, type, string(key).c_str(), value_json.c_str(), metadata_json.c_str());
+  // A log that silently stops (a full disk) would read as a run that stopped: end it here instead.
+  if (written < 0 || std::fflush(file_) != 0)
+    throw LibraryError("cannot write the --mllog file '" + path_ + "': " + (errno ? std::strerror(errno) : "write failed"));
 }
 
 void MlLog::point(const std::string& key, const std::string& value_json, const std::string& metadata_json) {

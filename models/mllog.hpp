@@ -2,7 +2,7 @@
 // An MLPerf-style log: one ":::MLLOG {json}" line per event, with MLPerf's fields (namespace,
 // time_ms, event_type POINT_IN_TIME / INTERVAL_START / INTERVAL_END, key, value, metadata) and the
 // keys of MLPerf's ResNet logs, written by rank 0 and flushed line by line so that a run that dies
-// leaves every event before it.
+// leaves every event before it. A line that cannot be written (a full disk) throws LibraryError.
 #include <cstdio>
 #include <string>
 
@@ -29,6 +29,7 @@ class MlLog {
 
  private:
   void event(const char* type, const std::string& key, const std::string& value_json, const std::string& metadata_json);
+  std::string path_;
   std::FILE* file_ = nullptr;
 };
 

@@ -7,8 +7,9 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <vector>
+#include <string>
 
+#include "common/atomic_file.hpp"
 #include "common/check.hpp"
 #include "common/usage_error.hpp"
 
@@ -23,28 +24,6 @@ void flush_to_disk(const std::string& path) {
   const int saved = errno;
   ::close(fd);
   if (rc != 0) throw LibraryError("cannot flush '" + path + "' to disk: " + std::strerror(saved));
-}
-
-// Writes all of `bytes` to `path` (created or truncated) and syncs it, or throws LibraryError
-// naming `shown` with the system's reason.
-void write_whole_file(const std::string& path, const std::vector<char>& bytes, const std::string& shown) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw LibraryError("cannot write '" + shown + "': " + std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int saved = n < 0 ? errno : ENOSPC;
-      ::close(fd);
-      throw LibraryError("cannot write '" + shown + "': " + std::strerror(saved));
-    }
-    done += static_cast<size_t>(n);
-  }
-  const int rc = ::fsync(fd);
-  const int saved = errno;
-  ::close(fd);
-  if (rc != 0) throw LibraryError("cannot flush '" + shown + "' to disk: " + std::strerror(saved));
 }
 
 }  // namespace
@@ -87,14 +66,14 @@ void ResultsFile::commit() {
   SB_H5_CHECK(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));  // on failure the destructor discards it
   try {
     if (build_ == Build::in_memory) {
-      std::vector<char> image(static_cast<size_t>(SB_H5_CHECK(H5Fget_file_image(file_.get(), nullptr, 0))));
+      std::string image(static_cast<size_t>(SB_H5_CHECK(H5Fget_file_image(file_.get(), nullptr, 0))), '\0');
       SB_H5_CHECK(H5Fget_file_image(file_.get(), image.data(), image.size()));
       file_ = h5::Handle();
-      write_whole_file(temporary_path_, image, final_path_);
-    } else {
-      file_ = h5::Handle();  // closes the file
-      flush_to_disk(temporary_path_);
+      write_file_atomically(final_path_, image, /*sync=*/true);  // through temporary_path_, the same name
+      return;
     }
+    file_ = h5::Handle();  // closes the file
+    flush_to_disk(temporary_path_);
     if (std::rename(temporary_path_.c_str(), final_path_.c_str()) != 0)
       throw LibraryError("cannot rename '" + temporary_path_ + "' to '" + final_path_ + "': " + std::strerror(errno));
   } catch (...) {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "bench/dryrun/commands.hpp"
+#include "common/atomic_file.hpp"
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
@@ -61,13 +62,10 @@ int calibrate_machine(const DryrunOptions& o, const RunMetadata& metadata) {
     machine.sources.push_back(line);
     std::printf("# %s\n", line.c_str());
   }
-  const std::string temporary = out + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream file(temporary);
-    file << "# machine description measured by sb-dryrun calibrate (format: sim/README.md)\n" << sim::format_machine(machine);
-    if (!file) throw UsageError("cannot write '" + temporary + "'");
-  }
-  std::filesystem::rename(temporary, out);
+  AtomicFile file(out);
+  file.stream() << "# machine description measured by sb-dryrun calibrate (format: sim/README.md)\n"
+                << sim::format_machine(machine);
+  file.commit();
   std::fputs(sim::format_machine(machine).c_str(), stdout);
   std::printf("# written: %s\n", out.c_str());
   return 0;

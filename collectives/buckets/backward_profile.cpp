@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/atomic_file.hpp"
 #include "common/usage_error.hpp"
 
 namespace sb {
@@ -48,14 +49,14 @@ BackwardProfile read_backward_profile(const std::string& path) {
 }
 
 void write_backward_profile(const std::string& path, const BackwardProfile& profile) {
-  std::ofstream out(path);
-  if (!out) throw UsageError("cannot write profile '" + path + "'");
+  AtomicFile file(path);
+  std::ostream& out = file.stream();
   out << "# scalebench backward profile: name, seconds after backward starts, fp32 elements\n";
   out << "backward " << profile.backward_s << "\n";
   if (profile.forward_s > 0) out << "forward " << profile.forward_s << "\n";
   for (size_t k = 0; k < profile.tensors.size(); ++k)
     out << profile.tensors[k].name << " " << profile.ready_s[k] << " " << profile.tensors[k].count << "\n";
-  if (!out) throw UsageError("cannot write profile '" + path + "'");
+  file.commit();
 }
 
 }  // namespace sb

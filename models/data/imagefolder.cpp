@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
+#include "common/atomic_file.hpp"
 #include "common/usage_error.hpp"
 #include "kernels/random.hpp"
 #include "models/data/idx.hpp"
@@ -152,9 +152,9 @@ void write_image_folder(const IdxDataset& data, const std::string& split_dir, in
     const std::vector<uint8_t> jpeg = encode_jpeg(data.image_bytes(i), static_cast<int>(shape.width),
                                                   static_cast<int>(shape.height), 1, quality);
     const fs::path file = dir / (std::to_string(i) + ".jpg");
-    std::ofstream out(file, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
-    if (!out) throw UsageError("cannot write '" + file.string() + "'");
+    AtomicFile out(file.string());
+    out.stream().write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
+    out.commit();
   }
 }
 

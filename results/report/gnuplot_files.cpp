@@ -14,7 +14,7 @@
 
 #include "common/check.hpp"
 #include "common/sizes.hpp"
-#include "results/report/text_output.hpp"
+#include "common/atomic_file.hpp"
 
 namespace sb::report {
 namespace {
@@ -73,7 +73,7 @@ void axis_scale(std::ostream& out, const char* axis, Scale scale) {
 
 void write_plot_data(const Plot& plot, const std::string& dir) {
   const std::string path = dir + "/data/" + plot.name + ".dat";
-  TextFile file(path);
+  AtomicFile file(path);
   std::ostream& out = file.stream();
   out << "# " << plot.title << "\n# columns: " << plot.x_title << " | " << plot.y_title
       << (plot.points_only ? " | point label" : "") << "\n";
@@ -92,7 +92,7 @@ void write_plot_data(const Plot& plot, const std::string& dir) {
 
 void write_plot_script(const Plot& plot, const ImageFormats& formats, const std::string& dir) {
   const std::string path = dir + "/" + plot.name + ".gp";
-  TextFile file(path);
+  AtomicFile file(path);
   std::ostream& out = file.stream();
   const std::string data = "data/" + plot.name + ".dat";
   out << "# " << plot.title << "\n"

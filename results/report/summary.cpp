@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <ostream>
 
-#include "results/report/text_output.hpp"
+#include "common/atomic_file.hpp"
 
 namespace sb::report {
 namespace {
@@ -36,7 +36,7 @@ std::string cell(double value) {
 
 void write_summary(const std::vector<Plot>& plots, const Campaign& campaign, const std::string& dir) {
   const std::string path = dir + "/summary.txt";
-  TextFile file(path);
+  AtomicFile file(path);
   std::ostream& out = file.stream();
   out << "# sb-report: " << campaign.runs.size() << " runs, " << plots.size() << " plots, "
       << campaign.skipped.size() << " files skipped\n";
@@ -65,7 +65,7 @@ void write_summary(const std::vector<Plot>& plots, const Campaign& campaign, con
 void write_index(const std::vector<Plot>& plots, const Campaign& campaign, const ImageFormats& formats,
                  const std::string& dir) {
   const std::string path = dir + "/index.html";
-  TextFile file(path);
+  AtomicFile file(path);
   std::ostream& out = file.stream();
   out << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>scalebench report</title>\n"
       << "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}img{max-width:100%;border:1px solid #ccc}"

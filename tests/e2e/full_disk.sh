@@ -1,10 +1,10 @@
 # A full disk, for real: a small tmpfs in a private mount namespace (root only; skipped elsewhere)
-# that each program writes its results to: sb-allreduce, sb-train's checkpoints, sb-report's plot
-# folder and merged file, sb-dryrun's predictions. Each ends within a bounded time with exit
-# status 3 and one line that names the file and says "No space left on device" (not a crash),
-# leaves no temporary and no file cut short, and loses nothing finished: sb-allreduce's tables
-# are printed, and sb-train's last checkpoint stays whole to resume from, also at 2 ranks (no rank
-# left waiting).
+# that each program writes to: sb-allreduce, sb-train's checkpoints and MLPerf log, sb-buckets'
+# profile, sb-report's plot folder and merged file, sb-dryrun's predictions. Each ends within a
+# bounded time with exit status 3 and one line that names the file and says "No space left on
+# device" (not a crash), leaves no temporary and no file cut short, and loses nothing finished:
+# sb-allreduce's tables are printed, and sb-train's last checkpoint stays whole to resume from,
+# also at 2 ranks (no rank left waiting).
 source "$(dirname "$0")/helpers.bash"
 export OMP_NUM_THREADS=1
 if [[ $(id -u) -ne 0 ]] || ! unshare -m true 2>/dev/null; then
@@ -72,6 +72,18 @@ for np in 1 2; do
   check "train-np$np: and nothing else ($(tr '\n' ' ' <"$WORK/train-np$np.left"))" \
     test "$(cat "$WORK/train-np$np.left")" = checkpoint.h5
 done
+
+# --- the MLPerf log and sb-buckets' profile: one page, most of it taken ----------------------------
+on_full_disk mllog 4 "head -c 3000 /dev/zero >'$DISK/filler'" \
+  "$MPIRUN --bind-to none -np 2 $BIN/sb-train --threads 1 --print-every 0 --steps 6 --mllog $DISK/mllog.txt \
+     --out $WORK/mllog.h5"
+expect_fault mllog sb-train "$DISK/mllog.txt"
+on_full_disk profile 4 "head -c 3000 /dev/zero >'$DISK/filler'" \
+  "$MPIRUN -np 1 $BIN/sb-buckets --model resnet20 --image-size 28 --batch 8 --threads 1 -b 1 -e 1 -n 1 \
+     --write-profile $DISK/profile.txt --out $WORK/profile.h5"
+expect_fault profile sb-buckets "$DISK/profile.txt"
+check "profile: no profile cut short, no temporary ($(tr '\n' ' ' <"$WORK/profile.left"))" \
+  test "$(cat "$WORK/profile.left")" = filler
 
 # --- sb-report: its folder of plots and its merged file ------------------------------------------
 mkdir -p "$WORK/campaign"

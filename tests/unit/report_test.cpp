@@ -12,20 +12,19 @@
 #include "results/merge.hpp"
 #include "results/report/plot.hpp"
 #include "results/results_file.hpp"
+#include "tests/unit/temp_dir.hpp"
 
 namespace sb {
 namespace {
 
 namespace fs = std::filesystem;
 
-class Report : public ::testing::Test {
+class Report : public testing::TempDirTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("sb-report-test-" + std::to_string(::getpid()));
+    TempDirTest::SetUp();
     fs::create_directories(dir_ / "campaign");
   }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   // A minimal sb-allreduce file: one implementation, busbw and time per size.
   void write_allreduce(const std::string& name, int64_t ranks, const std::vector<double>& busbw,
@@ -77,8 +76,6 @@ class Report : public ::testing::Test {
     curve.write("top1", std::vector<double>{0.8, 0.9});
     out.commit();
   }
-
-  fs::path dir_;
 };
 
 const report::Plot& find_plot(const std::vector<report::Plot>& plots, const std::string& name) {

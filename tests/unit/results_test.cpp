@@ -1,34 +1,22 @@
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
-#include "common/check.hpp"
 #include "common/usage_error.hpp"
 #include "results/results_file.hpp"
+#include "tests/unit/temp_dir.hpp"
 
 namespace sb {
 namespace {
 
 namespace fs = std::filesystem;
 
-class Results : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("sb-results-test-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
-};
+using Results = testing::TempDirTest;
 
 TEST_F(Results, WriteThenReadBack) {
   const std::string file = path("run.h5");
@@ -98,41 +86,21 @@ TEST_F(Results, AProcessKilledBeforeRenameIsNeverSeenAsComplete) {
 // A write the disk refuses (here a file-size limit, as a full disk would) throws one line with
 // the system's reason and the file, and leaves neither the file nor its temporary behind, whether
 // the file is built on disk or in memory.
-TEST_F(Results, AFailedWriteSaysWhyInOneLineAndLeavesNothing) {
+TEST_F(Results, ARefusedWriteSaysWhyInOneLineAndLeavesNothing) {
   for (const ResultsFile::Build build : {ResultsFile::Build::on_disk, ResultsFile::Build::in_memory}) {
-    const bool in_memory = build == ResultsFile::Build::in_memory;
-    SCOPED_TRACE(in_memory ? "in memory" : "on disk");
-    const std::string file = path("limited.h5"), said = path("said.txt");
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      std::signal(SIGXFSZ, SIG_IGN);  // a write past the limit then fails with EFBIG
-      const rlimit limit{64 << 10, 64 << 10};
-      if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(3);
-      std::string message;
-      try {
-        ResultsFile out(file, build);
-        out.root().write("big", std::vector<double>(1 << 17, 1.0));  // 1 MiB
-        out.commit();
-      } catch (const LibraryError& e) {
-        message = e.what();
-      }
-      std::ofstream(said) << message;
-      ::_exit(message.empty() ? 1 : 0);
-    }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    ASSERT_TRUE(WIFEXITED(status));
-    ASSERT_EQ(WEXITSTATUS(status), 0) << "1: the write did not fail; 3: setrlimit failed";
-    std::ifstream in(said);
-    const std::string message{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    SCOPED_TRACE(build == ResultsFile::Build::in_memory ? "in memory" : "on disk");
+    const std::string file = path("limited.h5");
+    const std::string message = testing::message_of_refused_write(
+        [&] {
+          ResultsFile out(file, build);
+          out.root().write("big", std::vector<double>(1 << 17, 1.0));  // 1 MiB
+          out.commit();
+        },
+        64 << 10);
     EXPECT_NE(message.find(std::strerror(EFBIG)), std::string::npos) << message;
     EXPECT_NE(message.find(file), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    std::vector<fs::path> left{fs::directory_iterator(dir_), fs::directory_iterator()};
-    ASSERT_EQ(left.size(), 1u) << "a file besides the message was left";
-    EXPECT_EQ(left[0].string(), said);
-    fs::remove(said);
+    EXPECT_TRUE(files().empty()) << "a file was left";
   }
 }
 

@@ -1,0 +1,32 @@
+#pragma once
+// Files that appear under their name only when whole: written under a temporary name
+// (NAME.tmp-PID) and renamed, so that a program that fails part-way (a full disk, a killed
+// process) leaves whole files or none, never one cut short that a reader would take as complete.
+// The text and binary files the programs write (report data and scripts, profiles, machine
+// descriptions, JPEGs) go through AtomicFile; results files through ResultsFile.
+#include <sstream>
+#include <string>
+#include <string_view>
+
+namespace sb {
+
+// Writes `bytes` to PATH.tmp-PID, syncs it to disk when `sync` (against a power loss, not only a
+// failing process), and renames it to `path`. Throws LibraryError naming `path` with the system's
+// reason, leaving nothing behind.
+void write_file_atomically(const std::string& path, std::string_view bytes, bool sync);
+
+// A file composed in memory (stream()) and written by commit(): the files that go through it are
+// small, and one checked write gives the exact reason when the disk refuses it.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path) : path_(std::move(path)) {}
+  std::ostream& stream() { return out_; }
+  // Throws LibraryError naming the file, with the reason, when it cannot be written whole.
+  void commit() { write_file_atomically(path_, out_.view(), /*sync=*/false); }
+
+ private:
+  std::string path_;
+  std::ostringstream out_;
+};
+
+}  // namespace sb
