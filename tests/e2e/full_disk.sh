@@ -7,13 +7,12 @@
 # also at 2 ranks (no rank left waiting).
 source "$(dirname "$0")/helpers.bash"
 export OMP_NUM_THREADS=1
-if [[ $(id -u) -ne 0 ]] || ! unshare -m true 2>/dev/null; then
-  echo "SKIP full disk: no private mount namespace here (needs root)"
-  exit 0
-fi
-
 DISK=$WORK/disk
 mkdir -p "$DISK"
+if [[ $(id -u) -ne 0 ]] || ! unshare -m mount -t tmpfs -o size=4k tmpfs "$DISK" 2>/dev/null; then
+  echo "SKIP full disk: no private mount namespace with a tmpfs here (needs root)"
+  exit 0
+fi
 
 # on_full_disk NAME KIB SETUP COMMAND [AFTER]: runs COMMAND (a shell line) with $DISK a fresh
 # tmpfs of KIB KiB, after SETUP (a shell line, may be :) has partly filled it, then AFTER (a shell
