@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <system_error>
 
 #include "common/check.hpp"
 #include "common/command_line.hpp"
@@ -29,7 +30,9 @@ int main(int argc, char** argv) {
     if (quality < 1 || quality > 100) throw sb::UsageError("--quality must be 1 to 100");
     if (train_limit < 0 || val_limit < 0) throw sb::UsageError("--train-limit and --val-limit must not be negative");
     sb::models::DataSplits splits = sb::models::open_idx_directory(data);
-    std::filesystem::create_directories(out);
+    std::error_code error;
+    std::filesystem::create_directories(out, error);
+    if (error) throw sb::UsageError("--out: cannot create '" + out + "': " + error.message());
     sb::models::write_image_folder(static_cast<const sb::models::IdxDataset&>(*splits.train), out + "/train",
                                    train_limit, quality);
     sb::models::write_image_folder(static_cast<const sb::models::IdxDataset&>(*splits.eval), out + "/val", val_limit,
@@ -39,8 +42,8 @@ int main(int argc, char** argv) {
   } catch (const sb::UsageError& e) {
     std::fprintf(stderr, "sb-idx2folder: error: %s\n", e.what());
     return sb::kExitUsage;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "sb-idx2folder: error: %s\n", e.what());
-    return sb::kExitUsage;
+  } catch (const std::exception& e) {  // a fault (a full disk), not the input
+    std::fprintf(stderr, "sb-idx2folder: %s\n", e.what());
+    return sb::kExitFault;
   }
 }
