@@ -13,12 +13,12 @@ namespace sb {
 
 void write_file_atomically(const std::string& path, std::string_view bytes, bool sync) {
   const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
-  const auto fail = [&](const std::string& what, int error) {
+  const auto fail = [&](int error) {
     ::unlink(temporary.c_str());
-    throw LibraryError(what + " '" + path + "': " + std::strerror(error));
+    throw LibraryError("cannot write '" + path + "': " + std::strerror(error));
   };
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("cannot write", errno);
+  if (fd < 0) fail(errno);
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -26,17 +26,30 @@ void write_file_atomically(const std::string& path, std::string_view bytes, bool
     if (n <= 0) {
       const int error = n < 0 ? errno : ENOSPC;
       ::close(fd);
-      fail("cannot write", error);
+      fail(error);
     }
     done += static_cast<size_t>(n);
   }
-  if (sync && ::fsync(fd) != 0) {
+  if (::close(fd) != 0) fail(errno);  // NFS reports some write errors only here
+  try {
+    publish_finished_file(temporary, path, sync);
+  } catch (...) {
+    ::unlink(temporary.c_str());
+    throw;
+  }
+}
+
+void publish_finished_file(const std::string& temporary, const std::string& path, bool sync) {
+  if (sync) {  // so that the rename publishes data that is on disk, not only in the page cache
+    const int fd = ::open(temporary.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw LibraryError("cannot reopen the finished '" + path + "': " + std::strerror(errno));
+    const int rc = ::fsync(fd);
     const int error = errno;
     ::close(fd);
-    fail("cannot flush to disk", error);
+    if (rc != 0) throw LibraryError("cannot flush to disk '" + path + "': " + std::strerror(error));
   }
-  if (::close(fd) != 0) fail("cannot write", errno);  // NFS reports some write errors only here
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) fail("cannot rename the finished", errno);
+  if (std::rename(temporary.c_str(), path.c_str()) != 0)
+    throw LibraryError("cannot rename the finished '" + path + "': " + std::strerror(errno));
 }
 
 }  // namespace sb

@@ -15,6 +15,11 @@ namespace sb {
 // reason, leaving nothing behind.
 void write_file_atomically(const std::string& path, std::string_view bytes, bool sync);
 
+// The last step of both: syncs the closed, finished `temporary` to disk when `sync`, and renames it
+// to `path`. Throws LibraryError naming `path` with the system's reason; the temporary is then
+// the caller's to remove.
+void publish_finished_file(const std::string& temporary, const std::string& path, bool sync);
+
 // A file composed in memory (stream()) and written by commit(): the files that go through it are
 // small, and one checked write gives the exact reason when the disk refuses it.
 class AtomicFile {

@@ -14,19 +14,6 @@
 #include "common/usage_error.hpp"
 
 namespace sb {
-namespace {
-
-// fsync the file so that the rename publishes data that is on disk, not only in the page cache.
-void flush_to_disk(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw LibraryError("cannot reopen '" + path + "': " + std::strerror(errno));
-  const int rc = ::fsync(fd);
-  const int saved = errno;
-  ::close(fd);
-  if (rc != 0) throw LibraryError("cannot flush '" + path + "' to disk: " + std::strerror(saved));
-}
-
-}  // namespace
 
 ResultsFile::ResultsFile(std::string final_path, Build build)
     : final_path_(std::move(final_path)),
@@ -73,9 +60,7 @@ void ResultsFile::commit() {
       return;
     }
     file_ = h5::Handle();  // closes the file
-    flush_to_disk(temporary_path_);
-    if (std::rename(temporary_path_.c_str(), final_path_.c_str()) != 0)
-      throw LibraryError("cannot rename '" + temporary_path_ + "' to '" + final_path_ + "': " + std::strerror(errno));
+    publish_finished_file(temporary_path_, final_path_, /*sync=*/true);
   } catch (...) {
     file_ = h5::Handle();
     ::unlink(temporary_path_.c_str());  // never a partial file left under either name

@@ -1,11 +1,13 @@
 // sb-dryrun calibrate: measures this machine (sim/calibrate.hpp) under mpirun and writes its
 // description, with the measurements it came from as `source` lines. The file is written under
 // a temporary name and renamed, so a failed run leaves no half-written description.
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "bench/dryrun/commands.hpp"
 #include "common/atomic_file.hpp"
@@ -20,10 +22,10 @@ namespace {
 // Whether `path` can be written, tried on rank 0 before any measurement; "" when it can.
 std::string check_writable(const std::string& path) {
   const std::string probe = path + ".tmp-" + std::to_string(::getpid());
-  std::ofstream out(probe);
-  if (!out) return "cannot write '" + path + "'";
-  out.close();
-  std::filesystem::remove(probe);
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return "cannot create '" + path + "': " + std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
   return "";
 }
 

@@ -15,6 +15,9 @@ $MPIRUN -np 1 "$BIN/sb-dryrun" calibrate --out "$WORK/one.machine" >"$WORK/cal1.
 check "calibrate on one rank exits 2" test $? -eq 2
 check "it says why" grep -q 'calibrate needs 2 or more ranks' "$WORK/cal1.out"
 check "and writes nothing" test ! -e "$WORK/one.machine"
+$MPIRUN -np 2 "$BIN/sb-dryrun" calibrate --out "$WORK/nowhere/x.machine" >"$WORK/cal2.out" 2>&1
+check "calibrate to a folder that does not exist exits 2, with the system's reason" \
+  bash -c "test $? -eq 2 && grep -q \"cannot create '$WORK/nowhere/x.machine': No such file or directory\" '$WORK/cal2.out'"
 
 # allreduce on the calibrated machine, and the closed form on a flat one.
 "$BIN/sb-dryrun" allreduce --machine "$WORK/here.machine" --ranks 2,4 --transport mpi,shm -b 64K -e 1M -f 4 \
