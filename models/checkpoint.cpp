@@ -7,6 +7,9 @@
 #include "common/usage_error.hpp"
 #include "results/results_file.hpp"
 
+// Each entry point below holds h5::library_lock(): in sb-train, rank 0's fault handler may save
+// the results on another thread while a checkpoint is being written or read.
+
 namespace sb::models {
 namespace {
 
@@ -65,6 +68,7 @@ std::vector<EpochRecord> read_curve(const h5::Node& group) {
 }
 
 void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimizer, const TrainingState& state) {
+  const std::lock_guard<std::timed_mutex> hdf5(h5::library_lock());
   Backend& backend = model.backend();
   ResultsFile file(path);
   const h5::Node root = file.root().create_group("checkpoint");
@@ -92,6 +96,7 @@ void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimize
 }
 
 TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer& optimizer) {
+  const std::lock_guard<std::timed_mutex> hdf5(h5::library_lock());
   Backend& backend = model.backend();
   ResultsReader file(path);
   if (!file.root().has("checkpoint")) throw UsageError("'" + path + "' is not a scalebench checkpoint");
@@ -137,6 +142,7 @@ std::string exchange_state_path(const std::string& checkpoint_path, int rank) {
 }
 
 void save_exchange_state(const std::string& path, const std::vector<NamedFloats>& state, int64_t step, int ranks) {
+  const std::lock_guard<std::timed_mutex> hdf5(h5::library_lock());
   ResultsFile file(path);
   const h5::Node root = file.root().create_group("exchange");
   root.set_attr("step", step);
@@ -147,6 +153,7 @@ void save_exchange_state(const std::string& path, const std::vector<NamedFloats>
 
 std::optional<std::vector<NamedFloats>> load_exchange_state(const std::string& path, int64_t step, int ranks,
                                                             std::string& why) {
+  const std::lock_guard<std::timed_mutex> hdf5(h5::library_lock());
   if (!std::filesystem::exists(path)) {
     why = path + " is missing";
     return std::nullopt;

@@ -81,12 +81,14 @@ void validate(const TrainConfig& c, int nranks) {
 
 }  // namespace
 
-TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat)
+TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat,
+                         TrainProgress& record)
     : config_(config),
       progress_(progress),
       heartbeat_(std::move(heartbeat)),
       comm_(comm),
-      mllog_(progress ? config.mllog : std::string()) {
+      mllog_(progress ? config.mllog : std::string()),
+      record_(record) {
   SB_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
   SB_MPI_CHECK(MPI_Comm_size(comm, &nranks_));
   validate(config, nranks_);
@@ -117,6 +119,11 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
 
   // run_start: before any data is read. Model construction (under a second) is inside the timing.
   run_start_ = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(record_.mutex_);
+    record_.run_start_ = run_start_;
+    record_.started_ = true;
+  }
   mllog_.start("run_start");
   data_ = open_data(config.data, config.image_size);
   image_ = data_.train->image_shape();
@@ -182,11 +189,15 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   schedule_.decay = config.decay;
   schedule_.end_lr = config.decay == DecayKind::poly ? std::min(1e-4, schedule_.peak) : 0;  // MLPerf's LARS end rate
 
-  result_.parameter_count = model_->parameter_count();
-  result_.train_flops_per_image =
-      3.0 * static_cast<double>(model_->forward_flops_per_sample({1, image_.channels, image_.height, image_.width}));
-  result_.image_size = image_.height;
-  result_.dataset = data_.train->name() == "synthetic" ? "synthetic" : config.data;
+  {
+    std::lock_guard<std::mutex> lock(record_.mutex_);
+    result_.parameter_count = model_->parameter_count();
+    result_.train_flops_per_image =
+        3.0 * static_cast<double>(model_->forward_flops_per_sample({1, image_.channels, image_.height, image_.width}));
+    result_.image_size = image_.height;
+    result_.dataset = data_.train->name() == "synthetic" ? "synthetic" : config.data;
+    result_.device = backend_->device_name();
+  }
   state_.ranks = nranks_;
   if (config.resume) {
     const std::string path = checkpoint_path(config.checkpoint_dir);
@@ -205,8 +216,13 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
     restore_exchange(path);
     state_.ranks = nranks_;
   }
-  result_.curve = state_.curve;
   elapsed_before_ = state_.elapsed_s;
+  {
+    std::lock_guard<std::mutex> lock(record_.mutex_);
+    result_.curve = state_.curve;
+    result_.steps = state_.step;
+    record_.elapsed_before_ = elapsed_before_;
+  }
   log("[config] %s on %s (%lld x %lld x %lld), %lld parameters, %.2f GFLOP per training image; %s backend; "
       "%d rank%s; global batch %lld, peak lr %.4g, %lld steps per epoch\n",
       config.model.c_str(), result_.dataset.c_str(), static_cast<long long>(image_.channels),
@@ -300,16 +316,23 @@ TrainResult TrainingRun::execute() {
       const bool profiled = profiler_ && run_here >= 1 && run_here <= config_.profile_ops;
       if (profiled) profiler_->set_timing(true);
       const double loss_sum = train_step(*batch, state_.step, times);
-      if (profiled) profiler_->set_timing(false), ++result_.profiled_steps;
+      if (profiled) profiler_->set_timing(false);
       const double step_s = seconds_since(step_start);
-      result_.step_seconds.push_back(step_s);
-      result_.step_times.push_back(times);
       train_seconds += step_s;
       epoch_images += batch_size;
-      step_batches_.push_back(batch_size);
       state_.epoch_loss_sum += loss_sum;
       state_.epoch_samples += batch->count();
       ++state_.step;
+      {
+        std::lock_guard<std::mutex> lock(record_.mutex_);
+        result_.step_seconds.push_back(step_s);
+        result_.step_times.push_back(times);
+        step_batches_.push_back(batch_size);
+        result_.steps = state_.step;
+        if (profiled) ++result_.profiled_steps;
+        if (profiled && result_.profiled_steps == config_.profile_ops) result_.op_profile = profiler_->profile();
+        if (loss_scale_) result_.loss_scale_skipped_steps = loss_scale_->skipped_steps();
+      }
       beat("training, step " + std::to_string(state_.step) + " done");
       state_.next_batch = batch->index + 1;
       stop = state_.step >= last_step;
@@ -344,20 +367,25 @@ TrainResult TrainingRun::execute() {
       record.evaluated = true;
       record.top1 = e.top1;
       record.top5 = e.top5;
-      result_.best_top1 = std::max(result_.best_top1, e.top1);
       log("[eval] epoch %lld: top-1 %.4f top-5 %.4f on %lld images (%.1f s); train loss %.4f, %.1f img/s\n",
           static_cast<long long>(epoch + 1), e.top1, e.top5, static_cast<long long>(e.images),
           seconds_since(eval_start), record.train_loss, record.images_per_s);
     }
     record.wall_s = elapsed();
-    result_.curve.push_back(record);
+    const bool reached = config_.target_accuracy > 0 && record.evaluated && record.top1 >= config_.target_accuracy;
+    {
+      std::lock_guard<std::mutex> lock(record_.mutex_);
+      result_.curve.push_back(record);
+      if (record.evaluated) result_.best_top1 = std::max(result_.best_top1, record.top1);
+      if (reached) result_.reached_target = true, result_.time_to_target_s = record.wall_s;
+      result_.loader_images_per_s = train_loader_->images_per_s();
+      result_.skipped_samples = static_cast<int64_t>(train_loader_->skipped_total() + eval_loader_->skipped_total());
+    }
     state_.epoch = epoch + 1;
     state_.next_batch = 0;
     state_.epoch_loss_sum = 0;
     state_.epoch_samples = 0;
-    if (config_.target_accuracy > 0 && record.evaluated && record.top1 >= config_.target_accuracy) {
-      result_.reached_target = true;
-      result_.time_to_target_s = record.wall_s;
+    if (reached) {
       log("[target] top-1 %.4f >= %.4f after epoch %lld, %.1f s after run_start\n", record.top1,
           config_.target_accuracy, static_cast<long long>(epoch + 1), record.wall_s);
       stop = true;
@@ -367,27 +395,42 @@ TrainResult TrainingRun::execute() {
   if (!config_.checkpoint_dir.empty()) save();  // where the run stopped, epoch end or not
   const bool aborted = config_.target_accuracy > 0 && !result_.reached_target;
   mllog_.end("run_stop", std::string("{\"status\": \"") + (aborted ? "aborted" : "success") + "\"}");
+  const double skipped_samples =
+      sum_over_ranks(static_cast<double>(train_loader_->skipped_total() + eval_loader_->skipped_total()));
+  std::lock_guard<std::mutex> lock(record_.mutex_);
   result_.run_s = elapsed();
   result_.steps = state_.step;
   if (loss_scale_) result_.loss_scale_skipped_steps = loss_scale_->skipped_steps();
   result_.loader_images_per_s = train_loader_->images_per_s();
-  result_.device = backend_->device_name();
-  result_.skipped_samples = static_cast<int64_t>(sum_over_ranks(
-      static_cast<double>(train_loader_->skipped_total() + eval_loader_->skipped_total())));
+  result_.skipped_samples = static_cast<int64_t>(skipped_samples);
   if (profiler_) result_.op_profile = profiler_->profile();
-  std::vector<double> rates;  // the first step and the profiled ones (2 .. profiled + 1) left out
-  for (size_t i = 1 + static_cast<size_t>(result_.profiled_steps); i < result_.step_seconds.size(); ++i)
-    rates.push_back(static_cast<double>(step_batches_[i]) / result_.step_seconds[i]);
-  if (!rates.empty()) result_.images_per_s = percentile(rates, 50);
+  result_.images_per_s = median_step_rate(result_, step_batches_);
   return result_;
+}
+
+double median_step_rate(const TrainResult& result, const std::vector<int64_t>& step_batches) {
+  std::vector<double> rates;  // the first step and the profiled ones (2 .. profiled + 1) left out
+  for (size_t i = 1 + static_cast<size_t>(result.profiled_steps); i < result.step_seconds.size(); ++i)
+    rates.push_back(static_cast<double>(step_batches[i]) / result.step_seconds[i]);
+  return rates.empty() ? 0.0 : percentile(rates, 50);
+}
+
+TrainResult TrainProgress::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TrainResult now = result_;
+  if (started_) now.run_s = elapsed_before_ + seconds_since(run_start_);
+  now.images_per_s = median_step_rate(result_, step_batches_);
+  return now;
 }
 
 std::string checkpoint_path(const std::string& directory) { return directory + "/checkpoint.h5"; }
 
 int64_t TrainConfig::batch_at(int64_t epoch) const { return value_at(batch_schedule, epoch, batch); }
 
-TrainResult train(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat) {
-  TrainingRun run(config, progress, comm, std::move(heartbeat));
+TrainResult train(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat,
+                  TrainProgress* record) {
+  TrainProgress own;
+  TrainingRun run(config, progress, comm, std::move(heartbeat), record ? *record : own);
   return run.execute();
 }
 

@@ -6,9 +6,11 @@
 // the first evaluation at or above the target, evaluations included.
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -121,9 +123,36 @@ struct TrainResult {
 // for a watchdog.
 using Heartbeat = std::function<void(const std::string& phase)>;
 
+// What a run has finished so far, readable from another thread while train() runs, and after it
+// has thrown: sb-train saves it when the job ends early (a timeout, SIGTERM from a scheduler's time
+// limit or from the launcher after a peer died, a failed checkpoint). train() adds to it after
+// every step and every epoch, under a lock that a snapshot takes too.
+class TrainProgress {
+ public:
+  // This rank's record so far, summarised as train() summarises its result: run_s up to now,
+  // images_per_s the median rate of the steps so far. skipped_samples counts this rank's alone,
+  // since summing it over the ranks is a collective that a failing job may not finish.
+  TrainResult snapshot() const;
+
+ private:
+  friend class TrainingRun;
+  mutable std::mutex mutex_;
+  TrainResult result_;
+  std::vector<int64_t> step_batches_;  // the global batch of every step in result_.step_seconds
+  bool started_ = false;               // run_start_ is set
+  std::chrono::steady_clock::time_point run_start_;
+  double elapsed_before_ = 0;          // a resumed run's seconds before this process
+};
+
+// The median images/s of result.step_seconds (step_batches: each step's global batch), leaving out
+// the first step (it creates primitives and plans) and the profiled ones; 0 without such steps.
+double median_step_rate(const TrainResult& result, const std::vector<int64_t>& step_batches);
+
 // Collective over comm. Throws UsageError for bad configuration or data (the same on every rank).
-// Progress lines go to `progress` (pass it on rank 0 only).
-TrainResult train(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat = {});
+// Progress lines go to `progress` (pass it on rank 0 only). `record`, when given, is kept current
+// for another thread to read (TrainProgress).
+TrainResult train(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat = {},
+                  TrainProgress* record = nullptr);
 
 std::string checkpoint_path(const std::string& directory);
 

@@ -24,6 +24,7 @@ Run describe(std::shared_ptr<const ResultsReader> file, std::shared_ptr<const h5
   run.program = root->attr_string("program");
   run.ranks = root->attr_int("ranks");
   run.simulated = root->has_attr("simulated") && root->attr_int("simulated") == 1;
+  if (root->has_attr("status")) run.status = root->attr_string("status");
   if (root->has("labels")) {
     const h5::Node labels = root->open_group("labels");
     for (const std::string& key : labels.attr_names()) run.labels[key] = labels.attr_string(key);

@@ -21,6 +21,9 @@ struct Run {
   std::string program;
   int64_t ranks = 0;
   bool simulated = false;  // written by sb-dryrun: a prediction, drawn as "(predicted)"
+  // "complete", or why the run ended early (its file holds what it finished); files from before
+  // sb-train wrote `status` count as complete.
+  std::string status = "complete";
   std::map<std::string, std::string> labels;
   std::shared_ptr<const ResultsReader> file;  // keeps the file open while root is used
   std::shared_ptr<const h5::Node> root;

@@ -92,6 +92,11 @@ const bool kNoHdf5AtExit = [] {
 
 }  // namespace
 
+std::timed_mutex& library_lock() {
+  static std::timed_mutex lock;
+  return lock;
+}
+
 void silence_error_stack() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 
 Node Node::create_group(const std::string& name) const {

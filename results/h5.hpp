@@ -4,11 +4,17 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace sb::h5 {
+
+// The HDF5 library we link is built without thread safety (Debian's reports "Threadsafety: no"),
+// so a program that calls it from two threads holds this lock around each use: sb-train, whose
+// training thread writes checkpoints while the watchdog's fault handler may save the results.
+std::timed_mutex& library_lock();
 
 // An owned hid_t, closed with the matching H5*close when it goes.
 class Handle {

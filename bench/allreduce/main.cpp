@@ -21,6 +21,7 @@
 #include "common/usage_error.hpp"
 #include "common/watchdog.hpp"
 #include "results/results_file.hpp"
+#include "results/save_once.hpp"
 
 namespace sb {
 namespace {
@@ -45,20 +46,12 @@ class ResultsSaver {
 
   void save(const std::string& status) {
     std::lock_guard<std::mutex> lock(log_.mutex);
-    if (!file_) return;
-    try {
-      write_allreduce_results(file_->root(), metadata_, options_, log_.memcpy, log_.impls, status);
-      file_->commit();
-    } catch (const LibraryError& e) {
-      const std::string path = file_->final_path();
-      file_.reset();  // and its temporary file with it
-      throw LibraryError("cannot write the results to " + path + " (" + e.what() +
-                         "); the tables printed so far hold the same figures");
-    }
-    std::printf("# %s results: %s\n", status == "complete" ? "Complete" : "Partial",
-                file_->final_path().c_str());
-    std::fflush(stdout);
-    file_.reset();
+    save_results_once(
+        file_, status,
+        [&](ResultsFile& file) {
+          write_allreduce_results(file.root(), metadata_, options_, log_.memcpy, log_.impls, status);
+        },
+        "the tables printed so far hold the same figures");
   }
 
  private:

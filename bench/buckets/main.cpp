@@ -11,11 +11,13 @@
 #include <cstdio>
 
 #include "bench/buckets/options.hpp"
+#include "bench/buckets/results_saver.hpp"
 #include "collectives/buckets/replay.hpp"
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
 #include "common/stats.hpp"
 #include "common/usage_error.hpp"
+#include "common/watchdog.hpp"
 #include "models/backward_timing.hpp"
 #include "models/onednn_backend.hpp"
 #include "results/buckets_record.hpp"
@@ -28,25 +30,32 @@ namespace {
 
 constexpr const char* kProgram = "sb-buckets";
 constexpr double kMiB = 1024.0 * 1024.0;
+// Ranks other than 0 wait this much longer before giving up, so that rank 0 reports first.
+constexpr double kTimeoutGraceSeconds = 5;
 
 using Row = BucketRow;
 
 // Median over steps of the slowest rank's iteration; the other figures from that same step.
 Row measure(const BucketsOptions& o, const BackwardProfile& profile, BucketStrategy strategy, double mb,
-            bool overlap, std::vector<std::vector<float>>& gradients, Progress progress = Progress::thread) {
+            bool overlap, std::vector<std::vector<float>>& gradients, Watchdog& watchdog,
+            Progress progress = Progress::thread) {
   std::vector<float*> pointers;
   for (auto& g : gradients) pointers.push_back(g.data());
   ExchangeConfig config = o.exchange;
   config.overlap = overlap;
   config.progress = progress;
   GradientExchange exchange(MPI_COMM_WORLD, config, plan_buckets_swept(profile.tensors, strategy, mb), pointers);
-  for (int i = 0; i < o.warmup_iters; ++i) replay_step(exchange, profile, MPI_COMM_WORLD);
+  for (int i = 0; i < o.warmup_iters; ++i) {
+    replay_step(exchange, profile, MPI_COMM_WORLD);
+    watchdog.beat();
+  }
   std::vector<std::pair<double, ReplayResult>> steps;
   for (int i = 0; i < o.iters; ++i) {
     ReplayResult r = replay_step(exchange, profile, MPI_COMM_WORLD);
     double slowest = 0;
     SB_MPI_CHECK(MPI_Allreduce(&r.iteration_s, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
     steps.emplace_back(slowest, std::move(r));
+    watchdog.beat();
   }
   std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   const auto& [slowest, median] = steps[steps.size() / 2];
@@ -95,12 +104,25 @@ int run(int argc, char** argv, const WorldLayout& layout) {
       });
   if (start.failed) return kExitUsage;
   if (!start.options) return 0;
-  std::unique_ptr<ResultsFile>& file = start.file;
   const BucketsOptions& o = *start.options;
   RunMetadata metadata = describe_run(kProgram, argc, argv);
   metadata.layout = layout;
   metadata.labels = o.labels;
+  BucketsSettings settings;
+  settings.model = o.profile.empty() ? o.model : std::string("profile:") + o.profile;
+  settings.compute_scale = o.compute_scale;
+  settings.algo = o.exchange.algorithm;
+  settings.transport = std::string(name_of(o.exchange.impl.transport));
+  settings.iters = o.iters;
+  BucketsResultsSaver saver(std::move(start.file), metadata, settings);
+  // A rank that hangs (or a peer lost without the launcher noticing) ends the job after
+  // --timeout seconds without progress, SIGINT/SIGTERM at once; rank 0 saves the rows measured.
+  Watchdog watchdog(o.timeout_seconds, root ? 0 : kTimeoutGraceSeconds,
+                    root ? Watchdog::FaultHandler([&](const std::string& reason) { saver.save(reason); })
+                         : Watchdog::FaultHandler());
+  watchdog.phase(o.profile.empty() ? "measuring the backward pass on rank 0" : "reading the profile");
   const BackwardProfile profile = obtain_profile(o, layout);
+  saver.set_profile(profile);
   size_t total = 0;
   for (const GradientTensor& t : profile.tensors) total += t.count;
   std::vector<std::vector<float>> gradients;
@@ -116,8 +138,12 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     std::fflush(stdout);
   }
   const double total_mb = total * sizeof(float) / kMiB;
-  const Row no_overlap = measure(o, profile, BucketStrategy::per_tensor, 0, false, gradients);
-  const Row fused = measure(o, profile, BucketStrategy::fixed, total_mb * 2, false, gradients);
+  watchdog.phase("measuring the no-overlap baseline");
+  const Row no_overlap = measure(o, profile, BucketStrategy::per_tensor, 0, false, gradients, watchdog);
+  saver.add("no-overlap", no_overlap);
+  watchdog.phase("measuring the fused baseline");
+  const Row fused = measure(o, profile, BucketStrategy::fixed, total_mb * 2, false, gradients, watchdog);
+  saver.add("fused", fused);
   auto print = [&](const char* name, const Row& r) {
     if (root)
       std::printf("  %-10s  %9.2f  %7zu  %11.2f  %11.2f  %11.2f  %7.0f%%  %8.2fx\n", name, r.bucket_mb, r.buckets,
@@ -141,7 +167,11 @@ int run(int argc, char** argv, const WorldLayout& layout) {
       Sweep sweep{strategy, progress, bucket_strategy_name(strategy) + (progress == Progress::poll ? "@poll" : ""), {}};
       const std::vector<double> sizes = strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes();
       for (double mb : sizes) {
-        sweep.rows.push_back(measure(o, profile, strategy, mb, true, gradients, progress));
+        char phase[128];
+        std::snprintf(phase, sizeof phase, "measuring %s at %g MiB", sweep.name.c_str(), mb);
+        watchdog.phase(phase);
+        sweep.rows.push_back(measure(o, profile, strategy, mb, true, gradients, watchdog, progress));
+        saver.add(sweep.name, sweep.rows.back());
         print(sweep.name.c_str(), sweep.rows.back());
       }
       results.push_back(std::move(sweep));
@@ -168,20 +198,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                   best_of(threaded->rows).iteration_s * 1e3);
     std::printf("\n");
   }
-  write_run_metadata(file->root(), metadata);
-  file->root().set_attr("end_time_utc", utc_now());
-  file->root().set_attr("status", std::string("complete"));
-  BucketsSettings settings;
-  settings.model = o.profile.empty() ? o.model : std::string("profile:") + o.profile;
-  settings.compute_scale = o.compute_scale;
-  settings.algo = o.exchange.algorithm;
-  settings.transport = std::string(name_of(o.exchange.impl.transport));
-  settings.iters = o.iters;
-  std::vector<BucketSweep> sweeps = {{"no-overlap", {no_overlap}}, {"fused", {fused}}};
-  for (const Sweep& sweep : results) sweeps.push_back({sweep.name, sweep.rows});
-  write_buckets_results(file->root(), settings, profile, sweeps);
-  file->commit();
-  std::printf("# Complete results: %s\n", file->final_path().c_str());
+  saver.save("complete");
   return 0;
 }
 
@@ -189,6 +206,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
 }  // namespace sb
 
 int main(int argc, char** argv) {
+  sb::block_termination_signals();  // before MPI's threads start: SIGINT/SIGTERM go to the watchdog
   sb::MpiSession session(&argc, &argv, MPI_THREAD_SERIALIZED);
   const sb::WorldLayout layout = sb::discover_world_layout();
   try {

@@ -46,6 +46,9 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   app.add_option("-n,--iters", o.iters, "timed steps per configuration (median of the slowest rank) [3]");
   app.add_option("-w,--warmup_iters", o.warmup_iters, "untimed steps first [1]");
   app.add_option("--threads", o.threads, "compute threads of the measured profile [OMP_NUM_THREADS or all cores]");
+  app.add_option("-T,--timeout", o.timeout_seconds,
+                 "seconds without progress (rank 0 measuring the profile counts as one stretch) before the job\n"
+                 "ends, saving the rows measured; 0: never [600]");
   app.add_option("--out", o.out, "results file [out/buckets-<UTC time>-<pid>.h5]");
   app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
   if (!parse_command_line(app, argc, argv, print)) return std::nullopt;
@@ -54,6 +57,7 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   if (o.compute_scale <= 0) throw UsageError("--compute-scale must be positive");
   if (o.min_mb <= 0 || o.max_mb < o.min_mb || o.factor <= 1) throw UsageError("bucket sizes need 0 < min <= max and factor > 1");
   if (o.iters < 1 || o.warmup_iters < 0) throw UsageError("--iters must be at least 1 and --warmup_iters at least 0");
+  if (o.timeout_seconds < 0) throw UsageError("--timeout must not be negative");
   if (transport == "mpi") o.exchange.impl.transport = Transport::mpi;
   else if (transport == "shm") o.exchange.impl.transport = Transport::shm;
   else throw UsageError("--transport must be mpi or shm, not '" + transport + "'");

@@ -23,6 +23,7 @@ struct BucketsOptions {
   ExchangeConfig exchange;
   int iters = 3, warmup_iters = 1;
   int threads = 0;
+  double timeout_seconds = 600;  // without progress (a step, a bucket size) before the job ends
   std::string out;
   std::map<std::string, std::string> labels;
 

@@ -13,6 +13,7 @@
 
 #include "bench/compress/device_measure.hpp"
 #include "bench/compress/options.hpp"
+#include "bench/compress/record.hpp"
 #include "collectives/compress/compressed_allreduce.hpp"
 #include "collectives/compress/ef_convergence.hpp"
 #include "collectives/compress/synthetic_gradient.hpp"
@@ -22,6 +23,7 @@
 #include "common/sizes.hpp"
 #include "common/stats.hpp"
 #include "common/usage_error.hpp"
+#include "common/watchdog.hpp"
 #include "results/program_start.hpp"
 #include "results/results_file.hpp"
 #include "results/run_metadata.hpp"
@@ -30,27 +32,13 @@ namespace sb {
 namespace {
 
 constexpr const char* kProgram = "sb-compress";
-
-struct Row {
-  uint64_t bytes = 0, payload_bytes = 0;
-  double ratio = 0, rel_error = 0, compress_GBps = 0, decompress_GBps = 0;
-  double memcpy_GBps = 0;  // memcpy of the same gradient, measured just before: the ceiling
-  // --device: the compressed allreduce on GPU buffers and ncclAllReduce + average; -1 where the
-  // compressor has no device form.
-  double device_allreduce_us = -1, nccl_allreduce_us = -1, device_speedup = -1;
-  double allreduce_us = 0, mpi_allreduce_us = 0, speedup = 0;
-};
-
-struct CompressorResults {
-  std::string name;
-  Carrier carrier;
-  std::vector<Row> rows;
-  ConvergenceResult convergence;  // when the check ran
-};
+// Ranks other than 0 wait this much longer before giving up, so that rank 0 reports first.
+constexpr double kTimeoutGraceSeconds = 5;
 
 // Median over iterations of the slowest rank's time of `body`, each iteration started together.
+// Each iteration is progress for the watchdog.
 template <class Body>
-double median_slowest_us(int warmup, int iters, Body&& body) {
+double median_slowest_us(int warmup, int iters, Watchdog& watchdog, Body&& body) {
   for (int i = 0; i < warmup; ++i) body();
   std::vector<double> times;
   for (int i = 0; i < iters; ++i) {
@@ -60,6 +48,7 @@ double median_slowest_us(int warmup, int iters, Body&& body) {
     double mine = (MPI_Wtime() - start) * 1e6, slowest = 0;
     SB_MPI_CHECK(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
     times.push_back(slowest);
+    watchdog.beat();
   }
   return percentile(times, 50);
 }
@@ -72,7 +61,8 @@ double mean_over_ranks(double mine) {
   return sum / nranks;
 }
 
-Row measure(const std::string& name, const std::vector<float>& gradient, const CompressOptions& o, int rank, int nranks) {
+Row measure(const std::string& name, const std::vector<float>& gradient, const CompressOptions& o, int rank, int nranks,
+            Watchdog& watchdog) {
   const size_t count = gradient.size();
   const uint64_t bytes = count * sizeof(float);
   CompressorParams params = o.params;
@@ -89,14 +79,14 @@ Row measure(const std::string& name, const std::vector<float>& gradient, const C
   std::vector<float> decoded(count);
   uint64_t step = 0;
   std::vector<float> copy(count);
-  const double memcpy_us = median_slowest_us(o.warmup_iters, o.iters, [&] {
+  const double memcpy_us = median_slowest_us(o.warmup_iters, o.iters, watchdog, [&] {
     std::memcpy(copy.data(), gradient.data(), bytes);
   });
   row.memcpy_GBps = static_cast<double>(bytes) / (memcpy_us * 1e3);
-  const double compress_us = median_slowest_us(o.warmup_iters, o.iters, [&] {
+  const double compress_us = median_slowest_us(o.warmup_iters, o.iters, watchdog, [&] {
     compress_alone(*compressor, gradient.data(), count, step++, payload);
   });
-  const double decompress_us = median_slowest_us(o.warmup_iters, o.iters, [&] {
+  const double decompress_us = median_slowest_us(o.warmup_iters, o.iters, watchdog, [&] {
     std::fill(decoded.begin(), decoded.end(), 0.0f);
     compressor->decompress_add(payload.data(), count, step - 1, decoded.data());
   });
@@ -113,11 +103,11 @@ Row measure(const std::string& name, const std::vector<float>& gradient, const C
   // uncompressed MPI_Allreduce + average, on copies of the same gradient.
   CompressedAllreduce allreduce(std::move(compressor), o.error_feedback, MPI_COMM_WORLD);
   std::vector<float> work(count);
-  row.allreduce_us = median_slowest_us(o.warmup_iters, o.iters, [&] {
+  row.allreduce_us = median_slowest_us(o.warmup_iters, o.iters, watchdog, [&] {
     std::copy(gradient.begin(), gradient.end(), work.begin());
     allreduce.run(work.data(), count, step++);
   });
-  row.mpi_allreduce_us = median_slowest_us(o.warmup_iters, o.iters, [&] {
+  row.mpi_allreduce_us = median_slowest_us(o.warmup_iters, o.iters, watchdog, [&] {
     std::copy(gradient.begin(), gradient.end(), work.begin());
     SB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, work.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
     const float scale = 1.0f / static_cast<float>(nranks);
@@ -133,85 +123,23 @@ Row measure(const std::string& name, const std::vector<float>& gradient, const C
   return row;
 }
 
-ConvergenceSettings convergence_settings(const CompressOptions& o) {
-  ConvergenceSettings settings;
-  settings.reference_steps = o.convergence_steps;
-  settings.max_steps = 20 * o.convergence_steps;
-  return settings;
-}
-
-void write_results(ResultsFile& file, const RunMetadata& metadata, const CompressOptions& o,
-                   const std::vector<CompressorResults>& results) {
-  h5::Node& root = file.root();
-  write_run_metadata(root, metadata);
-  root.set_attr("end_time_utc", utc_now());
-  root.set_attr("status", std::string("complete"));
-  const h5::Node compress = root.create_group("compress");
-  compress.set_attr("ratio", o.params.ratio);
-  compress.set_attr("levels", static_cast<int64_t>(o.params.levels));
-  compress.set_attr("rank", static_cast<int64_t>(o.params.rank));
-  compress.set_attr("seed", static_cast<int64_t>(o.params.seed));
-  compress.set_attr("error_feedback", static_cast<int64_t>(o.error_feedback));
-  compress.set_attr("iters", static_cast<int64_t>(o.iters));
-  compress.set_attr("warmup_iters", static_cast<int64_t>(o.warmup_iters));
-  compress.set_attr("gradient", o.model.empty() ? std::string("synthetic heavy-tailed: normal times log-normal(sigma 1), seed 1000 + rank")
-                                                : o.model + ": one backward pass at batch " + std::to_string(o.batch) + ", " +
-                                                      std::to_string(o.image_size) + " px, random images (seed 1000 + rank)");
-  if (o.convergence_steps > 0) {
-    const ConvergenceSettings settings = convergence_settings(o);
-    compress.set_attr("convergence_problem",
-                      "least squares, " + std::to_string(settings.dimension) + " unknowns, " +
-                          std::to_string(settings.rows_per_rank) + " rows per rank, full-batch descent at 1/L");
-    compress.set_attr("convergence_reference_steps", static_cast<int64_t>(settings.reference_steps));
-    compress.set_attr("convergence_max_steps", static_cast<int64_t>(settings.max_steps));
-    compress.set_attr("convergence_target_loss", results.empty() ? 0.0 : results.front().convergence.target_loss);
-  }
-  for (const auto& [name, carrier, rows, convergence] : results) {
-    const h5::Node group = compress.create_group(name);
-    group.set_attr("carrier", std::string(carrier == Carrier::allreduce ? "allreduce" : "allgather"));
-    if (o.convergence_steps > 0) {
-      group.set_attr("convergence_steps", static_cast<int64_t>(convergence.steps));
-      group.set_attr("convergence_final_loss", convergence.final_loss);
-    }
-    auto column = [&](auto field) {
-      std::vector<double> values;
-      for (const Row& row : rows) values.push_back(static_cast<double>(row.*field));
-      return values;
-    };
-    std::vector<uint64_t> bytes, payload;
-    for (const Row& row : rows) {
-      bytes.push_back(row.bytes);
-      payload.push_back(row.payload_bytes);
-    }
-    group.write("size_bytes", bytes);
-    group.write("payload_bytes", payload);
-    group.write("compression_ratio", column(&Row::ratio));
-    group.write("rel_error", column(&Row::rel_error));
-    group.write("compress_GBps", column(&Row::compress_GBps));
-    group.write("decompress_GBps", column(&Row::decompress_GBps));
-    group.write("memcpy_GBps", column(&Row::memcpy_GBps));
-    group.write("allreduce_us", column(&Row::allreduce_us));
-    group.write("mpi_allreduce_us", column(&Row::mpi_allreduce_us));
-    group.write("speedup", column(&Row::speedup));
-    if (o.device) {
-      group.write("device_allreduce_us", column(&Row::device_allreduce_us));
-      group.write("nccl_allreduce_us", column(&Row::nccl_allreduce_us));
-      group.write("device_speedup", column(&Row::device_speedup));
-    }
-  }
-}
-
 int run(int argc, char** argv, const WorldLayout& layout) {
   const bool root = layout.rank == 0;
   ProgramStart<CompressOptions> start = start_program<CompressOptions>(
       kProgram, "compress", root, [&](bool print) { return parse_compress_options(argc, argv, print); });
   if (start.failed) return kExitUsage;
   if (!start.options) return 0;
-  std::unique_ptr<ResultsFile>& file = start.file;
   const CompressOptions& o = *start.options;
   RunMetadata metadata = describe_run(kProgram, argc, argv);
   metadata.layout = layout;
   metadata.labels = o.labels;
+  CompressResultsSaver saver(std::move(start.file), metadata, o);
+  // A rank that hangs (or a peer lost without the launcher noticing) ends the job after
+  // --timeout seconds without progress, SIGINT/SIGTERM at once; rank 0 saves the rows measured.
+  Watchdog watchdog(o.timeout_seconds, root ? 0 : kTimeoutGraceSeconds,
+                    root ? Watchdog::FaultHandler([&](const std::string& reason) { saver.save(reason); })
+                         : Watchdog::FaultHandler());
+  watchdog.phase("making the gradients");
 
   // The gradients: a model's, from one backward pass on this rank's own random batch, or synthetic
   // ones at each size.
@@ -235,13 +163,13 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                 o.device ? "      gpu(us)     nccl(us)  gpu_speedup" : "");
     std::fflush(stdout);
   }
-  std::vector<CompressorResults> results;
   for (const std::string& name : o.compressors) {
-    results.push_back({name, make_compressor(name, o.params)->carrier(), {}, {}});
+    saver.start_compressor(name, make_compressor(name, o.params)->carrier());
     for (const std::vector<float>& gradient : gradients) {
       const uint64_t bytes = gradient.size() * sizeof(float);
-      const Row row = measure(name, gradient, o, layout.rank, layout.nranks);
-      results.back().rows.push_back(row);
+      watchdog.phase("measuring " + name + " at " + std::to_string(bytes) + " bytes");
+      const Row row = measure(name, gradient, o, layout.rank, layout.nranks, watchdog);
+      saver.add_row(row);
       if (root) {
         std::printf("  %12llu  %-9s  %9.1fx  %9.2e  %10.2f  %8.2f  %10.2f  %11.1f  %11.1f  %7.2fx",
                     static_cast<unsigned long long>(bytes), name.c_str(), row.ratio, row.rel_error, row.compress_GBps,
@@ -263,8 +191,12 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                   "# 1%% of uncompressed descent's loss after %d steps (at most %d)\n#   %-10s  %8s  %12s  %10s\n",
                   o.error_feedback ? "on" : "off", settings.dimension, settings.rows_per_rank, settings.reference_steps,
                   settings.max_steps, "compressor", "steps", "final loss", "vs none");
-    for (CompressorResults& r : results) {
+    const std::vector<CompressorResults> results = saver.results();
+    for (size_t i = 0; i < results.size(); ++i) {
+      watchdog.phase("checking " + results[i].name + "'s convergence");
+      CompressorResults r = results[i];
       r.convergence = ef_convergence(r.name, o.params, o.error_feedback, settings, MPI_COMM_WORLD);
+      saver.add_convergence(i, r.convergence);
       if (!root) continue;
       if (r.convergence.steps >= 0)
         std::printf("    %-10s  %8d  %12.4e  %9.2fx\n", r.name.c_str(), r.convergence.steps, r.convergence.final_loss,
@@ -275,11 +207,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
       std::fflush(stdout);
     }
   }
-  if (root) {
-    write_results(*file, metadata, o, results);
-    file->commit();
-    std::printf("# Complete results: %s\n", file->final_path().c_str());
-  }
+  saver.save("complete");
   return 0;
 }
 
@@ -287,6 +215,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
 }  // namespace sb
 
 int main(int argc, char** argv) {
+  sb::block_termination_signals();  // before MPI's threads start: SIGINT/SIGTERM go to the watchdog
   sb::MpiSession session(&argc, &argv);
   const sb::WorldLayout layout = sb::discover_world_layout();
   try {

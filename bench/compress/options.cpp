@@ -44,6 +44,8 @@ std::optional<CompressOptions> parse_compress_options(int argc, char** argv, boo
   app.add_flag("--device", o.device,
                "also run the compressed allreduce on GPU buffers (none, fp16, bf16, qsgd, terngrad) against "
                "ncclAllReduce; one GPU per rank");
+  app.add_option("-T,--timeout", o.timeout_seconds,
+                 "seconds without progress before the job ends, saving the rows measured; 0: never [600]");
   app.add_option("--out", o.out, "results file [out/compress-<UTC time>-<pid>.h5]");
   app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
   if (!parse_command_line(app, argc, argv, print)) return std::nullopt;
@@ -56,6 +58,7 @@ std::optional<CompressOptions> parse_compress_options(int argc, char** argv, boo
   if (o.min_bytes > o.max_bytes) throw UsageError("--minbytes is larger than --maxbytes");
   if (o.max_bytes > (uint64_t{1} << 31)) throw UsageError("--maxbytes over 2G: payloads must fit MPI's int counts");
   if (o.iters < 1 || o.warmup_iters < 0) throw UsageError("--iters must be at least 1 and --warmup_iters at least 0");
+  if (o.timeout_seconds < 0) throw UsageError("--timeout must not be negative");
   if (error_feedback != 0 && error_feedback != 1) throw UsageError("--error-feedback must be 0 or 1");
   if (o.convergence_steps < 0 || o.convergence_steps > 100000) throw UsageError("--convergence must be in 0..100000");
   if (o.image_size < 8 || o.image_size > 1024 || o.batch < 1 || o.batch > 1024)

@@ -21,6 +21,7 @@ struct CompressOptions {
   std::string model;           // --model: a model's gradients instead of synthetic ones (one size)
   int64_t image_size = 64, batch = 8;
   int convergence_steps = 200;  // --convergence: reference steps of the least-squares check; 0: skip it
+  double timeout_seconds = 600;  // without progress (an iteration) before the job ends
   std::string out;  // empty: out/compress-<UTC time>-<pid>.h5
   std::map<std::string, std::string> labels;
 

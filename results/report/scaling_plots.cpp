@@ -144,7 +144,8 @@ void train_scaling(const std::vector<Run>& runs, const ReportOptions& options, s
     RatesByRanks images, reached;
     for (const Run* run : line) {
       const h5::Node train = run->root->open_group("train");
-      images[run->ranks].push_back(train.attr_double("images_per_s"));
+      // A run ended early before its second step measured no rate (its first is left out).
+      if (train.attr_double("images_per_s") > 0) images[run->ranks].push_back(train.attr_double("images_per_s"));
       if (train.attr_int("reached_target") == 1 && train.attr_double("time_to_target_s") > 0)
         reached[run->ranks].push_back(1.0 / train.attr_double("time_to_target_s"));
     }

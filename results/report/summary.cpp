@@ -42,7 +42,8 @@ void write_summary(const std::vector<Plot>& plots, const Campaign& campaign, con
       << campaign.skipped.size() << " files skipped\n";
   for (const Run& run : campaign.runs)
     out << "# run " << run.name << ": " << run.program << ", " << ranks_text(run.ranks) << (run.labels.empty() ? "" : ", ")
-        << labels_text(run) << " (" << run.source << ")\n";
+        << labels_text(run) << " (" << run.source << ")"
+        << (run.status == "complete" ? "" : "; ended early: " + run.status) << "\n";
   for (const SkippedFile& skipped : campaign.skipped) out << "# skipped " << skipped.path << ": " << skipped.reason << "\n";
   for (const Plot& plot : plots) {
     out << "\n## " << plot.title << "  [" << plot.name << "]\n";
@@ -85,10 +86,12 @@ void write_index(const std::vector<Plot>& plots, const Campaign& campaign, const
     out << "<a href=\"" << plot.name << ".gp\">gnuplot script</a> &middot; <a href=\"data/" << plot.name
         << ".dat\">data</a></p>\n";
   }
-  out << "<h2>Runs</h2>\n<table><tr><th>run</th><th>program</th><th>ranks</th><th>labels</th><th>file</th></tr>\n";
+  out << "<h2>Runs</h2>\n<table><tr><th>run</th><th>program</th><th>ranks</th><th>labels</th><th>file</th>"
+         "<th>status</th></tr>\n";
   for (const Run& run : campaign.runs)
     out << "<tr><td>" << html(run.name) << "</td><td>" << html(run.program) << "</td><td>" << run.ranks << "</td><td>"
-        << html(labels_text(run)) << "</td><td>" << html(run.source) << "</td></tr>\n";
+        << html(labels_text(run)) << "</td><td>" << html(run.source) << "</td><td>" << html(run.status)
+        << "</td></tr>\n";
   out << "</table>\n";
   if (!campaign.skipped.empty()) {
     out << "<h2>Skipped files</h2>\n<ul>\n";

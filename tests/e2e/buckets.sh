@@ -1,6 +1,6 @@
 # sb-buckets end to end at 2 ranks: a profile measured and written, the same profile read back, a
 # table row per strategy and size with the two baselines, the HDF5 file against SCHEMA.md, and bad
-# input.
+# input; a stuck rank or SIGTERM ends the job with the rows measured saved.
 source "$(dirname "$0")/helpers.bash"
 export OMP_NUM_THREADS=1
 out=$WORK/buckets.h5
@@ -47,3 +47,49 @@ bad_input "bucket sizes upside down" -b 8 -e 1
 bad_input "unknown model" --model vgg16
 bad_input "unknown progress mode" --progress spin
 bad_input "polled progress with a schedule" --progress poll --algo ring
+
+# ---- faults --------------------------------------------------------------------------------------
+# The rank whose environment says OMPI_COMM_WORLD_RANK=$2 among the processes running $1.
+rank_pid() {
+  local p
+  for p in $(pgrep -f "$1"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && { echo "$p"; return; }
+  done
+}
+# A long sweep (many sizes, 400 steps of a few ms each) that a fault ends once its first row (the
+# baselines, printed together) is out.
+# (exec: run in the background, its $! is the launcher's, which a signal must reach.)
+long_sweep() {
+  exec $MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --compute-scale 0.05 --strategy ddp -b 0.01 -e 64 -f 1.5 \
+    -n 400 "$@"
+}
+wait_for_first_row() {
+  for _ in $(seq 300); do grep -qE '^  no-overlap ' "$1" && return; sleep 0.1; done
+}
+
+# A stuck rank: rank 1 stopped; -T 3 ends the job, and rank 0 saves the rows it has.
+long_sweep -T 3 --out "$WORK/stuck.h5" >"$WORK/stuck.txt" 2>"$WORK/stuck.err" &
+launcher=$!
+wait_for_first_row "$WORK/stuck.txt"
+victim=$(rank_pid "sb-buckets .*--out $WORK/stuck.h5" 1)
+[[ -n $victim ]] && kill -STOP "$victim"
+start=$SECONDS
+wait "$launcher"
+rc=$?
+[[ -n $victim ]] && kill -CONT "$victim" 2>/dev/null
+check "a stuck rank ends the job (rc $rc) within -T plus margin ($((SECONDS - start)) s)" \
+  test -n "$victim" -a "$rc" -ne 0 -a $((SECONDS - start)) -le 20
+check "the timeout is reported in one clear line" grep -q 'timed out: no progress for 3 s' "$WORK/stuck.err"
+check "the rows measured are saved, and say why the run ended" \
+  bash -c "h5dump -a /status '$WORK/stuck.h5' | grep -q 'timed out' && h5ls '$WORK/stuck.h5/buckets' | grep -q '^no-overlap '"
+check_schema "$WORK/stuck.h5"
+
+# SIGTERM to the launcher (a scheduler's time limit): the same, interrupted.
+long_sweep --out "$WORK/term.h5" >"$WORK/term.txt" 2>"$WORK/term.err" &
+launcher=$!
+wait_for_first_row "$WORK/term.txt"
+kill -TERM "$launcher"
+wait "$launcher"
+check "SIGTERM ends the job with the rows measured saved" \
+  bash -c "h5dump -a /status '$WORK/term.h5' | grep -q 'interrupted by SIGTERM' && h5ls '$WORK/term.h5/buckets' | grep -q '^no-overlap '"
+check "the table says where the partial results are" grep -q "^# Partial results: $WORK/term.h5" "$WORK/term.txt"

@@ -1,5 +1,5 @@
 # sb-compress end to end: a run over every compressor, its table and HDF5 file, the schema, and
-# bad input.
+# bad input; SIGTERM ends a run with the rows measured saved.
 source "$(dirname "$0")/helpers.bash"
 
 out=$WORK/compress.h5
@@ -52,3 +52,17 @@ bad_input "a size that is not whole fp32 values" -b 6 -e 64K
 bad_input "unknown flag" --frobnicate
 bad_input "unknown model" --model alexnet
 bad_input "PowerSGD rank 0" --compressor powersgd --rank 0
+
+# SIGTERM to the launcher (a scheduler's time limit) once the first row is printed: the rows
+# measured are saved, and say why the run ended.
+$MPIRUN -np 2 "$BIN/sb-compress" -b 64K -e 64M -f 2 -n 200 --out "$WORK/term.h5" >"$WORK/term.txt" 2>"$WORK/term.err" &
+launcher=$!
+for _ in $(seq 300); do grep -qE '^ +65536 +none ' "$WORK/term.txt" && break; sleep 0.1; done
+kill -TERM "$launcher"
+wait "$launcher"
+check "SIGTERM ends the job with one line that says so" grep -q 'interrupted by SIGTERM while measuring' "$WORK/term.err"
+check "the rows measured are saved, and say why the run ended" \
+  bash -c "h5dump -a /status '$WORK/term.h5' | grep -q 'interrupted by SIGTERM' &&
+           h5dump -H -d /compress/none/speedup '$WORK/term.h5' | grep -qE 'SIMPLE \{ \( [1-9][0-9]* \)'"
+check "the table says where" grep -q "^# Partial results: $WORK/term.h5" "$WORK/term.txt"
+check_schema "$WORK/term.h5" none

@@ -4,7 +4,7 @@
 # bounded time with exit status 3 and one line that names the file and says "No space left on
 # device" (not a crash), leaves no temporary and no file cut short, and loses nothing finished:
 # sb-allreduce's tables are printed, and sb-train's last checkpoint stays whole to resume from,
-# also at 2 ranks (no rank left waiting).
+# also at 2 ranks (no rank left waiting), and its results hold the steps it took.
 source "$(dirname "$0")/helpers.bash"
 export OMP_NUM_THREADS=1
 DISK=$WORK/disk
@@ -70,6 +70,9 @@ for np in 1 2; do
   check "train-np$np: the checkpoint of step 4 is still there, byte for byte" test "$(cat "$WORK/train-np$np.after")" = 0
   check "train-np$np: and nothing else ($(tr '\n' ' ' <"$WORK/train-np$np.left"))" \
     test "$(cat "$WORK/train-np$np.left")" = checkpoint.h5
+  check "train-np$np: the results (on another disk) hold the 8 steps done and say why the run ended" \
+    bash -c "h5dump -a /train/steps '$WORK/train-np$np.h5' | grep -q '(0): 8' &&
+             h5dump -a /status '$WORK/train-np$np.h5' | grep -q 'failed: cannot write the checkpoint of step 8'"
 done
 
 # --- the MLPerf log and sb-buckets' profile: one page, most of it taken ----------------------------

@@ -14,7 +14,8 @@ check() {
 }
 
 # check_schema FILE.h5 [NAME...]: every group, dataset and attribute name in the file is documented
-# in results/SCHEMA.md (the names given, and MPI/NCCL/UCX environment variables, excepted).
+# in results/SCHEMA.md (the names given, and MPI/NCCL/UCX environment variables, excepted), and
+# every name SCHEMA.md marks `always` on the root group is in the file.
 check_schema() {
   local file=$1; shift
   local header undocumented="" name skip
@@ -27,4 +28,11 @@ check_schema() {
     grep -q "\`$name\`" results/SCHEMA.md || undocumented="$undocumented $name"
   done
   check "every name in the file is in SCHEMA.md${undocumented:+ (missing:$undocumented)}" test -z "$undocumented"
+  # And the other way: what SCHEMA.md says is on every file's root is on this one's.
+  local missing=""
+  for name in $(sed -n '/^## Root group/,/^## [^R]/p' results/SCHEMA.md |
+                sed -n 's/^| `\([a-z_0-9]*\)` | [a-z]* | always |.*/\1/p'); do
+    grep -qE "(ATTRIBUTE|GROUP) \"$name\"" <<<"$header" || missing="$missing $name"
+  done
+  check "every name SCHEMA.md puts on every root is there${missing:+ (missing:$missing)}" test -z "$missing"
 }

@@ -20,6 +20,7 @@ check "the loader's own rate beside the rate consumed" \
 h5dump -H "$out" >"$WORK/header.txt" 2>&1
 check "h5dump reads the results" test $? -eq 0
 check "reached_target is 1" grep -q '(0): 1' <(h5dump -a /train/reached_target "$out")
+check "status is complete" grep -q '(0): "complete"' <(h5dump -a /status "$out")
 check_schema "$out"
 
 # --- checkpoint and resume: bit-identical weights ---------------------------------------------
@@ -73,6 +74,23 @@ $TRAIN --data "imagefolder:$WORK/folder" --image-size 28 --resize-schedule 20:0,
 check "progressive resizing: 20 px in epoch 1" grep -q '^\[resize\] epoch 1: training images of 20 px' "$WORK/resize.txt"
 check "progressive resizing: 28 px from epoch 2, evaluated at 28" \
   bash -c "grep -q '^\[resize\] epoch 2: training images of 28 px' '$WORK/resize.txt' && grep -q '^\[eval\] epoch 2' '$WORK/resize.txt'"
+
+# SIGTERM to the launcher (a scheduler's time limit) after epoch 1's evaluation: the results of
+# what finished are saved, and say why the run ended.
+$MPIRUN --bind-to none -np 1 $BIN/sb-train --threads 2 --data "imagefolder:$WORK/folder" --image-size 28 --batch 64 \
+  --epochs 50 --print-every 1 --out "$WORK/term.h5" >"$WORK/term.txt" 2>"$WORK/term.err" &
+launcher=$!
+for _ in $(seq 600); do grep -q '^\[eval\] epoch 1:' "$WORK/term.txt" && break; sleep 0.1; done
+kill -TERM "$launcher"
+wait "$launcher"
+check "SIGTERM ends the run ($?), with one line that says so" grep -q 'interrupted by SIGTERM while' "$WORK/term.err"
+check "the results are saved" grep -q "^# Partial results: $WORK/term.h5" "$WORK/term.txt"
+check "their status says why" bash -c "h5dump -a /status '$WORK/term.h5' | grep -q '\"interrupted by SIGTERM while '"
+epochs=$(h5dump -H -d /train/curve/epoch "$WORK/term.h5" | sed -n 's/.*SIMPLE { ( \([0-9]*\) ).*/\1/p')
+steps=$(h5dump -a /train/steps "$WORK/term.h5" | sed -n 's/.*(0): \([0-9]*\).*/\1/p')
+check "they hold the evaluated epoch ($epochs) and its 8 steps at least ($steps)" \
+  test "${epochs:-0}" -ge 1 -a "${steps:-0}" -ge 8
+check_schema "$WORK/term.h5"
 
 # A batch-size ramp: 64 in epoch 1 (8 steps of the 512 images), 128 in epoch 2 (4 steps), the rate
 # doubled with the batch: the cosine over 12 steps, x 2 at step 12 (index 11).

@@ -2,7 +2,7 @@
 # that parses as JSON line by line with MLPerf's keys in order; elastic resume (4 ranks -> 2, and
 # 2 -> 3) with the same global batch; resume with compressed gradients bit-identical to a run that
 # never stopped; and a killed rank ends the job quickly without spoiling the
-# last checkpoint, from which --resume goes on.
+# last checkpoint, from which --resume goes on, and rank 0 saves the steps it finished.
 source "$(dirname "$0")/helpers.bash"
 export OMP_NUM_THREADS=1
 TRAIN="$MPIRUN -np"
@@ -160,9 +160,18 @@ wait $job
 rc=$?
 ended_ms=$(( $(date +%s%3N) - killed_at ))
 check "a killed rank ends the job (rc $rc) within 30 s ($ended_ms ms)" test "$rc" -ne 0 -a "$ended_ms" -lt 30000
-check "no results file under its final name" test ! -e "$WORK/crash.h5"
 h5dump -a /checkpoint/step "$WORK/crash/checkpoint.h5" >"$WORK/crash-step.txt" 2>&1
 check "the last checkpoint is whole" grep -qE '\(0\): [1-9][0-9]*' "$WORK/crash-step.txt"
+# The launcher ends rank 0 with SIGTERM; rank 0 saves the steps it finished, at least those
+# of the checkpoint, and says why the run ended.
+checkpointed=$(sed -n 's/.*(0): \([0-9]*\).*/\1/p' "$WORK/crash-step.txt")
+saved=$(h5dump -a /train/steps "$WORK/crash.h5" 2>/dev/null | sed -n 's/.*(0): \([0-9]*\).*/\1/p')
+check "rank 0 saves the steps it finished ($saved, checkpoint at ${checkpointed:-?})" \
+  test -n "$saved" -a -n "$checkpointed" -a "${saved:-0}" -ge "${checkpointed:-1}"
+check "the saved file says the run was interrupted" bash -c "h5dump -a /status '$WORK/crash.h5' | grep -q 'interrupted by SIGTERM'"
+check "and holds a time for each of those steps" grep -q "SIMPLE { ( $saved ) " <(h5dump -H -d /train/step_seconds "$WORK/crash.h5")
+check "and no per-rank times (a collective would gather them)" bash -c "! h5dump -H -d /train/rank_wait_s '$WORK/crash.h5' >/dev/null 2>&1"
+check_schema "$WORK/crash.h5"
 $TRAIN 2 $SB --epochs 1 --steps 30 --print-every 1 --checkpoint "$WORK/crash" --resume --out "$WORK/again.h5" \
   >"$WORK/again.txt" 2>&1 &
 job=$!

@@ -11,6 +11,7 @@
 #include "results/campaign.hpp"
 #include "results/merge.hpp"
 #include "results/report/plot.hpp"
+#include "results/report/summary.hpp"
 #include "results/results_file.hpp"
 #include "tests/unit/temp_dir.hpp"
 
@@ -53,10 +54,13 @@ class Report : public testing::TempDirTest {
   }
 
   // A minimal sb-train file: throughput, time to target and the batch that says strong or weak.
-  void write_train(const std::string& name, int64_t ranks, int64_t batch, double images_per_s, double tta_s) {
+  // `status`: written when not empty, as sb-train writes it since schema 7.
+  void write_train(const std::string& name, int64_t ranks, int64_t batch, double images_per_s, double tta_s,
+                   const std::string& status = "") {
     ResultsFile out(path(name));
     const h5::Node& root = out.root();
     root.set_attr("program", "sb-train");
+    if (!status.empty()) root.set_attr("status", status);
     root.set_attr("ranks", ranks);
     root.create_group("labels");
     const h5::Node train = root.create_group("train");
@@ -193,6 +197,28 @@ TEST_F(Report, TrainingScalingSaysStrongOrWeakFromTheBatches) {
   const report::Plot& eff = find_plot(weak, "scaling-train-throughput-efficiency");
   EXPECT_NE(eff.series[0].title.find("weak, batch 64 per rank"), std::string::npos) << eff.series[0].title;
   EXPECT_DOUBLE_EQ(eff.series[0].y[1], 3.0 / 4.0);
+}
+
+// A run that ended early is read like the others and said to have ended early; one that ended
+// before it measured a rate (images_per_s 0) is left out of the throughput scaling.
+TEST_F(Report, ARunThatEndedEarlyIsMarkedAndOneWithoutARateIsLeftOutOfScaling) {
+  write_train("campaign/s1.h5", 1, 256, 100, 400, "complete");
+  write_train("campaign/s2.h5", 2, 256, 180, 250);  // before schema 7: no status, complete
+  write_train("campaign/s4.h5", 4, 256, 0, 150, "interrupted by SIGTERM while training, step 1 done");
+  const Campaign campaign = load_campaign({path("campaign")});
+  ASSERT_EQ(campaign.runs.size(), 3u);
+  EXPECT_EQ(campaign.runs[0].status, "complete");
+  EXPECT_EQ(campaign.runs[1].status, "complete");
+  EXPECT_EQ(campaign.runs[2].status, "interrupted by SIGTERM while training, step 1 done");
+  const auto plots = report::build_plots(campaign.runs, {});
+  EXPECT_EQ(find_plot(plots, "scaling-train-throughput-speedup").series[0].x, (std::vector<double>{1, 2}));
+  EXPECT_EQ(find_plot(plots, "scaling-train-tta-speedup").series[0].x, (std::vector<double>{1, 2, 4}));
+  report::write_summary(plots, campaign, dir_.string());
+  std::ifstream summary(path("summary.txt"));
+  const std::string text((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("s4.h5); ended early: interrupted by SIGTERM while training, step 1 done\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("s1.h5); ended early"), std::string::npos);
 }
 
 }  // namespace

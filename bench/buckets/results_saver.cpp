@@ -1,0 +1,31 @@
+#include "bench/buckets/results_saver.hpp"
+
+#include "results/save_once.hpp"
+
+namespace sb {
+
+void BucketsResultsSaver::set_profile(const BackwardProfile& profile) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  profile_ = profile;
+}
+
+void BucketsResultsSaver::add(const std::string& sweep, const BucketRow& row) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (sweeps_.empty() || sweeps_.back().name != sweep) sweeps_.push_back({sweep, {}});
+  sweeps_.back().rows.push_back(row);
+}
+
+void BucketsResultsSaver::save(const std::string& status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  save_results_once(
+      file_, status,
+      [&](ResultsFile& file) {
+        write_run_metadata(file.root(), metadata_);
+        file.root().set_attr("end_time_utc", utc_now());
+        file.root().set_attr("status", status);
+        if (profile_) write_buckets_results(file.root(), settings_, *profile_, sweeps_);
+      },
+      "the table printed so far holds the same figures");
+}
+
+}  // namespace sb

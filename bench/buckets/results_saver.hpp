@@ -1,0 +1,42 @@
+#pragma once
+// sb-buckets' results file, written once: at the end of the sweep, or with the rows measured so
+// far when a fault ends the job early (a timeout, SIGINT/SIGTERM), from the watchdog's thread.
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectives/buckets/backward_profile.hpp"
+#include "results/buckets_record.hpp"
+#include "results/results_file.hpp"
+#include "results/run_metadata.hpp"
+
+namespace sb {
+
+class BucketsResultsSaver {
+ public:
+  // file: rank 0's (null on the other ranks, whose saves do nothing).
+  BucketsResultsSaver(std::unique_ptr<ResultsFile> file, const RunMetadata& metadata, const BucketsSettings& settings)
+      : file_(std::move(file)), metadata_(metadata), settings_(settings) {}
+
+  // What the run has so far: the profile it replays, then each measured row under its sweep's
+  // name (no-overlap, fused, ddp, ddp@poll, ...), in the order measured.
+  void set_profile(const BackwardProfile& profile);
+  void add(const std::string& sweep, const BucketRow& row);
+
+  // Writes the file with `status` ("complete", or why the run ended early) and commits it; later
+  // calls do nothing. Before the profile is known, the file holds the run's metadata alone.
+  // Throws LibraryError when the file cannot be written.
+  void save(const std::string& status);
+
+ private:
+  std::mutex mutex_;
+  std::unique_ptr<ResultsFile> file_;  // null once saved
+  RunMetadata metadata_;
+  BucketsSettings settings_;
+  std::optional<BackwardProfile> profile_;
+  std::vector<BucketSweep> sweeps_;
+};
+
+}  // namespace sb

@@ -1,0 +1,66 @@
+#pragma once
+// sb-compress's results: the rows measured per compressor, the convergence check's outcome, and
+// the HDF5 file (/compress, results/SCHEMA.md) written once: at the end of the run, or with what
+// was measured when a fault ends the job early (a timeout, SIGINT/SIGTERM), from the watchdog's
+// thread.
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bench/compress/options.hpp"
+#include "collectives/compress/compressor.hpp"
+#include "collectives/compress/ef_convergence.hpp"
+#include "results/results_file.hpp"
+#include "results/run_metadata.hpp"
+
+namespace sb {
+
+struct Row {
+  uint64_t bytes = 0, payload_bytes = 0;
+  double ratio = 0, rel_error = 0, compress_GBps = 0, decompress_GBps = 0;
+  double memcpy_GBps = 0;  // memcpy of the same gradient, measured just before: the ceiling
+  // --device: the compressed allreduce on GPU buffers and ncclAllReduce + average; -1 where the
+  // compressor has no device form.
+  double device_allreduce_us = -1, nccl_allreduce_us = -1, device_speedup = -1;
+  double allreduce_us = 0, mpi_allreduce_us = 0, speedup = 0;
+};
+
+struct CompressorResults {
+  std::string name;
+  Carrier carrier;
+  std::vector<Row> rows;
+  ConvergenceResult convergence;  // when the check ran
+};
+
+ConvergenceSettings convergence_settings(const CompressOptions& o);
+
+class CompressResultsSaver {
+ public:
+  // file: rank 0's (null on the other ranks, whose saves do nothing).
+  CompressResultsSaver(std::unique_ptr<ResultsFile> file, const RunMetadata& metadata, const CompressOptions& options)
+      : file_(std::move(file)), metadata_(metadata), options_(options) {}
+
+  // What the run has so far, in the order measured: a compressor, its rows, then (once every
+  // compressor's rows are in) each one's convergence.
+  void start_compressor(const std::string& name, Carrier carrier);
+  void add_row(const Row& row);
+  void add_convergence(size_t compressor, const ConvergenceResult& result);
+  // A copy, for the summary printed at the end.
+  std::vector<CompressorResults> results();
+
+  // Writes the file with `status` ("complete", or why the run ended early) and commits it; later
+  // calls do nothing. Throws LibraryError when the file cannot be written.
+  void save(const std::string& status);
+
+ private:
+  std::mutex mutex_;
+  std::unique_ptr<ResultsFile> file_;  // null once saved
+  RunMetadata metadata_;
+  const CompressOptions& options_;
+  std::vector<CompressorResults> results_;
+  size_t converged_ = 0;  // results_[i].convergence is set for i < converged_
+};
+
+}  // namespace sb

@@ -1,0 +1,172 @@
+#include "bench/train/record.hpp"
+
+#include <cstdio>
+
+#include "common/check.hpp"
+#include "models/checkpoint.hpp"
+#include "results/h5.hpp"
+#include "results/save_once.hpp"
+
+namespace sb {
+namespace {
+
+void write_config(const h5::Node& group, const models::TrainConfig& c) {
+  group.set_attr("model", c.model);
+  group.set_attr("data", c.data);
+  group.set_attr("backend", c.backend);
+  group.set_attr("precision", models::precision_name(c.precision));
+  group.set_attr("cudnn_search", std::string(c.cudnn_timed_search ? "timed" : "heuristic"));
+  group.set_attr("cuda_graph", static_cast<int64_t>(c.cuda_graph));
+  group.set_attr("loss_scale", c.loss_scale);
+  group.set_attr("profile_ops", c.profile_ops);
+  group.set_attr("image_size", c.image_size);
+  group.set_attr("batch", c.batch);
+  group.set_attr("eval_batch", c.eval_batch);
+  group.set_attr("epochs", c.epochs);
+  group.set_attr("max_steps", c.max_steps);
+  group.set_attr("target_accuracy", c.target_accuracy);
+  group.set_attr("eval_every", c.eval_every);
+  group.set_attr("optimizer", models::optimizer_name(c.optimizer.kind));
+  group.set_attr("momentum", static_cast<double>(c.optimizer.momentum));
+  group.set_attr("weight_decay", static_cast<double>(c.optimizer.weight_decay));
+  group.set_attr("decay_bn_bias", static_cast<int64_t>(c.optimizer.decay_bn_and_bias));
+  group.set_attr("lars_eta", static_cast<double>(c.optimizer.lars_eta));
+  group.set_attr("base_lr", c.base_lr);
+  group.set_attr("warmup_epochs", c.warmup_epochs);
+  const char* decay[] = {"cosine", "poly", "step"};
+  group.set_attr("lr_decay", decay[static_cast<int>(c.decay)]);
+  group.set_attr("label_smoothing", static_cast<double>(c.label_smoothing));
+  group.set_attr("zero_init_residual", static_cast<int64_t>(c.zero_init_residual));
+  group.set_attr("seed", static_cast<int64_t>(c.seed));
+  group.set_attr("threads", static_cast<int64_t>(c.threads));
+  group.set_attr("workers", static_cast<int64_t>(c.workers));
+  group.set_attr("resumed", static_cast<int64_t>(c.resume));
+  group.set_attr("algo", c.exchange.algorithm);
+  group.set_attr("transport", std::string(name_of(c.exchange.impl.transport)));
+  group.set_attr("bucket_strategy", bucket_strategy_name(c.bucket_strategy));
+  group.set_attr("bucket_mb", c.bucket_mb);
+  group.set_attr("overlap", static_cast<int64_t>(c.exchange.overlap));
+  group.set_attr("progress", progress_name(c.exchange.progress));
+  group.set_attr("accumulate", c.accumulate);
+  group.set_attr("compressor", c.exchange.compressor);
+  group.set_attr("compressor_ratio", c.exchange.compressor_params.ratio);
+  group.set_attr("compressor_levels", static_cast<int64_t>(c.exchange.compressor_params.levels));
+  group.set_attr("error_feedback", static_cast<int64_t>(c.exchange.error_feedback));
+  group.set_attr("straggler_rank", static_cast<int64_t>(c.straggler_rank));
+  group.set_attr("straggler_factor", c.straggler_factor);
+  group.set_attr("resize_schedule", models::format_epoch_schedule(c.resize_schedule));
+  group.set_attr("batch_schedule", models::format_epoch_schedule(c.batch_schedule));
+  group.set_attr("balance", static_cast<int64_t>(c.balance));
+  group.set_attr("bn_span", c.bn_span);
+}
+
+void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOptions& o,
+                   const models::TrainResult& r, double matmul_gflops, const RankTimes* times,
+                   const std::string& status) {
+  write_run_metadata(file.root(), metadata);
+  file.root().set_attr("end_time_utc", utc_now());
+  file.root().set_attr("status", status);
+  const h5::Node train = file.root().create_group("train");
+  write_config(train.create_group("config"), o.config);
+  train.set_attr("dataset", r.dataset);
+  train.set_attr("image_size", r.image_size);
+  train.set_attr("parameters", r.parameter_count);
+  train.set_attr("train_flops_per_image", r.train_flops_per_image);
+  train.set_attr("reached_target", static_cast<int64_t>(r.reached_target));
+  train.set_attr("time_to_target_s", r.time_to_target_s);
+  train.set_attr("rank_hours_to_target", r.reached_target ? r.time_to_target_s * metadata.layout.nranks / 3600 : -1.0);
+  train.set_attr("run_s", r.run_s);
+  train.set_attr("steps", r.steps);
+  train.set_attr("images_per_s", r.images_per_s);
+  train.set_attr("model_gflops_per_s", r.images_per_s * r.train_flops_per_image / 1e9);
+  train.set_attr("matmul_gflops_per_s", matmul_gflops);
+  train.set_attr("skipped_samples", r.skipped_samples);
+  train.set_attr("loss_scale_skipped_steps", r.loss_scale_skipped_steps);
+  train.set_attr("loader_images_per_s", r.loader_images_per_s);
+  train.set_attr("best_top1", r.best_top1);
+  models::write_curve(train.create_group("curve"), r.curve);
+  train.write("step_seconds", r.step_seconds);
+  if (times) {
+    const std::vector<hsize_t> dims = {static_cast<hsize_t>(metadata.layout.nranks), times->steps};
+    train.write("rank_data_s", times->data, dims);
+    train.write("rank_compute_s", times->compute, dims);
+    train.write("rank_wait_s", times->wait, dims);
+    train.write("rank_comm_s", times->comm, dims);
+  }
+  if (!r.op_profile.empty()) {
+    const h5::Node ops = train.create_group("op_profile");
+    ops.set_attr("profiled_steps", r.profiled_steps);
+    std::vector<std::string> names;
+    std::vector<int64_t> calls;
+    std::vector<double> seconds;
+    for (const models::OpTime& t : r.op_profile) {
+      names.push_back(t.op);
+      calls.push_back(t.calls);
+      seconds.push_back(t.seconds);
+    }
+    ops.set_attr("ops", names);
+    ops.write("calls", calls);
+    ops.write("seconds", seconds);
+  }
+}
+
+}  // namespace
+
+RankTimes gather_step_times(const models::TrainResult& r, int nranks) {
+  std::vector<double> mine;
+  for (const models::StepTimes& t : r.step_times) mine.insert(mine.end(), {t.data_s, t.compute_s, t.wait_s, t.comm_s});
+  RankTimes out;
+  out.steps = r.step_times.size();
+  std::vector<double> all(mine.size() * static_cast<size_t>(nranks));
+  SB_MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
+                          static_cast<int>(mine.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD));
+  for (size_t i = 0; i < all.size(); i += 4) {
+    out.data.push_back(all[i]);
+    out.compute.push_back(all[i + 1]);
+    out.wait.push_back(all[i + 2]);
+    out.comm.push_back(all[i + 3]);
+  }
+  return out;
+}
+
+TrainResultsSaver::TrainResultsSaver(std::unique_ptr<ResultsFile> file, const RunMetadata& metadata,
+                                     const TrainOptions& options)
+    : file_(std::move(file)), metadata_(metadata), options_(options) {}
+
+TrainResultsSaver::~TrainResultsSaver() {
+  std::lock_guard<std::timed_mutex> hdf5(h5::library_lock());
+  file_.reset();  // an unsaved file's temporary goes with it
+}
+
+void TrainResultsSaver::save_complete(const RunMetadata& metadata, const models::TrainResult& result,
+                                      const RankTimes& times) {
+  std::lock_guard<std::timed_mutex> lock(mutex_);
+  save(metadata, result, &times, "complete");
+}
+
+void TrainResultsSaver::save_partial(const models::TrainProgress& progress, const std::string& why) {
+  std::unique_lock<std::timed_mutex> lock(mutex_, kWaitForHdf5);
+  if (!lock.owns_lock()) {
+    std::fprintf(stderr, "sb-train: the results are being written by the training thread; not saved again\n");
+    return;
+  }
+  try {
+    save(metadata_, progress.snapshot(), nullptr, why);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sb-train: %s\n", e.what());
+  }
+}
+
+void TrainResultsSaver::save(const RunMetadata& metadata, const models::TrainResult& result, const RankTimes* times,
+                             const std::string& status) {
+  if (!file_) return;
+  std::unique_lock<std::timed_mutex> hdf5(h5::library_lock(), kWaitForHdf5);
+  if (!hdf5.owns_lock())
+    throw LibraryError("results not saved: the training thread held the HDF5 library for " +
+                       std::to_string(kWaitForHdf5.count()) + " s (writing a checkpoint)");
+  save_results_once(file_, status, [&](ResultsFile& file) {
+    write_results(file, metadata, options_, result, matmul_gflops_, times, status);
+  });
+}
+
+}  // namespace sb

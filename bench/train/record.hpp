@@ -1,0 +1,57 @@
+#pragma once
+// sb-train's results in its HDF5 file (/train, results/SCHEMA.md), written once: when the run
+// ends, or with what it finished when a fault ends it early.
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bench/train/options.hpp"
+#include "models/trainer.hpp"
+#include "results/results_file.hpp"
+#include "results/run_metadata.hpp"
+
+namespace sb {
+
+// Every rank's per-step times, gathered on rank 0 as [ranks x steps] (row-major).
+struct RankTimes {
+  std::vector<double> data, compute, wait, comm;
+  size_t steps = 0;
+};
+
+// Collective over MPI_COMM_WORLD: each rank's StepTimes, on rank 0.
+RankTimes gather_step_times(const models::TrainResult& r, int nranks);
+
+// Writes the results file once, from whichever thread comes first: the training thread at the end
+// of the run (every rank's times gathered), or the watchdog's fault handler, or the training
+// thread when train() threw, with the run's TrainProgress and the reason it ended (`status`).
+// A partial file holds what rank 0 recorded: the finished epochs' curve and every finished step's
+// time; the per-rank times, which only a collective could gather, are left out.
+class TrainResultsSaver {
+ public:
+  TrainResultsSaver(std::unique_ptr<ResultsFile> file, const RunMetadata& metadata, const TrainOptions& options);
+  ~TrainResultsSaver();
+
+  void set_matmul_gflops(double gflops) { matmul_gflops_ = gflops; }
+  // The whole run. Throws LibraryError when the file cannot be written.
+  void save_complete(const RunMetadata& metadata, const models::TrainResult& result, const RankTimes& times);
+  // The run so far, with why it ended. Never throws: a failure is printed to stderr.
+  void save_partial(const models::TrainProgress& progress, const std::string& why);
+
+ private:
+  void save(const RunMetadata& metadata, const models::TrainResult& result, const RankTimes* times,
+            const std::string& status);
+
+  // How long a fault handler waits for the training thread to finish a checkpoint (HDF5 serves
+  // one thread at a time) or the final save, before giving up on saving.
+  static constexpr std::chrono::seconds kWaitForHdf5{20};
+  std::timed_mutex mutex_;
+  std::unique_ptr<ResultsFile> file_;  // null once saved
+  RunMetadata metadata_;
+  const TrainOptions& options_;
+  std::atomic<double> matmul_gflops_{0};  // set after the run started: a fault may come first
+};
+
+}  // namespace sb

@@ -1,0 +1,26 @@
+#include "results/save_once.hpp"
+
+#include <cstdio>
+
+#include "common/check.hpp"
+
+namespace sb {
+
+void save_results_once(std::unique_ptr<ResultsFile>& file, const std::string& status,
+                       const std::function<void(ResultsFile&)>& write, const std::string& elsewhere) {
+  if (!file) return;
+  const std::string path = file->final_path();
+  try {
+    write(*file);
+    file->commit();
+  } catch (const LibraryError& e) {
+    file.reset();  // and its temporary file with it
+    throw LibraryError("cannot write the results to " + path + " (" + e.what() + ")" +
+                       (elsewhere.empty() ? "" : "; " + elsewhere));
+  }
+  file.reset();
+  std::printf("# %s results: %s\n", status == "complete" ? "Complete" : "Partial", path.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace sb

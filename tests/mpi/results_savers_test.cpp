@@ -1,0 +1,138 @@
+// The results savers of sb-train, sb-buckets and sb-compress: the file is written once, complete
+// at the end or partial with the reason a fault gives, whichever comes first, with what was
+// finished when it was written; a fault before anything finished still leaves a file that says
+// why the run ended.
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "bench/buckets/results_saver.hpp"
+#include "bench/compress/record.hpp"
+#include "bench/train/record.hpp"
+#include "results/results_file.hpp"
+
+namespace sb {
+namespace {
+
+class ResultsSaverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    dir_ = std::filesystem::temp_directory_path() /
+           ("sb-savers-" + std::to_string(::getpid()) + "-" + std::to_string(rank));
+    std::filesystem::create_directories(dir_);
+    char program[] = "sb-test";
+    char* argv[] = {program, nullptr};
+    metadata_ = describe_run("sb-test", 1, argv);
+    metadata_.layout.nranks = 1;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::filesystem::path dir_;
+  RunMetadata metadata_;
+  TrainOptions train_options_;
+};
+
+TEST_F(ResultsSaverTest, BucketsBeforeTheProfileHoldsTheRunAndWhyItEnded) {
+  BucketsResultsSaver saver(std::make_unique<ResultsFile>(path("b.h5")), metadata_, BucketsSettings{});
+  saver.save("timed out: no progress for 3 s while measuring the backward pass on rank 0");
+  saver.save("complete");  // written once: this does nothing
+  ResultsReader file(path("b.h5"));
+  EXPECT_EQ(file.root().attr_string("status"), "timed out: no progress for 3 s while measuring the backward pass on rank 0");
+  EXPECT_TRUE(file.root().has_attr("end_time_utc"));
+  EXPECT_FALSE(file.root().has("buckets"));
+}
+
+TEST_F(ResultsSaverTest, BucketsKeepsTheRowsOfEachSweepInOrder) {
+  BucketsResultsSaver saver(std::make_unique<ResultsFile>(path("b.h5")), metadata_, BucketsSettings{});
+  BackwardProfile profile;
+  profile.tensors = {{"fc.weight", 10}, {"fc.bias", 2}};
+  profile.ready_s = {0.1, 0.2};
+  profile.backward_s = 0.2;
+  saver.set_profile(profile);
+  BucketRow row;
+  row.iteration_s = 1;
+  saver.add("no-overlap", row);
+  row.iteration_s = 2;
+  saver.add("ddp", row);
+  row.iteration_s = 3;
+  saver.add("ddp", row);
+  saver.save("interrupted by SIGTERM while measuring ddp at 4 MiB");
+  ResultsReader file(path("b.h5"));
+  EXPECT_EQ(file.root().open_group("buckets/no-overlap").read_doubles("iteration_s"), (std::vector<double>{1}));
+  EXPECT_EQ(file.root().open_group("buckets/ddp").read_doubles("iteration_s"), (std::vector<double>{2, 3}));
+}
+
+TEST_F(ResultsSaverTest, CompressWritesConvergenceOnlyWhereTheCheckFinished) {
+  CompressOptions options;
+  CompressResultsSaver saver(std::make_unique<ResultsFile>(path("c.h5")), metadata_, options);
+  Row row;
+  row.bytes = 1024;
+  saver.start_compressor("none", Carrier::allreduce);
+  saver.add_row(row);
+  saver.start_compressor("topk", Carrier::allgather);
+  saver.add_row(row);
+  ConvergenceResult converged;
+  converged.steps = 200;
+  saver.add_convergence(0, converged);
+  saver.save("interrupted by SIGTERM while checking topk's convergence");
+  ResultsReader file(path("c.h5"));
+  EXPECT_EQ(file.root().open_group("compress/none").attr_int("convergence_steps"), 200);
+  EXPECT_FALSE(file.root().open_group("compress/topk").has_attr("convergence_steps"));
+  EXPECT_EQ(file.root().open_group("compress/topk").read_doubles("speedup").size(), 1u);
+}
+
+// A fault saves what the run finished, says why, and leaves out what only every rank could give;
+// the complete save that the ending run then attempts writes nothing over it.
+TEST_F(ResultsSaverTest, TrainAPartialSaveSaysWhyAndIsTheOnlyOne) {
+  models::TrainProgress progress;
+  {
+    TrainResultsSaver saver(std::make_unique<ResultsFile>(path("t.h5")), metadata_, train_options_);
+    saver.save_partial(progress, "interrupted by SIGTERM while training, step 0 done");
+    models::TrainResult complete;
+    complete.steps = 99;
+    saver.save_complete(metadata_, complete, RankTimes{});
+  }
+  ResultsReader file(path("t.h5"));
+  EXPECT_EQ(file.root().attr_string("status"), "interrupted by SIGTERM while training, step 0 done");
+  const h5::Node train = file.root().open_group("train");
+  EXPECT_EQ(train.attr_int("steps"), 0);
+  EXPECT_FALSE(train.has("rank_wait_s"));
+  EXPECT_TRUE(train.has("curve"));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 1)
+      << "no temporary left beside the file";
+}
+
+TEST_F(ResultsSaverTest, TrainACompleteSaveHasEveryRanksTimesAndNoPartialOneFollows) {
+  models::TrainProgress progress;
+  {
+    TrainResultsSaver saver(std::make_unique<ResultsFile>(path("t.h5")), metadata_, train_options_);
+    models::TrainResult complete;
+    complete.steps = 2;
+    complete.step_seconds = {0.5, 0.25};
+    RankTimes times;
+    times.steps = 2;
+    times.data = times.compute = times.wait = times.comm = {0.1, 0.2};
+    saver.save_complete(metadata_, complete, times);
+    saver.save_partial(progress, "interrupted by SIGTERM while exiting");
+  }
+  ResultsReader file(path("t.h5"));
+  EXPECT_EQ(file.root().attr_string("status"), "complete");
+  const h5::Node train = file.root().open_group("train");
+  EXPECT_EQ(train.attr_int("steps"), 2);
+  EXPECT_EQ(train.read_doubles("rank_wait_s"), (std::vector<double>{0.1, 0.2}));
+}
+
+// Without a save the temporary file goes with the saver (bad input found after the start).
+TEST_F(ResultsSaverTest, TrainAnUnsavedFileLeavesNothing) {
+  { TrainResultsSaver saver(std::make_unique<ResultsFile>(path("t.h5")), metadata_, train_options_); }
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
+}
+
+}  // namespace
+}  // namespace sb
