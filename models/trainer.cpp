@@ -82,13 +82,13 @@ void validate(const TrainConfig& c, int nranks) {
 }  // namespace
 
 TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat,
-                         TrainProgress& record)
+                         TrainProgress& so_far)
     : config_(config),
       progress_(progress),
       heartbeat_(std::move(heartbeat)),
       comm_(comm),
       mllog_(progress ? config.mllog : std::string()),
-      record_(record) {
+      so_far_(so_far) {
   SB_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
   SB_MPI_CHECK(MPI_Comm_size(comm, &nranks_));
   validate(config, nranks_);
@@ -120,9 +120,9 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   // run_start: before any data is read. Model construction (under a second) is inside the timing.
   run_start_ = Clock::now();
   {
-    std::lock_guard<std::mutex> lock(record_.mutex_);
-    record_.run_start_ = run_start_;
-    record_.started_ = true;
+    std::lock_guard<std::mutex> lock(so_far_.mutex_);
+    so_far_.run_start_ = run_start_;
+    so_far_.started_ = true;
   }
   mllog_.start("run_start");
   data_ = open_data(config.data, config.image_size);
@@ -190,7 +190,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   schedule_.end_lr = config.decay == DecayKind::poly ? std::min(1e-4, schedule_.peak) : 0;  // MLPerf's LARS end rate
 
   {
-    std::lock_guard<std::mutex> lock(record_.mutex_);
+    std::lock_guard<std::mutex> lock(so_far_.mutex_);
     result_.parameter_count = model_->parameter_count();
     result_.train_flops_per_image =
         3.0 * static_cast<double>(model_->forward_flops_per_sample({1, image_.channels, image_.height, image_.width}));
@@ -218,10 +218,10 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   }
   elapsed_before_ = state_.elapsed_s;
   {
-    std::lock_guard<std::mutex> lock(record_.mutex_);
+    std::lock_guard<std::mutex> lock(so_far_.mutex_);
     result_.curve = state_.curve;
     result_.steps = state_.step;
-    record_.elapsed_before_ = elapsed_before_;
+    so_far_.elapsed_before_ = elapsed_before_;
   }
   log("[config] %s on %s (%lld x %lld x %lld), %lld parameters, %.2f GFLOP per training image; %s backend; "
       "%d rank%s; global batch %lld, peak lr %.4g, %lld steps per epoch\n",
@@ -324,7 +324,7 @@ TrainResult TrainingRun::execute() {
       state_.epoch_samples += batch->count();
       ++state_.step;
       {
-        std::lock_guard<std::mutex> lock(record_.mutex_);
+        std::lock_guard<std::mutex> lock(so_far_.mutex_);
         result_.step_seconds.push_back(step_s);
         result_.step_times.push_back(times);
         step_batches_.push_back(batch_size);
@@ -374,7 +374,7 @@ TrainResult TrainingRun::execute() {
     record.wall_s = elapsed();
     const bool reached = config_.target_accuracy > 0 && record.evaluated && record.top1 >= config_.target_accuracy;
     {
-      std::lock_guard<std::mutex> lock(record_.mutex_);
+      std::lock_guard<std::mutex> lock(so_far_.mutex_);
       result_.curve.push_back(record);
       if (record.evaluated) result_.best_top1 = std::max(result_.best_top1, record.top1);
       if (reached) result_.reached_target = true, result_.time_to_target_s = record.wall_s;
@@ -397,7 +397,7 @@ TrainResult TrainingRun::execute() {
   mllog_.end("run_stop", std::string("{\"status\": \"") + (aborted ? "aborted" : "success") + "\"}");
   const double skipped_samples =
       sum_over_ranks(static_cast<double>(train_loader_->skipped_total() + eval_loader_->skipped_total()));
-  std::lock_guard<std::mutex> lock(record_.mutex_);
+  std::lock_guard<std::mutex> lock(so_far_.mutex_);
   result_.run_s = elapsed();
   result_.steps = state_.step;
   if (loss_scale_) result_.loss_scale_skipped_steps = loss_scale_->skipped_steps();
@@ -428,9 +428,9 @@ std::string checkpoint_path(const std::string& directory) { return directory + "
 int64_t TrainConfig::batch_at(int64_t epoch) const { return value_at(batch_schedule, epoch, batch); }
 
 TrainResult train(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat,
-                  TrainProgress* record) {
+                  TrainProgress* so_far) {
   TrainProgress own;
-  TrainingRun run(config, progress, comm, std::move(heartbeat), record ? *record : own);
+  TrainingRun run(config, progress, comm, std::move(heartbeat), so_far ? *so_far : own);
   return run.execute();
 }
 

@@ -149,10 +149,10 @@ class TrainProgress {
 double median_step_rate(const TrainResult& result, const std::vector<int64_t>& step_batches);
 
 // Collective over comm. Throws UsageError for bad configuration or data (the same on every rank).
-// Progress lines go to `progress` (pass it on rank 0 only). `record`, when given, is kept current
+// Progress lines go to `progress` (pass it on rank 0 only). `so_far`, when given, is kept current
 // for another thread to read (TrainProgress).
 TrainResult train(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat = {},
-                  TrainProgress* record = nullptr);
+                  TrainProgress* so_far = nullptr);
 
 std::string checkpoint_path(const std::string& directory);
 

@@ -44,9 +44,9 @@ struct Evaluation {
 // One training run on this rank: the model, its optimizer, the loaders and the exchange.
 class TrainingRun {
  public:
-  // record: where the run keeps its result as it goes (TrainProgress), for another thread to read.
+  // so_far: where the run keeps its result as it goes (TrainProgress), for another thread to read.
   TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Comm comm, Heartbeat heartbeat,
-              TrainProgress& record);
+              TrainProgress& so_far);
   ~TrainingRun() {
     if (bn_comm_ != MPI_COMM_NULL) MPI_Comm_free(&bn_comm_);
   }
@@ -117,11 +117,11 @@ class TrainingRun {
   LrSchedule schedule_;
   TrainingState state_;
   // The result so far and the global batch of every step this process ran, in the record that
-  // another thread may read: this thread changes them only under record_.mutex_ (and reads them
+  // another thread may read: this thread changes them only under so_far_.mutex_ (and reads them
   // without it, being their one writer).
-  TrainProgress& record_;
-  TrainResult& result_ = record_.result_;
-  std::vector<int64_t>& step_batches_ = record_.step_batches_;
+  TrainProgress& so_far_;
+  TrainResult& result_ = so_far_.result_;
+  std::vector<int64_t>& step_batches_ = so_far_.step_batches_;
   // --balance: forward and backward time and samples since the last rebalance, and every rank's
   // forward and backward seconds per image (empty until measured).
   double balance_compute_s_ = 0;

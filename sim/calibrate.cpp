@@ -273,7 +273,12 @@ double fit_bandwidth(const std::vector<uint64_t>& sizes, const std::vector<doubl
   return swnt > 0 ? swnn / swnt : 0;
 }
 
-Machine calibrate(const CalibrationSettings& s, MPI_Comm comm, std::vector<std::string>& log) {
+Machine calibrate(const CalibrationSettings& s, MPI_Comm comm, std::vector<std::string>& log,
+                  const std::function<void(const std::string& figure)>& measured) {
+  const auto note = [&](std::string line) {
+    log.push_back(std::move(line));
+    if (measured) measured(log.back());
+  };
   const WorldLayout layout = discover_world_layout();
   Machine m;
   m.name = s.name;
@@ -288,7 +293,7 @@ Machine calibrate(const CalibrationSettings& s, MPI_Comm comm, std::vector<std::
   // working set), and buffers that do not.
   const uint64_t large = s.max_bytes;
   const uint64_t small = cache > 0 ? std::clamp<uint64_t>(static_cast<uint64_t>(cache / (16.0 * node_size)), 4096, 4 << 20) : 0;
-  if (cache > 0) log.push_back(figure("last-level cache %.3g MiB; cached figures on %.3g KiB buffers", cache / 1048576, small / 1024.0));
+  if (cache > 0) note(figure("last-level cache %.3g MiB; cached figures on %.3g KiB buffers", cache / 1048576, small / 1024.0));
 
   // Level 0: ranks 0 and 1, which share a node (calibrate_machine checks).
   const TwoRegimeFit local = fit_regimes(ping_pong(0, 1, s.max_bytes, s.repeats, comm), cache);
@@ -298,7 +303,7 @@ Machine calibrate(const CalibrationSettings& s, MPI_Comm comm, std::vector<std::
   long cores = layout.rank == 0 ? ::sysconf(_SC_NPROCESSORS_ONLN) : 0;
   SB_MPI_CHECK(MPI_Bcast(&cores, 1, MPI_LONG, 0, comm));
   m.cores = static_cast<int>(std::max(cores, 1L));
-  log.push_back(figure("ping-pong inside a node: alpha %.3g us, bandwidth %.3g GB/s", local.alpha_s * 1e6, local.memory / 1e9) +
+  note(figure("ping-pong inside a node: alpha %.3g us, bandwidth %.3g GB/s", local.alpha_s * 1e6, local.memory / 1e9) +
                 figure(" (%.3g GB/s cached)", local.cached / 1e9));
   // The bus: every rank of node 0 exchanging with a partner at once, kept when the total falls
   // short of what independent ports would carry.
@@ -307,7 +312,7 @@ Machine calibrate(const CalibrationSettings& s, MPI_Comm comm, std::vector<std::
     double total = all_pairs_exchange(bytes, s.repeats, node, flows);
     SB_MPI_CHECK(MPI_Bcast(&total, 1, MPI_DOUBLE, 0, comm));
     SB_MPI_CHECK(MPI_Bcast(&flows, 1, MPI_INT, 0, comm));
-    log.push_back("every rank of node 0 exchanging at once, " + std::string(what) +
+    note("every rank of node 0 exchanging at once, " + std::string(what) +
                   figure(" buffers: %.3g GB/s in all over %.0f flows", total / 1e9, flows));
     return total < 0.9 * flows * port ? total : 0.0;
   };
@@ -321,19 +326,19 @@ Machine calibrate(const CalibrationSettings& s, MPI_Comm comm, std::vector<std::
     const PingPong remote = ping_pong(0, other, s.max_bytes, s.repeats, comm);
     const LinkFit fit = fit_link(remote.sizes, remote.one_way_s);
     m.levels.push_back({"net", 0, fit.alpha_s, fit.bandwidth, 1, Share::rank, 0});
-    log.push_back(figure("ping-pong between nodes: alpha %.3g us, bandwidth %.3g GB/s", fit.alpha_s * 1e6, fit.bandwidth / 1e9));
+    note(figure("ping-pong between nodes: alpha %.3g us, bandwidth %.3g GB/s", fit.alpha_s * 1e6, fit.bandwidth / 1e9));
   }
 
   for (DataType type : kAllDataTypes) {
     m.gamma[type] = reduction_rate(type, large, s.repeats, comm);
     if (small > 0) m.cached_gamma[type] = reduction_rate(type, small, s.repeats * 4, comm);
-    log.push_back(figure(("reduction, " + std::string(name_of(type)) + ", every rank at once: %.3g GB/s per rank").c_str(),
+    note(figure(("reduction, " + std::string(name_of(type)) + ", every rank at once: %.3g GB/s per rank").c_str(),
                          m.gamma[type] / 1e9) +
                   figure(" (%.3g GB/s cached)", small > 0 ? m.cached_gamma[type] / 1e9 : 0));
   }
   m.copy = measure_memcpy_bandwidth(large, s.repeats, comm).GBps * 1e9;
   if (small > 0) m.cached_copy = measure_memcpy_bandwidth(small, s.repeats * 4, comm).GBps * 1e9;
-  log.push_back(figure("memcpy, every rank at once: %.3g GB/s per rank (%.3g GB/s cached)", m.copy / 1e9, m.cached_copy / 1e9));
+  note(figure("memcpy, every rank at once: %.3g GB/s per rank (%.3g GB/s cached)", m.copy / 1e9, m.cached_copy / 1e9));
 
   // The shm transport: a core reading what another core of the node has just written, and the
   // fixed costs of its rounds and calls; the mpi transport's cost of a call (its rounds cost the
@@ -346,12 +351,12 @@ Machine calibrate(const CalibrationSettings& s, MPI_Comm comm, std::vector<std::
   m.shm_bandwidth = read[0];
   m.cached_shm_bandwidth = read[1];
   m.call_s["shm"] = shm.per_call_s;
-  log.push_back(figure("shm transport: %.3g us per round, %.3g us per call", shm.per_round_s * 1e6, shm.per_call_s * 1e6) +
+  note(figure("shm transport: %.3g us per round, %.3g us per call", shm.per_round_s * 1e6, shm.per_call_s * 1e6) +
                 figure("; reading a peer's buffer %.3g GB/s (%.3g GB/s cached)", read[0] / 1e9, read[1] / 1e9));
   TransportLatency mpi = mpi_latency(node, s.repeats);
   SB_MPI_CHECK(MPI_Bcast(&mpi, 2, MPI_DOUBLE, 0, comm));
   m.call_s["mpi"] = std::max(0.0, mpi.per_call_s + static_cast<double>(2 * (node_size - 1)) * (mpi.per_round_s - local.alpha_s));
-  log.push_back(figure("mpi transport: %.3g us per call beyond the link's alpha", m.call_s["mpi"] * 1e6));
+  note(figure("mpi transport: %.3g us per call beyond the link's alpha", m.call_s["mpi"] * 1e6));
   SB_MPI_CHECK(MPI_Comm_free(&node));
   return m;
 }

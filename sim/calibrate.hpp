@@ -17,6 +17,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,9 @@ struct CalibrationSettings {
   int repeats = 5;
 };
 
-// Collective; the machine is complete on rank 0 (other ranks get a partial copy).
-Machine calibrate(const CalibrationSettings& settings, MPI_Comm comm, std::vector<std::string>& log);
+// Collective; the machine is complete on rank 0 (other ranks get a partial copy). Each figure
+// measured is added to `log` and passed to `measured` (progress for a watchdog) as it comes.
+Machine calibrate(const CalibrationSettings& settings, MPI_Comm comm, std::vector<std::string>& log,
+                  const std::function<void(const std::string& figure)>& measured = {});
 
 }  // namespace sb::sim

@@ -14,10 +14,14 @@
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
+#include "common/watchdog.hpp"
 #include "sim/calibrate.hpp"
 
 namespace sb {
 namespace {
+
+// Ranks other than 0 wait this much longer before giving up, so that rank 0 reports first.
+constexpr double kTimeoutGraceSeconds = 5;
 
 // Whether `path` can be written, tried on rank 0 before any measurement; "" when it can.
 std::string check_writable(const std::string& path) {
@@ -55,7 +59,13 @@ int calibrate_machine(const DryrunOptions& o, const RunMetadata& metadata) {
 
   sim::CalibrationSettings settings{name, o.calibrate_max_bytes, o.repeats};
   std::vector<std::string> log;
-  sim::Machine machine = sim::calibrate(settings, MPI_COMM_WORLD, log);
+  // A stuck or lost rank ends the job after --timeout seconds without a figure measured (no
+  // description is written: half a machine would predict nothing).
+  Watchdog watchdog(o.timeout_seconds, root ? 0 : kTimeoutGraceSeconds, Watchdog::FaultHandler());
+  watchdog.phase("measuring the first figure");
+  sim::Machine machine = sim::calibrate(settings, MPI_COMM_WORLD, log, [&](const std::string& figure) {
+    watchdog.phase("measuring the next figure (the last one: " + figure + ")");
+  });
   if (!root) return 0;
   machine.sources.push_back("sb-dryrun calibrate, " + metadata.start_time_utc + ", " + std::to_string(layout.nranks) +
                             " ranks on " + std::to_string(layout.nodes) + " node(s) (" + layout.hosts.front() + "): " +

@@ -11,6 +11,7 @@
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
+#include "common/watchdog.hpp"
 
 namespace {
 
@@ -39,6 +40,7 @@ int run(int argc, char** argv) {
     case sb::DryrunCommand::train: return sb::predict_training_steps(*options, metadata);
     case sb::DryrunCommand::validate: return sb::validate_campaign(*options, metadata);
     case sb::DryrunCommand::calibrate: {
+      sb::block_termination_signals();  // before MPI's threads start: SIGINT/SIGTERM go to the watchdog
       sb::MpiSession mpi(&argc, &argv);
       return sb::calibrate_machine(*options, metadata);
     }

@@ -111,6 +111,8 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
   calibrate->add_option("--name", o.name, "the machine's name [the host name]");
   calibrate->add_option("--max-bytes", calibrate_max, "largest message of the sweeps; above the cache [64M]");
   calibrate->add_option("--repeats", o.repeats, "timed repetitions per size (median) [5]");
+  calibrate->add_option("-T,--timeout", o.timeout_seconds,
+                        "seconds without a figure measured before the job ends (a stuck or lost rank); 0: never [600]");
 
   try {
     app.parse(argc, argv);
@@ -169,6 +171,7 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
   if (!calibrate_max.empty()) o.calibrate_max_bytes = parse_size(calibrate_max, "--max-bytes");
   if (o.calibrate_max_bytes < 4096) throw UsageError("--max-bytes must be at least 4K");
   if (o.repeats < 1) throw UsageError("--repeats must be at least 1");
+  if (o.timeout_seconds < 0) throw UsageError("--timeout must not be negative");
   for (const std::string& label : labels) add_label(o.labels, label);
   return o;
 }

@@ -46,6 +46,7 @@ struct DryrunOptions {
   std::string name;             // the machine's name
   uint64_t calibrate_max_bytes = 64 << 20;
   int repeats = 5;
+  double timeout_seconds = 600;  // without a figure measured before the job ends (0: never)
 
   std::vector<uint64_t> sizes() const;
   std::vector<double> bucket_sizes_mb() const;

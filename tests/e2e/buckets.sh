@@ -49,13 +49,6 @@ bad_input "unknown progress mode" --progress spin
 bad_input "polled progress with a schedule" --progress poll --algo ring
 
 # ---- faults --------------------------------------------------------------------------------------
-# The rank whose environment says OMPI_COMM_WORLD_RANK=$2 among the processes running $1.
-rank_pid() {
-  local p
-  for p in $(pgrep -f "$1"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && { echo "$p"; return; }
-  done
-}
 # A long sweep (many sizes, 400 steps of a few ms each) that a fault ends once its first row (the
 # baselines, printed together) is out.
 # (exec: run in the background, its $! is the launcher's, which a signal must reach.)

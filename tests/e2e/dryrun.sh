@@ -15,6 +15,21 @@ $MPIRUN -np 1 "$BIN/sb-dryrun" calibrate --out "$WORK/one.machine" >"$WORK/cal1.
 check "calibrate on one rank exits 2" test $? -eq 2
 check "it says why" grep -q 'calibrate needs 2 or more ranks' "$WORK/cal1.out"
 check "and writes nothing" test ! -e "$WORK/one.machine"
+# A stuck rank: rank 1 stopped mid-calibration; -T 3 ends the job, with no description written.
+$MPIRUN -np 2 "$BIN/sb-dryrun" calibrate --repeats 50 -T 3 --out "$WORK/stuck.machine" >"$WORK/stuck.out" 2>&1 &
+launcher=$!
+victim=""
+for _ in $(seq 100); do victim=$(rank_pid "sb-dryrun calibrate .*$WORK/stuck.machine" 1); [[ -n $victim ]] && break; sleep 0.1; done
+sleep 1
+[[ -n $victim ]] && kill -STOP "$victim"
+start=$SECONDS
+wait "$launcher"
+rc=$?
+[[ -n $victim ]] && kill -CONT "$victim" 2>/dev/null
+check "calibrate with a stuck rank ends (rc $rc) within -T plus margin ($((SECONDS - start)) s)" \
+  test -n "$victim" -a "$rc" -ne 0 -a $((SECONDS - start)) -le 20
+check "saying so in one line" grep -q 'timed out: no progress for 3 s .* while measuring' "$WORK/stuck.out"
+check "and writing no description, nor a temporary" test -z "$(ls "$WORK" | grep stuck.machine)"
 $MPIRUN -np 2 "$BIN/sb-dryrun" calibrate --out "$WORK/nowhere/x.machine" >"$WORK/cal2.out" 2>&1
 check "calibrate to a folder that does not exist exits 2, with the system's reason" \
   bash -c "test $? -eq 2 && grep -q \"cannot create '$WORK/nowhere/x.machine': No such file or directory\" '$WORK/cal2.out'"

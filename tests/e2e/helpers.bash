@@ -36,3 +36,12 @@ check_schema() {
   done
   check "every name SCHEMA.md puts on every root is there${missing:+ (missing:$missing)}" test -z "$missing"
 }
+
+# rank_pid PATTERN RANK: the process matching PATTERN (pgrep -f) whose environment says it is
+# that MPI rank (Open MPI's OMPI_COMM_WORLD_RANK), for a test that stops or kills one rank.
+rank_pid() {
+  local p
+  for p in $(pgrep -f "$1"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && { echo "$p"; return; }
+  done
+}
