@@ -18,16 +18,11 @@ check "and writes nothing" test ! -e "$WORK/one.machine"
 # A stuck rank: rank 1 stopped mid-calibration; -T 3 ends the job, with no description written.
 $MPIRUN -np 2 "$BIN/sb-dryrun" calibrate --repeats 50 -T 3 --out "$WORK/stuck.machine" >"$WORK/stuck.out" 2>&1 &
 launcher=$!
-victim=""
-for _ in $(seq 100); do victim=$(rank_pid "sb-dryrun calibrate .*$WORK/stuck.machine" 1); [[ -n $victim ]] && break; sleep 0.1; done
-sleep 1
-[[ -n $victim ]] && kill -STOP "$victim"
-start=$SECONDS
-wait "$launcher"
-rc=$?
-[[ -n $victim ]] && kill -CONT "$victim" 2>/dev/null
-check "calibrate with a stuck rank ends (rc $rc) within -T plus margin ($((SECONDS - start)) s)" \
-  test -n "$victim" -a "$rc" -ne 0 -a $((SECONDS - start)) -le 20
+for _ in $(seq 100); do [[ -n $(rank_pid "sb-dryrun calibrate .*$WORK/stuck.machine" 1) ]] && break; sleep 0.1; done
+sleep 1  # into the measurements
+stop_rank_until_end "$launcher" "sb-dryrun calibrate .*$WORK/stuck.machine" 1
+check "calibrate with a stuck rank ends (rc $job_rc) within -T plus margin ($job_seconds s)" \
+  test -n "$stopped_pid" -a "$job_rc" -ne 0 -a "$job_seconds" -le 20
 check "saying so in one line" grep -q 'timed out: no progress for 3 s .* while measuring' "$WORK/stuck.out"
 check "and writing no description, nor a temporary" test -z "$(ls "$WORK" | grep stuck.machine)"
 $MPIRUN -np 2 "$BIN/sb-dryrun" calibrate --out "$WORK/nowhere/x.machine" >"$WORK/cal2.out" 2>&1

@@ -45,3 +45,16 @@ rank_pid() {
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && { echo "$p"; return; }
   done
 }
+
+# stop_rank_until_end LAUNCHER PATTERN RANK: stops that rank (SIGSTOP, as a hung rank) and waits
+# for the job to end on its own; sets stopped_pid (empty if the rank was not found), job_rc and
+# job_seconds (from the stop to the end), then lets the stopped process go.
+stop_rank_until_end() {
+  stopped_pid=$(rank_pid "$2" "$3")
+  [[ -n $stopped_pid ]] && kill -STOP "$stopped_pid"
+  local start=$SECONDS
+  wait "$1"
+  job_rc=$?
+  job_seconds=$((SECONDS - start))
+  [[ -n $stopped_pid ]] && kill -CONT "$stopped_pid" 2>/dev/null
+}
