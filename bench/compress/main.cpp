@@ -61,14 +61,14 @@ double mean_over_ranks(double mine) {
   return sum / nranks;
 }
 
-Row measure(const std::string& name, const std::vector<float>& gradient, const CompressOptions& o, int rank, int nranks,
-            Watchdog& watchdog) {
+CompressRow measure(const std::string& name, const std::vector<float>& gradient, const CompressOptions& o, int rank,
+                    int nranks, Watchdog& watchdog) {
   const size_t count = gradient.size();
   const uint64_t bytes = count * sizeof(float);
   CompressorParams params = o.params;
   params.stream = static_cast<uint64_t>(rank);
   std::unique_ptr<Compressor> compressor = make_compressor(name, params);
-  Row row;
+  CompressRow row;
   row.bytes = bytes;
   row.payload_bytes = compressor->payload_bytes(count);
   row.ratio = static_cast<double>(bytes) / static_cast<double>(row.payload_bytes);
@@ -168,7 +168,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     for (const std::vector<float>& gradient : gradients) {
       const uint64_t bytes = gradient.size() * sizeof(float);
       watchdog.phase("measuring " + name + " at " + std::to_string(bytes) + " bytes");
-      const Row row = measure(name, gradient, o, layout.rank, layout.nranks, watchdog);
+      const CompressRow row = measure(name, gradient, o, layout.rank, layout.nranks, watchdog);
       saver.add_row(row);
       if (root) {
         std::printf("  %12llu  %-9s  %9.1fx  %9.2e  %10.2f  %8.2f  %10.2f  %11.1f  %11.1f  %7.2fx",

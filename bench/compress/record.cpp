@@ -43,28 +43,28 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const Compres
     }
     auto column = [&](auto field) {
       std::vector<double> values;
-      for (const Row& row : rows) values.push_back(static_cast<double>(row.*field));
+      for (const CompressRow& row : rows) values.push_back(static_cast<double>(row.*field));
       return values;
     };
     std::vector<uint64_t> bytes, payload;
-    for (const Row& row : rows) {
+    for (const CompressRow& row : rows) {
       bytes.push_back(row.bytes);
       payload.push_back(row.payload_bytes);
     }
     group.write("size_bytes", bytes);
     group.write("payload_bytes", payload);
-    group.write("compression_ratio", column(&Row::ratio));
-    group.write("rel_error", column(&Row::rel_error));
-    group.write("compress_GBps", column(&Row::compress_GBps));
-    group.write("decompress_GBps", column(&Row::decompress_GBps));
-    group.write("memcpy_GBps", column(&Row::memcpy_GBps));
-    group.write("allreduce_us", column(&Row::allreduce_us));
-    group.write("mpi_allreduce_us", column(&Row::mpi_allreduce_us));
-    group.write("speedup", column(&Row::speedup));
+    group.write("compression_ratio", column(&CompressRow::ratio));
+    group.write("rel_error", column(&CompressRow::rel_error));
+    group.write("compress_GBps", column(&CompressRow::compress_GBps));
+    group.write("decompress_GBps", column(&CompressRow::decompress_GBps));
+    group.write("memcpy_GBps", column(&CompressRow::memcpy_GBps));
+    group.write("allreduce_us", column(&CompressRow::allreduce_us));
+    group.write("mpi_allreduce_us", column(&CompressRow::mpi_allreduce_us));
+    group.write("speedup", column(&CompressRow::speedup));
     if (o.device) {
-      group.write("device_allreduce_us", column(&Row::device_allreduce_us));
-      group.write("nccl_allreduce_us", column(&Row::nccl_allreduce_us));
-      group.write("device_speedup", column(&Row::device_speedup));
+      group.write("device_allreduce_us", column(&CompressRow::device_allreduce_us));
+      group.write("nccl_allreduce_us", column(&CompressRow::nccl_allreduce_us));
+      group.write("device_speedup", column(&CompressRow::device_speedup));
     }
   }
 }
@@ -83,7 +83,7 @@ void CompressResultsSaver::start_compressor(const std::string& name, Carrier car
   results_.push_back({name, carrier, {}, {}});
 }
 
-void CompressResultsSaver::add_row(const Row& row) {
+void CompressResultsSaver::add_row(const CompressRow& row) {
   std::lock_guard<std::mutex> lock(mutex_);
   results_.back().rows.push_back(row);
 }

@@ -17,7 +17,8 @@
 
 namespace sb {
 
-struct Row {
+// One compressor at one gradient size.
+struct CompressRow {
   uint64_t bytes = 0, payload_bytes = 0;
   double ratio = 0, rel_error = 0, compress_GBps = 0, decompress_GBps = 0;
   double memcpy_GBps = 0;  // memcpy of the same gradient, measured just before: the ceiling
@@ -27,13 +28,15 @@ struct Row {
   double allreduce_us = 0, mpi_allreduce_us = 0, speedup = 0;
 };
 
+// A compressor's rows, one per size, and its convergence check.
 struct CompressorResults {
   std::string name;
   Carrier carrier;
-  std::vector<Row> rows;
+  std::vector<CompressRow> rows;
   ConvergenceResult convergence;  // when the check ran
 };
 
+// The convergence check's settings for --convergence N: N reference steps, at most 20 N.
 ConvergenceSettings convergence_settings(const CompressOptions& o);
 
 class CompressResultsSaver {
@@ -45,7 +48,7 @@ class CompressResultsSaver {
   // What the run has so far, in the order measured: a compressor, its rows, then (once every
   // compressor's rows are in) each one's convergence.
   void start_compressor(const std::string& name, Carrier carrier);
-  void add_row(const Row& row);
+  void add_row(const CompressRow& row);
   void add_convergence(size_t compressor, const ConvergenceResult& result);
   // A copy, for the summary printed at the end.
   std::vector<CompressorResults> results();

@@ -71,7 +71,7 @@ TEST_F(ResultsSaverTest, BucketsKeepsTheRowsOfEachSweepInOrder) {
 TEST_F(ResultsSaverTest, CompressWritesConvergenceOnlyWhereTheCheckFinished) {
   CompressOptions options;
   CompressResultsSaver saver(std::make_unique<ResultsFile>(path("c.h5")), metadata_, options);
-  Row row;
+  CompressRow row;
   row.bytes = 1024;
   saver.start_compressor("none", Carrier::allreduce);
   saver.add_row(row);
