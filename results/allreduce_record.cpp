@@ -35,8 +35,7 @@ void write_placement(const h5::Node& group, const std::vector<SizeResult>& sizes
 void write_allreduce_results(const h5::Node& root, const RunMetadata& metadata, const AllreduceSweepSettings& s,
                              const std::vector<ImplResult>& impls, const std::string& status) {
   write_run_metadata(root, metadata);
-  root.set_attr("end_time_utc", utc_now());
-  root.set_attr("status", status);
+  write_run_end(root, status);
 
   const h5::Node allreduce = root.create_group("allreduce");
   allreduce.set_attr("datatype", s.datatype);

@@ -31,7 +31,6 @@ size_t merge_campaign(const Campaign& campaign, const std::string& out_path) {
   root.set_attr("version", scalebench_version());
   root.set_attr("git_commit", scalebench_git_commit());
   root.set_attr("start_time_utc", utc_now());
-  root.set_attr("status", "complete");
 
   h5::Handle create_parents(SB_H5_CHECK(H5Pcreate(H5P_LINK_CREATE)), H5Pclose);
   SB_H5_CHECK(H5Pset_create_intermediate_group(create_parents.get(), 1));
@@ -52,7 +51,7 @@ size_t merge_campaign(const Campaign& campaign, const std::string& out_path) {
   root.set_attr("runs", static_cast<int64_t>(campaign.runs.size()));
   root.set_attr("merged_from", sources);
   root.set_attr("skipped", skipped);
-  root.set_attr("end_time_utc", utc_now());
+  write_run_end(root, "complete");
   out.commit();
   return campaign.runs.size();
 }

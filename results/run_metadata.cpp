@@ -106,6 +106,11 @@ void write_run_metadata(const h5::Node& root, const RunMetadata& m) {
   for (const auto& [key, value] : m.environment) environment.set_attr(key, value);
 }
 
+void write_run_end(const h5::Node& root, const std::string& status) {
+  root.set_attr("end_time_utc", utc_now());
+  root.set_attr("status", status);
+}
+
 std::string default_results_path(const std::string& kind) {
   std::string stamp = utc_now();
   std::erase(stamp, ':');

@@ -41,4 +41,7 @@ std::string scalebench_git_commit();
 
 void write_run_metadata(const h5::Node& root, const RunMetadata& metadata);
 
+// How the run ended, written last: end_time_utc (now) and status ("complete", or why it ended early).
+void write_run_end(const h5::Node& root, const std::string& status);
+
 }  // namespace sb

@@ -21,8 +21,7 @@ void BucketsResultsSaver::save(const std::string& status) {
       file_, status,
       [&](ResultsFile& file) {
         write_run_metadata(file.root(), metadata_);
-        file.root().set_attr("end_time_utc", utc_now());
-        file.root().set_attr("status", status);
+        write_run_end(file.root(), status);
         if (profile_) write_buckets_results(file.root(), settings_, *profile_, sweeps_);
       },
       "the table printed so far holds the same figures");

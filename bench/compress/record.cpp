@@ -11,8 +11,7 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const Compres
                    const std::vector<CompressorResults>& results, size_t converged, const std::string& status) {
   h5::Node& root = file.root();
   write_run_metadata(root, metadata);
-  root.set_attr("end_time_utc", utc_now());
-  root.set_attr("status", status);
+  write_run_end(root, status);
   const h5::Node compress = root.create_group("compress");
   compress.set_attr("ratio", o.params.ratio);
   compress.set_attr("levels", static_cast<int64_t>(o.params.levels));

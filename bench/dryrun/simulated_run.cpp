@@ -27,8 +27,7 @@ RunMetadata simulated_metadata(const RunMetadata& base, const std::string& progr
 
 void mark_simulated(const h5::Node& root, const sim::Machine& machine, const std::string& machine_path) {
   root.set_attr("simulated", int64_t{1});
-  if (!root.has_attr("status")) root.set_attr("status", std::string("complete"));
-  if (!root.has_attr("end_time_utc")) root.set_attr("end_time_utc", utc_now());
+  if (!root.has_attr("status")) write_run_end(root, "complete");
   root.set_attr("machine_name", machine.name);
   root.set_attr("machine_file", machine_path);
   root.set_attr("machine", sim::format_machine(machine));

@@ -171,8 +171,7 @@ int validate_campaign(const DryrunOptions& o, const RunMetadata& metadata) {
   m.program = "sb-dryrun validate";
   m.labels = o.labels;
   write_run_metadata(file.root(), m);
-  file.root().set_attr("status", std::string("complete"));
-  file.root().set_attr("end_time_utc", utc_now());
+  write_run_end(file.root(), "complete");
   const h5::Node group = file.root().create_group("validate");
   group.set_attr("machine_name", machine.name);
   group.set_attr("machine", sim::format_machine(machine));

@@ -64,8 +64,7 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
                    const models::TrainResult& r, double matmul_gflops, const RankTimes* times,
                    const std::string& status) {
   write_run_metadata(file.root(), metadata);
-  file.root().set_attr("end_time_utc", utc_now());
-  file.root().set_attr("status", status);
+  write_run_end(file.root(), status);
   const h5::Node train = file.root().create_group("train");
   write_config(train.create_group("config"), o.config);
   train.set_attr("dataset", r.dataset);
