@@ -4,11 +4,61 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
+#include <mutex>
+#include <thread>
 
 namespace sb {
 namespace {
+
+struct FatalErrorHook {
+  std::mutex mutex;
+  FatalErrorHandler handler;
+  std::chrono::milliseconds limit{kFatalErrorHandlerLimit};
+};
+
+FatalErrorHook& fatal_error_hook() {
+  static FatalErrorHook hook;
+  return hook;
+}
+
+// Runs the registered handler once per process, on its own thread, for at most its limit.
+void run_fatal_error_handler(const std::string& what) {
+  static std::atomic<bool> dying{false};
+  if (dying.exchange(true)) {
+    // Another thread is already in die(): it ends the process, after its handler or its limit.
+    // (Its handler may be this very thread, dying in turn: the limit covers that too.)
+    for (;;) pause();
+  }
+  FatalErrorHandler handler;
+  std::chrono::milliseconds limit;
+  {
+    FatalErrorHook& hook = fatal_error_hook();
+    std::lock_guard<std::mutex> lock(hook.mutex);
+    handler = hook.handler;
+    limit = hook.limit;
+  }
+  if (!handler) return;
+  auto finished = std::make_shared<std::promise<void>>();
+  std::future<void> done = finished->get_future();
+  std::thread([handler, what, finished] {
+    try {
+      handler(what);
+    } catch (const std::exception& e) {  // saving failed too (a full disk): say so, end anyway
+      std::fprintf(stderr, "%s: %s\n", process_label().c_str(), e.what());
+    } catch (...) {
+      std::fprintf(stderr, "%s: the fault handler failed\n", process_label().c_str());
+    }
+    finished->set_value();
+  }).detach();
+  if (done.wait_for(limit) == std::future_status::timeout) {
+    std::fprintf(stderr, "%s: the fault handler did not finish within %.0f s; ending without it\n",
+                 process_label().c_str(), std::chrono::duration<double>(limit).count());
+  }
+}
 
 std::string& label_storage() {
   static std::string label = [] {
@@ -44,8 +94,17 @@ void set_process_rank(int rank) {
 void die(const char* file, int line, const std::string& what, int status) {
   std::fprintf(stderr, "%s: %s:%d: %s\n", process_label().c_str(), file, line, what.c_str());
   std::fflush(stderr);
+  run_fatal_error_handler(what);
+  std::fflush(stdout);
   if (mpi_running()) MPI_Abort(MPI_COMM_WORLD, status);
   _exit(status);
+}
+
+void set_fatal_error_handler(FatalErrorHandler handler, std::chrono::milliseconds limit) {
+  FatalErrorHook& hook = fatal_error_hook();
+  std::lock_guard<std::mutex> lock(hook.mutex);
+  hook.handler = std::move(handler);
+  hook.limit = limit;
 }
 
 void die_mpi(int code, const char* call, const char* file, int line) {

@@ -2,6 +2,8 @@
 // Check macros for every library call. A failed call ends the whole job with one line that says
 // where (host:rank, file:line), which call, and the library's own message. Exit status 3 marks a
 // fault of the run (library error, timeout), distinct from bad input (2) and wrong results (1).
+#include <chrono>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -15,9 +17,19 @@ inline constexpr int kExitFault = 3;
 const std::string& process_label();
 void set_process_rank(int rank);
 
-// Prints "<label>: <file>:<line>: <what>" on stderr and ends the job: MPI_Abort when MPI is
-// running (so no peer is left hanging), _exit otherwise.
+// Prints "<label>: <file>:<line>: <what>" on stderr, gives the fatal-error handler (below) its
+// chance, and ends the job: MPI_Abort when MPI is running (so no peer is left hanging), _exit
+// otherwise. A second thread that dies meanwhile waits for the first to end the process.
 [[noreturn]] void die(const char* file, int line, const std::string& what, int status = kExitFault);
+
+// What die() calls before ending the job, given die's `what`: the program's fault handler, which
+// on rank 0 saves the results finished so far (Watchdog registers it). It runs on a thread of its
+// own and die() waits at most `limit` for it, since it may need a lock that the dying thread
+// holds. An empty handler clears it.
+using FatalErrorHandler = std::function<void(const std::string& what)>;
+inline constexpr std::chrono::seconds kFatalErrorHandlerLimit{60};
+void set_fatal_error_handler(FatalErrorHandler handler,
+                             std::chrono::milliseconds limit = kFatalErrorHandlerLimit);
 
 [[noreturn]] void die_mpi(int code, const char* call, const char* file, int line);
 // HDF5 failures throw instead: a results file that cannot be read is bad input for a reader,

@@ -31,9 +31,16 @@ void block_termination_signals() {
 Watchdog::Watchdog(double timeout_seconds, double grace_seconds, FaultHandler on_fault)
     : deadline_seconds_(timeout_seconds > 0 ? timeout_seconds + grace_seconds : 0),
       on_fault_(std::move(on_fault)),
-      thread_([this] { watch(); }) {}
+      thread_([this] { watch(); }) {
+  if (on_fault_) {
+    set_fatal_error_handler([this](const std::string& what) {
+      on_fault_("failed: " + what + " while " + current_phase());
+    });
+  }
+}
 
 Watchdog::~Watchdog() {
+  if (on_fault_) set_fatal_error_handler({});
   stop_ = true;
   thread_.join();
 }
@@ -44,6 +51,11 @@ void Watchdog::phase(const std::string& what) {
     phase_ = what;
   }
   beat();
+}
+
+std::string Watchdog::current_phase() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return phase_;
 }
 
 void Watchdog::watch() {
@@ -70,12 +82,7 @@ void Watchdog::watch() {
       }
     }
     if (reason.empty()) continue;
-    std::string phase;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      phase = phase_;
-    }
-    reason += " while " + phase;
+    reason += " while " + current_phase();
     std::fprintf(stderr, "%s: %s\n", process_label().c_str(), reason.c_str());
     std::fflush(stderr);
     if (on_fault_) {

@@ -2,7 +2,9 @@
 // Bounds the time a job can hang. The main thread reports progress (a heartbeat after every
 // collective); a watchdog thread ends the process when no progress was made for `timeout`
 // seconds, or when SIGINT or SIGTERM arrives (as the launcher sends when a peer dies). Before
-// ending, it calls the program's fault handler, which on rank 0 saves the finished results.
+// ending, it calls the program's fault handler, which on rank 0 saves the finished results. While
+// it lives, a fatal library error (die(), common/check.hpp) calls the same handler, with
+// "failed: <what> while <phase>".
 //
 // Ranks other than 0 wait `grace` seconds longer, so that when everybody is stuck rank 0, which
 // holds the results, is the one that reports and saves first.
@@ -36,6 +38,7 @@ class Watchdog {
 
  private:
   void watch();
+  std::string current_phase();
 
   double deadline_seconds_;
   FaultHandler on_fault_;

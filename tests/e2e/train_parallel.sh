@@ -1,8 +1,9 @@
 # Data-parallel sb-train end to end: 2 ranks train Fashion-MNIST to the target with an MLPerf log
 # that parses as JSON line by line with MLPerf's keys in order; elastic resume (4 ranks -> 2, and
 # 2 -> 3) with the same global batch; resume with compressed gradients bit-identical to a run that
-# never stopped; and a killed rank ends the job quickly without spoiling the
-# last checkpoint, from which --resume goes on, and rank 0 saves the steps it finished.
+# never stopped; a fatal error on rank 0 ends the job after rank 0 saved the steps it finished;
+# and a killed rank ends the job quickly without spoiling the last checkpoint, from which
+# --resume goes on, and rank 0 saves the steps it finished.
 source "$(dirname "$0")/helpers.bash"
 export OMP_NUM_THREADS=1
 TRAIN="$MPIRUN -np"
@@ -145,6 +146,28 @@ resumed=$(grep -E 'step 30/1000 loss' "$WORK/two3.txt" | sed 's/.* loss \([0-9.]
 # amplifies the last bits, so the same batch's loss 10 steps later agrees only roughly (1.4% seen).
 check "2 -> 3 ranks: the loss at step 30 is the straight run's ($straight vs $resumed, within 5%)" \
   awk -v a="$straight" -v b="$resumed" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= 0.05 * a) }'
+
+# --- a fatal error on rank 0: its residuals' file cannot be created --------------------------
+# A folder stands where rank 0 writes its top-k residuals at the end of the run, so that rank
+# alone fails (die: MPI_Abort); it first saves the steps it finished, and the file says why.
+mkdir -p "$WORK/blocked"
+$TRAIN 2 $SB --epochs 1 --steps 30 --print-every 2 --compressor topk --ratio 0.05 --checkpoint "$WORK/blocked" \
+  --out "$WORK/blocked.h5" >"$WORK/blocked.txt" 2>"$WORK/blocked.err" &
+job=$!
+for _ in $(seq 1 300); do grep -q 'step 2/' "$WORK/blocked.txt" 2>/dev/null && break; sleep 0.1; done
+pid0=$(rank_pid "^$BIN/sb-train .*--checkpoint $WORK/blocked" 0)
+mkdir "$WORK/blocked/checkpoint.exchange-rank0.h5.tmp-${pid0:-none}"
+wait $job
+rc=$?
+check "rank 0 found (${pid0:-not found}); the fatal error ends the job with status 3 (was $rc)" \
+  test -n "$pid0" -a "$rc" -eq 3
+check "rank 0 says which file it could not write" \
+  grep -qF "checkpoint: cannot create '$WORK/blocked/checkpoint.exchange-rank0.h5': Is a directory" "$WORK/blocked.err"
+check "the results hold the 30 steps finished" bash -c "h5dump -a /train/steps '$WORK/blocked.h5' | grep -q '(0): 30'"
+check "and say the run failed, and why" \
+  bash -c "h5dump -a /status '$WORK/blocked.h5' | grep -q 'failed: checkpoint: cannot create .*exchange-rank0.h5.* while training, step 30 done'"
+check "the way on is said once" test "$(grep -c 'resume from the last checkpoint' "$WORK/blocked.err")" -eq 1
+check_schema "$WORK/blocked.h5"
 
 # --- a rank dies ------------------------------------------------------------------------------
 mkdir -p "$WORK/crash"
