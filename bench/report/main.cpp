@@ -49,7 +49,7 @@ int report(const sb::ReportProgramOptions& o) {
     sb::report::write_plot_data(plot, o.out);
     sb::report::write_plot_script(plot, o.formats, o.out);
   }
-  if (o.render && (o.formats.png || o.formats.svg)) sb::report::render_plots(plots, o.out, o.gnuplot);
+  if (o.render && (o.formats.png || o.formats.svg)) sb::report::render_plots(plots, o.formats, o.out, o.gnuplot);
   sb::report::write_summary(plots, campaign, o.out);
   sb::report::write_index(plots, campaign, o.formats, o.out);
   for (const sb::report::Plot& plot : plots) std::printf("  %-40s %s\n", plot.name.c_str(), plot.title.c_str());

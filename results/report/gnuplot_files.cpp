@@ -1,13 +1,16 @@
 #include "results/report/gnuplot_files.hpp"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -146,7 +149,36 @@ void write_plot_script(const Plot& plot, const ImageFormats& formats, const std:
   file.commit();
 }
 
-void render_plots(const std::vector<Plot>& plots, const std::string& dir, const std::string& gnuplot) {
+bool image_is_whole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return false;
+  const std::streamoff size = in.tellg();
+  const std::streamoff tail_size = std::min<std::streamoff>(size, 64);
+  std::string tail(static_cast<size_t>(tail_size), '\0');
+  in.seekg(size - tail_size);
+  if (!in.read(tail.data(), tail_size)) return false;
+  if (path.ends_with(".png")) {
+    static const std::string kEnd("IEND\xAE\x42\x60\x82", 8);  // the last chunk's type and CRC
+    return tail.ends_with(kEnd);
+  }
+  const size_t close = tail.rfind("</svg>");
+  return close != std::string::npos && tail.find_first_not_of(" \t\r\n", close + 6) == std::string::npos;
+}
+
+namespace {
+
+// Why an image came out cut short: a full disk, as a failed write would say, where the folder's
+// file system has no room left; otherwise gnuplot's own trouble, in its log.
+std::string why_cut_short(const std::string& dir) {
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) == 0 && fs.f_bavail == 0) return std::strerror(ENOSPC);
+  return "gnuplot left it cut short; see " + dir + "/gnuplot.log";
+}
+
+}  // namespace
+
+void render_plots(const std::vector<Plot>& plots, const ImageFormats& formats, const std::string& dir,
+                  const std::string& gnuplot) {
   if (plots.empty()) return;
   std::vector<std::string> args = {gnuplot};
   for (const Plot& plot : plots) args.push_back(plot.name + ".gp");
@@ -174,6 +206,17 @@ void render_plots(const std::vector<Plot>& plots, const std::string& dir, const 
     throw LibraryError("cannot run '" + gnuplot + "' (install gnuplot-nox, or pass --no-render); see " + log);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw LibraryError("gnuplot failed on the report's scripts; see " + log);
+  std::vector<std::string> extensions, cut;
+  if (formats.png) extensions.push_back(".png");
+  if (formats.svg) extensions.push_back(".svg");
+  for (const Plot& plot : plots)
+    for (const std::string& extension : extensions)
+      if (!image_is_whole(dir + "/" + plot.name + extension)) cut.push_back(dir + "/" + plot.name + extension);
+  if (cut.empty()) return;
+  const std::string reason = why_cut_short(dir);
+  for (const std::string& image : cut) ::unlink(image.c_str());
+  throw LibraryError("cannot write '" + cut.front() + "': " + reason +
+                     (cut.size() > 1 ? " (and " + std::to_string(cut.size() - 1) + " more images; removed)" : " (removed)"));
 }
 
 }  // namespace sb::report

@@ -17,7 +17,12 @@ void write_plot_data(const Plot& plot, const std::string& dir);
 void write_plot_script(const Plot& plot, const ImageFormats& formats, const std::string& dir);
 
 // Runs gnuplot once over every plot's script, in dir, its messages kept in dir/gnuplot.log.
-// Throws LibraryError when gnuplot cannot be run or fails, naming the log.
-void render_plots(const std::vector<Plot>& plots, const std::string& dir, const std::string& gnuplot = "gnuplot");
+// Throws LibraryError when gnuplot cannot be run or fails, naming the log, or when it left an
+// image cut short (gnuplot exits 0 on a full disk): that image is removed, and the error names it.
+void render_plots(const std::vector<Plot>& plots, const ImageFormats& formats, const std::string& dir,
+                  const std::string& gnuplot = "gnuplot");
+
+// Whether the file at path ends as a whole PNG (its IEND chunk) or SVG (its closing tag) does.
+bool image_is_whole(const std::string& path);
 
 }  // namespace sb::report

@@ -1,10 +1,10 @@
 # A full disk, for real: a small tmpfs in a private mount namespace (root only; skipped elsewhere)
 # that each program writes to: sb-allreduce, sb-train's checkpoints and MLPerf log, sb-buckets'
-# profile, sb-report's plot folder and merged file, sb-dryrun's predictions. Each ends within a
-# bounded time with exit status 3 and one line that names the file and says "No space left on
-# device" (not a crash), leaves no temporary and no file cut short, and loses nothing finished:
-# sb-allreduce's tables are printed, and sb-train's last checkpoint stays whole to resume from,
-# also at 2 ranks (no rank left waiting), and its results hold the steps it took.
+# profile, sb-report's plot folder (its images too) and merged file, sb-dryrun's predictions. Each
+# ends within a bounded time with exit status 3 and one line that names the file and says "No
+# space left on device" (not a crash), leaves no temporary and no file cut short, and loses
+# nothing finished: sb-allreduce's tables are printed, and sb-train's last checkpoint stays whole
+# to resume from, also at 2 ranks (no rank left waiting), and its results hold the steps it took.
 source "$(dirname "$0")/helpers.bash"
 export OMP_NUM_THREADS=1
 DISK=$WORK/disk
@@ -100,6 +100,16 @@ on_full_disk report 8 : "$BIN/sb-report --no-render --out $DISK/report $WORK/cam
   "cd '$DISK/report' && find . -type f | while read -r f; do cmp -s \"\$f\" '$WORK/whole/'\"\$f\" || exit 1; done"
 expect_fault report sb-report "$DISK/report/"
 check "report: every file it left is whole" test "$(cat "$WORK/report.after")" = 0
+# With its images: gnuplot itself exits 0 when its image does not fit, leaving it cut short.
+"$BIN/sb-report" --out "$WORK/rendered" "$WORK/campaign" >/dev/null 2>&1
+check "a rendered report on a disk with room" test -s "$WORK/rendered/index.html"
+on_full_disk report-images 96 : "$BIN/sb-report --out $DISK/report $WORK/campaign" \
+  "cd '$DISK/report' && ls *.png *.svg >'$WORK/report-images.kept' &&
+   find . -type f ! -name gnuplot.log | while read -r f; do cmp -s \"\$f\" '$WORK/rendered/'\"\$f\" || exit 1; done"
+expect_fault report-images sb-report "$DISK/report/"
+check "report-images: it got as far as the images ($(wc -l <"$WORK/report-images.kept") kept)" \
+  grep -q "cannot write '$DISK/report/[^']*\.\(png\|svg\)'" "$WORK/report-images.err"
+check "report-images: every file it left is whole, images included" test "$(cat "$WORK/report-images.after")" = 0
 on_full_disk merge 8 : "$BIN/sb-report --merge $DISK/merged.h5 $WORK/campaign"
 expect_fault merge sb-report "$DISK/merged.h5"
 check "merge: nothing left on the disk ($(tr '\n' ' ' <"$WORK/merge.left"))" test ! -s "$WORK/merge.left"

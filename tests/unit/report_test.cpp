@@ -6,10 +6,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
 
+#include "common/check.hpp"
 #include "common/usage_error.hpp"
 #include "results/campaign.hpp"
 #include "results/merge.hpp"
+#include "results/report/gnuplot_files.hpp"
 #include "results/report/plot.hpp"
 #include "results/report/summary.hpp"
 #include "results/results_file.hpp"
@@ -219,6 +222,43 @@ TEST_F(Report, ARunThatEndedEarlyIsMarkedAndOneWithoutARateIsLeftOutOfScaling) {
   EXPECT_NE(text.find("s4.h5); ended early: interrupted by SIGTERM while training, step 1 done\n"), std::string::npos)
       << text;
   EXPECT_EQ(text.find("s1.h5); ended early"), std::string::npos);
+}
+
+// gnuplot exits 0 after a write that failed (a full disk), leaving the image cut short.
+TEST_F(Report, AnImageIsWholeOnlyWithItsEnd) {
+  const std::string png_end("IEND\xAE\x42\x60\x82", 8);
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(path(name), std::ios::binary) << bytes;
+    return path(name);
+  };
+  EXPECT_TRUE(report::image_is_whole(write("a.png", "\x89PNG...data...\0\0\0\0" + png_end)));
+  EXPECT_FALSE(report::image_is_whole(write("b.png", "\x89PNG...data...\0\0\0\0IEND")));
+  EXPECT_FALSE(report::image_is_whole(write("c.png", "")));
+  EXPECT_TRUE(report::image_is_whole(write("a.svg", "<svg>\n<g/>\n</svg>\n\n")));
+  EXPECT_FALSE(report::image_is_whole(write("b.svg", "<svg>\n<g/>\n</sv")));
+  EXPECT_FALSE(report::image_is_whole(path("missing.png")));
+}
+
+TEST_F(Report, RenderingThatLeavesAnImageCutShortIsAFaultAndTheImageGoes) {
+  // A stand-in for gnuplot that renders the first script's PNG whole and the second's cut short.
+  const std::string fake = path("fake-gnuplot");
+  std::ofstream(fake) << "#!/bin/sh\n"
+                         "printf 'PNG\\0\\0\\0\\0IEND\\256\\102\\140\\202' > \"${1%.gp}.png\"\n"
+                         "printf 'PNG\\0\\0' > \"${2%.gp}.png\"\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  std::vector<report::Plot> plots;
+  plots.emplace_back("whole", "", "", "", report::Scale::linear, report::Scale::linear);
+  plots.emplace_back("cut", "", "", "", report::Scale::linear, report::Scale::linear);
+  report::ImageFormats png_only;
+  png_only.svg = false;
+  try {
+    report::render_plots(plots, png_only, dir_.string(), fake);
+    FAIL() << "no error for an image cut short";
+  } catch (const LibraryError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot write '" + path("cut.png") + "'"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(report::image_is_whole(path("whole.png")));
+  EXPECT_FALSE(fs::exists(path("cut.png")));
 }
 
 }  // namespace
