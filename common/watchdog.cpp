@@ -33,9 +33,8 @@ Watchdog::Watchdog(double timeout_seconds, double grace_seconds, FaultHandler on
       on_fault_(std::move(on_fault)),
       thread_([this] { watch(); }) {
   if (on_fault_) {
-    set_fatal_error_handler([this](const std::string& what) {
-      on_fault_("failed: " + what + " while " + current_phase());
-    });
+    set_fatal_error_handler(
+        [this](const std::string& what) { handle_fault("failed: " + what + " while " + current_phase()); });
   }
 }
 
@@ -51,6 +50,16 @@ void Watchdog::phase(const std::string& what) {
     phase_ = what;
   }
   beat();
+}
+
+void Watchdog::handle_fault(const std::string& reason) {
+  std::call_once(fault_handled_, [&] {
+    try {
+      on_fault_(reason);
+    } catch (const std::exception& e) {  // saving what there is failed too (a full disk)
+      std::fprintf(stderr, "%s: %s\n", process_label().c_str(), e.what());
+    }
+  });
 }
 
 std::string Watchdog::current_phase() {
@@ -86,11 +95,7 @@ void Watchdog::watch() {
     std::fprintf(stderr, "%s: %s\n", process_label().c_str(), reason.c_str());
     std::fflush(stderr);
     if (on_fault_) {
-      try {
-        on_fault_(reason);
-      } catch (const std::exception& e) {  // saving what there is failed too (a full disk)
-        std::fprintf(stderr, "%s: %s\n", process_label().c_str(), e.what());
-      }
+      handle_fault(reason);
     } else if (signal > 0) {
       // The launcher signals every rank at once; a rank without results to save lingers a
       // moment, so that its exit does not get rank 0 killed before rank 0 has saved.

@@ -4,7 +4,8 @@
 // seconds, or when SIGINT or SIGTERM arrives (as the launcher sends when a peer dies). Before
 // ending, it calls the program's fault handler, which on rank 0 saves the finished results. While
 // it lives, a fatal library error (die(), common/check.hpp) calls the same handler, with
-// "failed: <what> while <phase>".
+// "failed: <what> while <phase>". The handler runs once, whichever fault comes first (the
+// launcher's SIGTERM often follows a fatal error); a later fault waits for it to finish.
 //
 // Ranks other than 0 wait `grace` seconds longer, so that when everybody is stuck rank 0, which
 // holds the results, is the one that reports and saves first.
@@ -39,6 +40,7 @@ class Watchdog {
  private:
   void watch();
   std::string current_phase();
+  void handle_fault(const std::string& reason);
 
   double deadline_seconds_;
   FaultHandler on_fault_;
@@ -46,7 +48,8 @@ class Watchdog {
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
   std::string phase_ = "starting";
-  std::thread thread_;
+  std::once_flag fault_handled_;
+  std::thread thread_;  // last: it starts watching at once
 };
 
 }  // namespace sb

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 
@@ -113,13 +112,11 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     // launcher after a peer died) ends it at once. Either way rank 0 saves what the run finished,
     // and the last checkpoint is whole (written atomically).
     // A fatal library error (die) does the same through the watchdog. (The watchdog or die has
-    // printed the reason; this adds the way on, where there is one, once: the launcher's SIGTERM
-    // may follow a fatal error.)
-    std::atomic<bool> hinted{false};
+    // printed the reason; this adds the way on, where there is one.)
     Watchdog watchdog(parsed->timeout_seconds, root ? 0 : kTimeoutGraceSeconds,
                       root ? Watchdog::FaultHandler([&](const std::string& reason) {
                         saver.save_partial(progress, reason);
-                        if (!parsed->config.checkpoint_dir.empty() && !hinted.exchange(true))
+                        if (!parsed->config.checkpoint_dir.empty())
                           std::fprintf(stderr, "%s: resume from the last checkpoint with --resume\n", kProgram);
                       })
                            : Watchdog::FaultHandler());
