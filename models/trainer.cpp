@@ -137,7 +137,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
     // may be inside an allreduce too: two threads in MPI at once.
     int level = MPI_THREAD_SINGLE;
     SB_MPI_CHECK(MPI_Query_thread(&level));
-    if (level < MPI_THREAD_MULTIPLE && config.exchange.overlap && config.exchange.progress == Progress::thread)
+    if (level < MPI_THREAD_MULTIPLE && exchange_calls_mpi_from_its_own_thread(config))
       throw UsageError("--bn-span with a communication thread needs MPI_THREAD_MULTIPLE: add --progress poll or --overlap 0");
     SB_MPI_CHECK(MPI_Comm_split(comm, rank_ / static_cast<int>(config.bn_span), rank_, &bn_comm_));
     bn_sync_.allreduce_sum = [this](std::vector<double>& values) {

@@ -64,4 +64,8 @@ std::unique_ptr<GradientAverager> make_gradient_exchange(const TrainConfig& conf
   return std::make_unique<GradientExchange>(comm, config.exchange, std::move(plan), std::move(gradients));
 }
 
+bool exchange_calls_mpi_from_its_own_thread(const TrainConfig& config) {
+  return config.backend != "cudnn" && config.exchange.overlap && config.exchange.progress == Progress::thread;
+}
+
 }  // namespace sb::models

@@ -24,4 +24,9 @@ std::unique_ptr<GradientAverager> make_gradient_exchange(const TrainConfig& conf
                                                          const std::vector<Parameter*>& parameters, BucketPlan plan,
                                                          MPI_Comm comm);
 
+// Whether the exchange make_gradient_exchange() gives calls MPI from a thread of its own while
+// the training thread runs: the host exchange's communication thread does; the GPU exchange
+// reduces with NCCL on a stream and calls MPI only while it is made, on the calling thread.
+bool exchange_calls_mpi_from_its_own_thread(const TrainConfig& config);
+
 }  // namespace sb::models

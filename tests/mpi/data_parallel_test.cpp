@@ -19,6 +19,7 @@
 
 #include "models/trainer.hpp"
 #include "results/results_file.hpp"
+#include "tests/mpi/gpu_ranks.hpp"
 
 namespace sb::models {
 namespace {
@@ -170,6 +171,31 @@ TEST(DataParallel, BnSpanOfAllRanksMatchesOneRankOverTheWholeBatch) {
     EXPECT_LT(synced_diff, 3 * floor) << nranks << " ranks, --bn-span " << nranks << " vs one rank; rounding floor "
                                       << floor;
     EXPECT_GT(local_diff, 5 * floor) << "local batch norm vs one rank; rounding floor " << floor;
+  }
+}
+
+// On GPUs the gradient exchange is NCCL on a stream, with no thread of its own calling MPI, so
+// --bn-span needs neither --progress poll (host training only) nor --overlap 0: the synchronised
+// statistics' host allreduces run while the buckets reduce on the device, and the weights are
+// those of the exchange run after backward (the GPU path is deterministic).
+TEST(DataParallel, BnSpanOnGpusKeepsTheOverlappedExchange) {
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  if (nranks == 1) GTEST_SKIP() << "one rank: --bn-span 1 is local batch norm";
+  if (!gpu_on_every_rank()) GTEST_SKIP() << "not every rank has a GPU";
+  SharedDir dir;
+  const std::string overlapped = dir.sub("overlapped"), sequential = dir.sub("sequential");
+  TrainConfig a = small_run(overlapped), b = small_run(sequential);
+  a.backend = b.backend = "cudnn";
+  a.bn_span = b.bn_span = nranks;
+  a.max_steps = b.max_steps = 2;
+  b.exchange.overlap = false;
+  train(a, nullptr, MPI_COMM_WORLD);
+  train(b, nullptr, MPI_COMM_WORLD);
+  if (rank == 0) {
+    EXPECT_EQ(read_group((std::filesystem::path(overlapped) / "checkpoint.h5").string(), "parameters"),
+              read_group((std::filesystem::path(sequential) / "checkpoint.h5").string(), "parameters"));
   }
 }
 
