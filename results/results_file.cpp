@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -20,6 +21,10 @@ ResultsFile::ResultsFile(std::string final_path, Build build)
       temporary_path_(final_path_ + ".tmp-" + std::to_string(::getpid())),
       build_(build) {
   h5::silence_error_stack();
+  // A folder would take the temporary file inside it (FOLDER/.tmp-PID) and fail only at the
+  // rename, after all the work: refuse it now.
+  if (std::filesystem::is_directory(final_path_))
+    throw UsageError("cannot create '" + final_path_ + "': " + std::strerror(EISDIR));
   // Try the plain open first: it tells a bad path (bad input) from a full disk (a fault).
   const int fd = ::open(temporary_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {

@@ -25,6 +25,7 @@ constexpr double kTimeoutGraceSeconds = 5;
 
 // Whether `path` can be written, tried on rank 0 before any measurement; "" when it can.
 std::string check_writable(const std::string& path) {
+  if (std::filesystem::is_directory(path)) return "cannot create '" + path + "': " + std::strerror(EISDIR);
   const std::string probe = path + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return "cannot create '" + path + "': " + std::strerror(errno);

@@ -150,5 +150,19 @@ TEST_F(Results, UnwritablePathIsBadInput) {
   EXPECT_TRUE(fs::is_empty(dir_));
 }
 
+// A folder is refused before any work, not when the finished file cannot be renamed onto it; and
+// nothing is left in it.
+TEST_F(Results, AFolderIsBadInput) {
+  for (const std::string& folder : {dir_.string(), dir_.string() + "/"}) {
+    try {
+      ResultsFile file(folder);
+      ADD_FAILURE() << "'" << folder << "' taken as a results file";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()), "cannot create '" + folder + "': Is a directory");
+    }
+  }
+  EXPECT_TRUE(fs::is_empty(dir_));
+}
+
 }  // namespace
 }  // namespace sb
