@@ -4,11 +4,31 @@
 // reports as one line and exit status 2.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "common/usage_error.hpp"
 
 namespace sb {
+
+// What CLI11 2.1 reads as numbers but no option of ours means: "nan", "inf" and "1e999" for a
+// double (and a NaN passes every range check written as a comparison, `x <= 0` being false), and
+// "-1" for an unsigned integer (which wraps to 2^64 - 1). Refused for every option of the program
+// and of its subcommands.
+inline void require_meant_numbers(const CLI::App& app) {
+  for (const CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    for (const std::string& value : option->results()) {
+      if (type.rfind("FLOAT", 0) == 0 && !std::isfinite(std::strtod(value.c_str(), nullptr)))
+        throw UsageError(option->get_name() + ": '" + value + "' is not a finite number");
+      if (type.rfind("UINT", 0) == 0 && value.find('-') != std::string::npos)
+        throw UsageError(option->get_name() + ": '" + value + "' is negative");
+    }
+  }
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) require_meant_numbers(*sub);
+}
 
 // False after --help; throws UsageError for a bad command line.
 inline bool parse_command_line(CLI::App& app, int argc, char** argv, bool print) {
@@ -20,6 +40,7 @@ inline bool parse_command_line(CLI::App& app, int argc, char** argv, bool print)
   } catch (const CLI::ParseError& error) {
     throw UsageError(error.what());
   }
+  require_meant_numbers(app);
   return true;
 }
 

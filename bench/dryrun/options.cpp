@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "collectives/algorithms/algorithms.hpp"
+#include "common/command_line.hpp"
 #include "common/sizes.hpp"
 #include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
@@ -125,6 +126,7 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
   } catch (const CLI::ParseError& error) {
     throw UsageError(error.what());
   }
+  require_meant_numbers(app);
 
   const bool is_train = train->parsed();
   if (allreduce->parsed()) o.command = DryrunCommand::allreduce;

@@ -65,7 +65,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   app.add_option("--checkpoint-every", c.checkpoint_every, "epochs between checkpoints [1]");
   app.add_option("--checkpoint-steps", c.checkpoint_steps, "also checkpoint every this many steps [0: off]");
   app.add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint DIR");
-  app.add_option("--print-every", c.print_every, "steps between progress lines [50]");
+  app.add_option("--print-every", c.print_every, "steps between progress lines; 0: none [50]");
   app.add_option("--algo", c.exchange.algorithm,
                  "gradient allreduce: mpi (MPI_Allreduce) or a schedule (ring, rd, rabenseifner, tree, dbtree, hier, "
                  "torus2d); with --backend cudnn, nccl (ncclAllReduce) or a schedule on the nccl transport [mpi; nccl on GPUs]");
@@ -146,6 +146,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
     if (transport == "nccl") throw UsageError("--transport nccl needs --backend cudnn");
   }
   if (c.threads < 0) throw UsageError("--threads must not be negative");
+  if (c.print_every < 0) throw UsageError("--print-every must not be negative (0: no progress lines)");
   if (o.timeout_seconds < 0) throw UsageError("--timeout must not be negative");
   if (c.workers < 1) throw UsageError("--workers must be at least 1");
   if (c.checkpoint_every < 1 || c.checkpoint_steps < 0) throw UsageError("--checkpoint-every must be at least 1");

@@ -1,0 +1,65 @@
+// parse_command_line (common/command_line.hpp): bad command lines become UsageErrors, and a
+// floating-point option refuses NaN and infinities, and an unsigned one negative numbers, which
+// CLI11 itself reads as numbers.
+#include "common/command_line.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sb {
+namespace {
+
+// Parses `words` (the program's name first) into an app with a double, an int, an unsigned and a
+// text option, and a subcommand with a double option of its own. Returns "" or the UsageError's line.
+std::string parse(std::vector<std::string> words, double* rate = nullptr) {
+  CLI::App app("test");
+  double lr = 0, sub_ratio = 0;
+  int count = 0;
+  uint64_t seed = 0;
+  std::string name;
+  app.add_option("--lr", lr);
+  app.add_option("--count", count);
+  app.add_option("--seed", seed);
+  app.add_option("--name", name);
+  CLI::App* sub = app.add_subcommand("sub");
+  sub->add_option("--ratio", sub_ratio);
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  try {
+    parse_command_line(app, static_cast<int>(argv.size()), argv.data(), false);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  if (rate) *rate = lr;
+  return "";
+}
+
+TEST(CommandLine, NumbersAndTextPass) {
+  double lr = 0;
+  EXPECT_EQ(parse({"p", "--lr", "1.5e-3", "--count", "-7", "--seed", "18446744073709551615", "--name", "nan"}, &lr), "");
+  EXPECT_EQ(lr, 1.5e-3);
+  EXPECT_EQ(parse({"p", "sub", "--ratio", "0.25"}), "");
+}
+
+TEST(CommandLine, NonFiniteFloatsAreRefused) {
+  EXPECT_EQ(parse({"p", "--lr", "nan"}), "--lr: 'nan' is not a finite number");
+  EXPECT_EQ(parse({"p", "--lr", "-inf"}), "--lr: '-inf' is not a finite number");
+  EXPECT_EQ(parse({"p", "--lr", "Infinity"}), "--lr: 'Infinity' is not a finite number");
+  EXPECT_EQ(parse({"p", "--lr", "1e999"}), "--lr: '1e999' is not a finite number");
+  EXPECT_EQ(parse({"p", "sub", "--ratio", "NaN"}), "--ratio: 'NaN' is not a finite number");
+}
+
+TEST(CommandLine, NegativeUnsignedNumbersAreRefused) {
+  EXPECT_EQ(parse({"p", "--seed", "-1"}), "--seed: '-1' is negative");
+}
+
+TEST(CommandLine, ParseErrorsBecomeUsageErrors) {
+  EXPECT_NE(parse({"p", "--count", "x"}), "");
+  EXPECT_NE(parse({"p", "--unknown"}), "");
+}
+
+}  // namespace
+}  // namespace sb
