@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "common/check.hpp"
 
@@ -37,6 +38,17 @@ void write_file_atomically(const std::string& path, std::string_view bytes, bool
     ::unlink(temporary.c_str());
     throw;
   }
+}
+
+std::string why_not_writable(const std::string& path) {
+  // A folder would take the temporary inside it and fail only at the rename.
+  if (std::filesystem::is_directory(path)) return "cannot create '" + path + "': " + std::strerror(EISDIR);
+  const std::string probe = path + ".tmp-" + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return "cannot create '" + path + "': " + std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
 }
 
 void publish_finished_file(const std::string& temporary, const std::string& path, bool sync) {

@@ -20,6 +20,11 @@ void write_file_atomically(const std::string& path, std::string_view bytes, bool
 // the caller's to remove.
 void publish_finished_file(const std::string& temporary, const std::string& path, bool sync);
 
+// "" when a file can be created at `path` now (tried with an empty temporary, removed at once),
+// else "cannot create 'PATH': <the system's reason>". For checking an output path before any work,
+// so that a bad one is bad input instead of a failure at the end.
+std::string why_not_writable(const std::string& path);
+
 // A file composed in memory (stream()) and written by commit(): the files that go through it are
 // small, and one checked write gives the exact reason when the disk refuses it.
 class AtomicFile {

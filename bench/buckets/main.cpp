@@ -13,6 +13,7 @@
 #include "bench/buckets/options.hpp"
 #include "bench/buckets/results_saver.hpp"
 #include "collectives/buckets/replay.hpp"
+#include "common/atomic_file.hpp"
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
 #include "common/stats.hpp"
@@ -101,6 +102,9 @@ int run(int argc, char** argv, const WorldLayout& layout) {
       kProgram, "buckets", root, [&](bool print) { return parse_buckets_options(argc, argv, print); },
       [](const BucketsOptions& o) {
         if (!o.profile.empty()) read_backward_profile(o.profile);  // a bad profile is bad input
+        if (o.write_profile.empty()) return;
+        if (const std::string why = why_not_writable(o.write_profile); !why.empty())
+          throw UsageError("--write-profile: " + why);
       });
   if (start.failed) return kExitUsage;
   if (!start.options) return 0;

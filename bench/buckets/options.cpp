@@ -58,6 +58,7 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   if (o.min_mb <= 0 || o.max_mb < o.min_mb || o.factor <= 1) throw UsageError("bucket sizes need 0 < min <= max and factor > 1");
   if (o.iters < 1 || o.warmup_iters < 0) throw UsageError("--iters must be at least 1 and --warmup_iters at least 0");
   if (o.timeout_seconds < 0) throw UsageError("--timeout must not be negative");
+  if (o.threads < 0) throw UsageError("--threads must not be negative (0: OMP_NUM_THREADS or all cores)");
   if (transport == "mpi") o.exchange.impl.transport = Transport::mpi;
   else if (transport == "shm") o.exchange.impl.transport = Transport::shm;
   else throw UsageError("--transport must be mpi or shm, not '" + transport + "'");

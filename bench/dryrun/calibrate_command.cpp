@@ -1,12 +1,8 @@
 // sb-dryrun calibrate: measures this machine (sim/calibrate.hpp) under mpirun and writes its
 // description, with the measurements it came from as `source` lines. The file is written under
 // a temporary name and renamed, so a failed run leaves no half-written description.
-#include <fcntl.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 
 #include "bench/dryrun/commands.hpp"
@@ -23,17 +19,6 @@ namespace {
 // Ranks other than 0 wait this much longer before giving up, so that rank 0 reports first.
 constexpr double kTimeoutGraceSeconds = 5;
 
-// Whether `path` can be written, tried on rank 0 before any measurement; "" when it can.
-std::string check_writable(const std::string& path) {
-  if (std::filesystem::is_directory(path)) return "cannot create '" + path + "': " + std::strerror(EISDIR);
-  const std::string probe = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return "cannot create '" + path + "': " + std::strerror(errno);
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return "";
-}
-
 }  // namespace
 
 int calibrate_machine(const DryrunOptions& o, const RunMetadata& metadata) {
@@ -49,7 +34,7 @@ int calibrate_machine(const DryrunOptions& o, const RunMetadata& metadata) {
   else if (layout.hosts[1] != layout.hosts[0]) problem = "calibrate needs ranks 0 and 1 on one node (fill nodes in rank order)";
   if (problem.empty() && root) {
     if (o.out.empty()) std::filesystem::create_directories("out");
-    problem = check_writable(out);
+    problem = why_not_writable(out);
   }
   int failed = problem.empty() ? 0 : 1, any = 0;
   SB_MPI_CHECK(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));

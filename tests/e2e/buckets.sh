@@ -47,6 +47,8 @@ bad_input "bucket sizes upside down" -b 8 -e 1
 bad_input "unknown model" --model vgg16
 bad_input "unknown progress mode" --progress spin
 bad_input "polled progress with a schedule" --progress poll --algo ring
+bad_input "a profile to write where no file can be" --write-profile "$WORK/nowhere/profile.txt"
+bad_input "a NaN compute scale" --compute-scale nan
 
 # ---- faults --------------------------------------------------------------------------------------
 # A long sweep (many sizes, 100 steps of a few ms each) that a fault ends once its first row (the
