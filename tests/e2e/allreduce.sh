@@ -126,14 +126,15 @@ $MPIRUN -np 2 "$BIN/sb-allreduce" -b 8 -e 4M -f 2 -n 2000 -w 0 -T 3 --out "$faul
   >"$WORK/fault.txt" 2>"$WORK/fault.err" &
 launcher=$!
 pid=""
-for _ in $(seq 100); do
+for _ in $(seq 600); do
   pid=$(sed -n 's/^#  Rank  1 Pid *\([0-9]*\) .*/\1/p' "$WORK/fault.txt")
   [[ -n $pid ]] && break
   sleep 0.1
 done
 # Stopped once the table has a finished size (not after a fixed time: on a loaded machine the
-# first size can take longer, and a file with nothing finished would test nothing).
-for _ in $(seq 200); do
+# first size once took over 20 s beside two builds, and a file with nothing finished
+# would test nothing). The waits end as soon as what they wait for is there.
+for _ in $(seq 600); do
   grep -qE '^ +[0-9]+ +[0-9]+ +float' "$WORK/fault.txt" && break
   sleep 0.1
 done
@@ -156,7 +157,7 @@ check "the saved file holds every size the table finished ($saved of $finished)"
 term=$WORK/term.h5
 $MPIRUN -np 2 "$BIN/sb-allreduce" -b 8 -e 4M -f 2 -n 5000 -w 0 --out "$term" >"$WORK/term.txt" 2>&1 &
 launcher=$!
-for _ in $(seq 100); do grep -q '^#  Rank  1' "$WORK/term.txt" && break; sleep 0.1; done
+for _ in $(seq 600); do grep -q '^#  Rank  1' "$WORK/term.txt" && break; sleep 0.1; done
 sleep 1.5
 kill -TERM "$launcher"
 wait "$launcher"
