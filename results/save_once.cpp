@@ -7,7 +7,8 @@
 namespace sb {
 
 void save_results_once(std::unique_ptr<ResultsFile>& file, const std::string& status,
-                       const std::function<void(ResultsFile&)>& write, const std::string& elsewhere) {
+                       const std::function<void(ResultsFile&)>& write, const std::string& elsewhere,
+                       std::FILE* announce) {
   if (!file) return;
   const std::string path = file->final_path();
   try {
@@ -19,8 +20,8 @@ void save_results_once(std::unique_ptr<ResultsFile>& file, const std::string& st
                        (elsewhere.empty() ? "" : "; " + elsewhere));
   }
   file.reset();
-  std::printf("# %s results: %s\n", status == "complete" ? "Complete" : "Partial", path.c_str());
-  std::fflush(stdout);
+  std::fprintf(announce, "# %s results: %s\n", status == "complete" ? "Complete" : "Partial", path.c_str());
+  std::fflush(announce);
 }
 
 }  // namespace sb

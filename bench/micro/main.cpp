@@ -2,7 +2,8 @@
 // traffic (bytes read + written) per second, and beside it the ratio to what memcpy achieves on
 // the same number of bytes, measured in the same benchmark just before: the in-run ceiling
 // (x_memcpy), or for top-k the speed-up over std::nth_element on the same data (x_nth_element).
-// Sizes: 1 MiB of fp32 (in cache) and 64 MiB (past every cache). --benchmark_format=json works.
+// Sizes: 1 MiB of fp32 (in cache) and 64 MiB (past every cache). Google Benchmark's flags all
+// work (--benchmark_format=json ...); every run also writes an HDF5 file (/micro).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -182,5 +183,3 @@ BENCHMARK(BM_threshold_select)->Args({kPastCache, 10})->Args({kPastCache, 1})->U
 
 }  // namespace
 }  // namespace sb
-
-BENCHMARK_MAIN();

@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "common/usage_error.hpp"
+#include "results/micro_record.hpp"
 #include "results/results_file.hpp"
 #include "tests/unit/temp_dir.hpp"
 
@@ -162,6 +164,47 @@ TEST_F(Results, AFolderIsBadInput) {
     }
   }
   EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+// sb-micro's rows: one dataset per column, one per counter any row has, NaN where a row has
+// none; a skipped benchmark keeps its error. And a run with no rows still writes its group.
+TEST_F(Results, MicroRowsBecomeColumns) {
+  const std::string file = path("micro.h5");
+  {
+    ResultsFile out(file);
+    MicroRow memcpy_row{"BM_memcpy/262144/real_time", "", 200, 12.5, 12.0, 40.0, {{"x_memcpy", 1.0}}};
+    MicroRow topk_row{"BM_topk/262144/10/real_time", "", 30, 800.0, 790.0, 5.0, {{"x_nth_element", 2.5}}};
+    MicroRow skipped{"BM_cuda_memcpy/67108864/manual_time", "no GPU visible", 0, 0, 0, -1, {}};
+    write_micro_results(out.root(), {memcpy_row, topk_row, skipped});
+    out.commit();
+  }
+  ResultsReader in(file);
+  const h5::Node micro = in.root().open_group("micro");
+  EXPECT_EQ(micro.attr_strings("name"), (std::vector<std::string>{"BM_memcpy/262144/real_time", "BM_topk/262144/10/real_time",
+                                                                  "BM_cuda_memcpy/67108864/manual_time"}));
+  EXPECT_EQ(micro.attr_strings("error"), (std::vector<std::string>{"", "", "no GPU visible"}));
+  EXPECT_EQ(micro.read_ints("iterations"), (std::vector<int64_t>{200, 30, 0}));
+  EXPECT_EQ(micro.read_doubles("real_time_us"), (std::vector<double>{12.5, 800.0, 0}));
+  EXPECT_EQ(micro.read_doubles("traffic_GBps"), (std::vector<double>{40.0, 5.0, -1}));
+  const std::vector<double> x_memcpy = micro.read_doubles("x_memcpy"), x_nth = micro.read_doubles("x_nth_element");
+  ASSERT_EQ(x_memcpy.size(), 3u);
+  ASSERT_EQ(x_nth.size(), 3u);
+  EXPECT_EQ(x_memcpy[0], 1.0);
+  EXPECT_TRUE(std::isnan(x_memcpy[1]) && std::isnan(x_memcpy[2]));
+  EXPECT_EQ(x_nth[1], 2.5);
+  EXPECT_TRUE(std::isnan(x_nth[0]) && std::isnan(x_nth[2]));
+  EXPECT_EQ(micro.children(), (std::vector<std::string>{"cpu_time_us", "iterations", "real_time_us", "traffic_GBps",
+                                                        "x_memcpy", "x_nth_element"}));
+
+  const std::string empty = path("empty.h5");
+  {
+    ResultsFile out(empty);
+    write_micro_results(out.root(), {});
+    out.commit();
+  }
+  ResultsReader none(empty);
+  EXPECT_TRUE(none.root().open_group("micro").read_ints("iterations").empty());
+  EXPECT_TRUE(none.root().open_group("micro").attr_strings("name").empty());
 }
 
 }  // namespace
