@@ -54,6 +54,11 @@ std::string x_tics(const Plot& plot) {
   auto add = [&](const std::string& label, double at) {
     tics += (tics.empty() ? "" : ", ") + quoted(label) + " " + number(at);
   };
+  if (!plot.x_categories.empty()) {
+    for (size_t i = 0; i < plot.x_categories.size(); ++i) add(plot.x_categories[i], static_cast<double>(i + 1));
+    return "set xtics rotate by 40 right (" + tics + ")\nset xrange [0.5:" + number(plot.x_categories.size() + 0.5) +
+           "]\n";
+  }
   if (plot.x_scale == Scale::bytes) {
     for (double at = 1; at <= *xs.rbegin(); at *= 4)
       if (at >= *xs.begin()) add(format_size(static_cast<uint64_t>(at)), at);

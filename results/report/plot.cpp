@@ -18,7 +18,8 @@ std::string ranks_text(int64_t ranks) { return std::to_string(ranks) + (ranks ==
 
 std::vector<Plot> build_plots(const std::vector<Run>& runs, const ReportOptions& options) {
   std::vector<Plot> plots;
-  for (auto builder : {allreduce_plots, compress_plots, buckets_plots, train_plots, scaling_plots, validate_plots})
+  for (auto builder :
+       {allreduce_plots, compress_plots, buckets_plots, train_plots, scaling_plots, validate_plots, micro_plots})
     for (Plot& plot : builder(runs, options)) plots.push_back(std::move(plot));
   // Two runs of one program at one scale would give two plots one name: number the later ones.
   std::set<std::string> taken;

@@ -42,6 +42,9 @@ struct Plot {
   std::string x_title, y_title;
   Scale x_scale = Scale::linear, y_scale = Scale::linear;
   bool points_only = false;  // scattered points (one per compressor), not lines
+  // A category axis: x = 1, 2, ... stand for these names (sb-micro's kernels), which label the
+  // tics and the summary's rows.
+  std::vector<std::string> x_categories;
   bool y_from_zero = true;   // linear y axes start at 0, unless small differences are the point
   std::vector<Series> series;
 };
@@ -59,13 +62,15 @@ std::string line_title(const std::string& what, const Run& run, const ReportOpti
 std::string ranks_text(int64_t ranks);
 
 // Every plot the campaign's runs allow, in a stable order: allreduce, compression, buckets,
-// training, scaling across rank counts, then sb-dryrun validate's predicted-vs-measured scatter.
+// training, scaling across rank counts, sb-dryrun validate's predicted-vs-measured scatter, then
+// sb-micro's kernel rates.
 std::vector<Plot> allreduce_plots(const std::vector<Run>& runs, const ReportOptions& options);
 std::vector<Plot> compress_plots(const std::vector<Run>& runs, const ReportOptions& options);
 std::vector<Plot> buckets_plots(const std::vector<Run>& runs, const ReportOptions& options);
 std::vector<Plot> train_plots(const std::vector<Run>& runs, const ReportOptions& options);
 std::vector<Plot> scaling_plots(const std::vector<Run>& runs, const ReportOptions& options);
 std::vector<Plot> validate_plots(const std::vector<Run>& runs, const ReportOptions& options);
+std::vector<Plot> micro_plots(const std::vector<Run>& runs, const ReportOptions& options);
 std::vector<Plot> build_plots(const std::vector<Run>& runs, const ReportOptions& options);
 
 }  // namespace sb::report

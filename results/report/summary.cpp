@@ -32,6 +32,13 @@ std::string cell(double value) {
   return text;
 }
 
+// A category's name (x = 1, 2, ... on a category axis), else the number.
+std::string x_cell(const Plot& plot, double x) {
+  const size_t at = static_cast<size_t>(x);
+  if (at >= 1 && at <= plot.x_categories.size() && static_cast<double>(at) == x) return plot.x_categories[at - 1];
+  return cell(x);
+}
+
 }  // namespace
 
 void write_summary(const std::vector<Plot>& plots, const Campaign& campaign, const std::string& dir) {
@@ -55,7 +62,7 @@ void write_summary(const std::vector<Plot>& plots, const Campaign& campaign, con
       out << header;
       for (size_t k = 0; k < s.x.size(); ++k) {
         char row[256];
-        std::snprintf(row, sizeof row, "%24s  %24s", cell(s.x[k]).c_str(), cell(s.y[k]).c_str());
+        std::snprintf(row, sizeof row, "%24s  %24s", x_cell(plot, s.x[k]).c_str(), cell(s.y[k]).c_str());
         out << row << (k < s.point_labels.size() ? "  " + s.point_labels[k] : "") << "\n";
       }
     }

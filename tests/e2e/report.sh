@@ -1,5 +1,5 @@
 # sb-report end to end: a small campaign of real runs (allreduce at 1, 2 and 4 ranks on two
-# "interconnects", compression, a bucket sweep, training at 1 and 2 ranks) with a truncated file
+# "interconnects", compression, a bucket sweep, training at 1 and 2 ranks, kernels) with a truncated file
 # and an unfinished run's temporary file beside them. Every plot is rendered as a valid PNG and
 # SVG, the data files hold the HDF5 numbers, the merged file reports the same, and bad input is
 # refused with exit status 2.
@@ -21,6 +21,8 @@ for np in 1 2; do
   $MPIRUN --bind-to none -np $np "$BIN/sb-train" --threads 1 --data "imagefolder:$WORK/folder" --image-size 28 \
     --epochs 2 --batch 64 --target-accuracy 0.2 --out "$camp/train-np$np.h5" >/dev/null 2>>"$WORK/runs.err" || ok=0
 done
+"$BIN/sb-micro" --benchmark_filter='BM_(memcpy|triad)/262144' --benchmark_min_time=0.01 --out "$camp/micro.h5" \
+  >/dev/null 2>>"$WORK/runs.err" || ok=0
 check "the campaign's runs exit 0" test $ok -eq 1 || cat "$WORK/runs.err"
 head -c 2000 "$camp/ar-shm-np2.h5" >"$camp/truncated.h5"
 echo "partial" >"$camp/killed.h5.tmp-4242"
@@ -43,7 +45,7 @@ done
 check "every plot is a valid PNG and SVG shown in index.html${bad_images:+ (bad:$bad_images)}" test -z "$bad_images"
 for name in allreduce-busbw-np2 allreduce-latency-np4 compress-throughput-np2 compress-error-np2 buckets-iteration-np2 \
   buckets-exposed-np2 train-top1-vs-time train-top1-vs-epoch scaling-allreduce-speedup scaling-allreduce-efficiency \
-  scaling-train-throughput-speedup scaling-train-throughput-efficiency; do
+  scaling-train-throughput-speedup scaling-train-throughput-efficiency micro-traffic micro-x-memcpy; do
   check "plot $name is drawn" test -s "$WORK/report/$name.png"
 done
 check "summary.txt has a table per plot" test "$(grep -c '^## ' "$WORK/report/summary.txt")" -eq $plots
@@ -77,7 +79,7 @@ mkdir -p "$WORK/merge-here"
 bin=$(cd "$BIN" && pwd)
 (cd "$WORK/merge-here" && "$bin/sb-report" --merge "$WORK/campaign.h5" "$camp") >"$WORK/merge.out" 2>/dev/null
 check "--merge exits 0" test $? -eq 0
-check "--merge reports the runs and the skipped files" grep -q 'merged 8 runs into .* (2 files skipped)' "$WORK/merge.out"
+check "--merge reports the runs and the skipped files" grep -q 'merged 9 runs into .* (2 files skipped)' "$WORK/merge.out"
 check "merged runs are grouped by program, ranks and labels" \
   bash -c "h5ls -r '$WORK/campaign.h5' | grep -q '^/runs/sb-allreduce/ranks-4/interconnect=shm/ar-shm-np4 '"
 check "--merge alone writes no report" test -z "$(ls -A "$WORK/merge-here")"

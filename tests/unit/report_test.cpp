@@ -12,6 +12,7 @@
 #include "common/usage_error.hpp"
 #include "results/campaign.hpp"
 #include "results/merge.hpp"
+#include "results/micro_record.hpp"
 #include "results/report/gnuplot_files.hpp"
 #include "results/report/plot.hpp"
 #include "results/report/summary.hpp"
@@ -222,6 +223,53 @@ TEST_F(Report, ARunThatEndedEarlyIsMarkedAndOneWithoutARateIsLeftOutOfScaling) {
   EXPECT_NE(text.find("s4.h5); ended early: interrupted by SIGTERM while training, step 1 done\n"), std::string::npos)
       << text;
   EXPECT_EQ(text.find("s1.h5); ended early"), std::string::npos);
+}
+
+// sb-micro: each kernel is a category, numbered in the order the campaign first ran it, so that
+// two runs line up; a kernel's value is its median aggregate where the run has one, else the
+// median of its repetitions; a benchmark that did not run is left out, and the summary names the
+// kernels.
+TEST_F(Report, MicroKernelsLineUpAcrossRunsAtTheirMedians) {
+  {
+    ResultsFile out(path("campaign/a.h5"));
+    out.root().set_attr("program", "sb-micro");
+    out.root().set_attr("ranks", int64_t{1});
+    out.root().create_group("labels");
+    write_micro_results(out.root(),
+                        {{"BM_memcpy/262144/real_time", "", 10, 1, 1, 30, {{"x_memcpy", 1.0}}},
+                         {"BM_triad/262144/real_time", "", 10, 1, 1, 20, {{"x_memcpy", 0.5}}},
+                         {"BM_triad/262144/real_time", "", 10, 1, 1, 26, {{"x_memcpy", 0.7}}},
+                         {"BM_triad/262144/real_time", "", 10, 1, 1, 24, {{"x_memcpy", 0.6}}},
+                         {"BM_cuda_memcpy/67108864/manual_time", "no GPU visible", 0, 0, 0, -1, {}}});
+    out.commit();
+  }
+  {
+    ResultsFile out(path("campaign/b.h5"));
+    out.root().set_attr("program", "sb-micro");
+    out.root().set_attr("ranks", int64_t{1});
+    out.root().create_group("labels");
+    write_micro_results(out.root(),
+                        {{"BM_topk/262144/10/real_time", "", 5, 9, 9, 2, {{"x_nth_element", 3.0}}},
+                         {"BM_triad/262144/real_time_mean", "", 10, 1, 1, 50, {{"x_memcpy", 0.9}}},
+                         {"BM_triad/262144/real_time_median", "", 10, 1, 1, 40, {{"x_memcpy", 0.8}}}});
+    out.commit();
+  }
+  const Campaign campaign = load_campaign({path("campaign")});
+  const auto plots = report::build_plots(campaign.runs, {});
+  const report::Plot& traffic = find_plot(plots, "micro-traffic");
+  EXPECT_EQ(traffic.x_categories, (std::vector<std::string>{"memcpy/262144", "triad/262144", "topk/262144/10"}));
+  ASSERT_EQ(traffic.series.size(), 2u);
+  EXPECT_EQ(traffic.series[0].x, (std::vector<double>{1, 2}));
+  EXPECT_EQ(traffic.series[0].y, (std::vector<double>{30, 24}));  // the median of 20, 26, 24
+  EXPECT_EQ(traffic.series[1].x, (std::vector<double>{3, 2}));
+  EXPECT_EQ(traffic.series[1].y, (std::vector<double>{2, 40}));  // the median aggregate, not the mean
+  const report::Plot& ratio = find_plot(plots, "micro-x-memcpy");
+  EXPECT_EQ(ratio.x_categories, (std::vector<std::string>{"memcpy/262144", "triad/262144"}));
+  EXPECT_EQ(ratio.series[1].y, (std::vector<double>{0.8}));
+  report::write_summary(plots, campaign, dir_.string());
+  std::ifstream summary(path("summary.txt"));
+  const std::string text((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("topk/262144/10                         2\n"), std::string::npos) << text;
 }
 
 // gnuplot exits 0 after a write that failed (a full disk), leaving the image cut short.
