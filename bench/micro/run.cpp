@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bench/micro/results_reporter.hpp"
+#include "common/atomic_file.hpp"
 #include "common/check.hpp"
 #include "common/command_line.hpp"
 #include "common/usage_error.hpp"
@@ -64,12 +65,17 @@ std::string flag_value(const std::vector<std::string>& flags, const std::string&
 
 bool is_true(const std::string& value) { return value == "true" || value == "yes" || value == "1"; }
 
-// The display Google Benchmark would make of the same flags (which it would also exit 0 on, when
-// the format is unknown: checked here first, as bad input).
+// The display Google Benchmark would make of the same flags, after the checks of what it would
+// end the process on itself (an unknown format, exit 0; an --benchmark_out it cannot open, exit 1),
+// which are bad input here.
 std::unique_ptr<benchmark::BenchmarkReporter> display_for(const std::vector<std::string>& flags) {
   const std::string out_format = flag_value(flags, "benchmark_out_format", "json");
   if (out_format != "console" && out_format != "json" && out_format != "csv")
     throw UsageError("--benchmark_out_format is console, json or csv, not '" + out_format + "'");
+  // Google Benchmark exits 1 on a --benchmark_out it cannot open, after the run has started.
+  const std::string out = flag_value(flags, "benchmark_out", "");
+  if (!out.empty())
+    if (const std::string why = why_not_writable(out); !why.empty()) throw UsageError("--benchmark_out: " + why);
   const std::string color = flag_value(flags, "benchmark_color", "auto");
   return make_display_reporter(flag_value(flags, "benchmark_format", "console"),
                                color == "auto" ? ::isatty(STDOUT_FILENO) != 0 : is_true(color),

@@ -64,3 +64,4 @@ bad_input "an unknown flag" --fast
 bad_input "an unknown Google Benchmark flag" --benchmark_fastest=true
 bad_input "a filter that matches nothing" --benchmark_filter=no_such_kernel
 bad_input "a label that is not key=value" --label ci
+bad_input "a JSON copy where no file can be" --benchmark_out="$WORK/nowhere/out.json"
