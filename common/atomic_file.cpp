@@ -40,9 +40,12 @@ void write_file_atomically(const std::string& path, std::string_view bytes, bool
   }
 }
 
+std::string folder_in_the_way(const std::string& path) {
+  return std::filesystem::is_directory(path) ? "cannot create '" + path + "': " + std::strerror(EISDIR) : "";
+}
+
 std::string why_not_writable(const std::string& path) {
-  // A folder would take the temporary inside it and fail only at the rename.
-  if (std::filesystem::is_directory(path)) return "cannot create '" + path + "': " + std::strerror(EISDIR);
+  if (std::string folder = folder_in_the_way(path); !folder.empty()) return folder;
   const std::string probe = path + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return "cannot create '" + path + "': " + std::strerror(errno);

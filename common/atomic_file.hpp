@@ -20,6 +20,10 @@ void write_file_atomically(const std::string& path, std::string_view bytes, bool
 // the caller's to remove.
 void publish_finished_file(const std::string& temporary, const std::string& path, bool sync);
 
+// "cannot create 'PATH': Is a directory" when `path` names a folder, else "": a folder would take
+// the temporary file inside it (FOLDER/.tmp-PID) and fail only at the rename, after all the work.
+std::string folder_in_the_way(const std::string& path);
+
 // "" when a file can be created at `path` now (tried with an empty temporary, removed at once),
 // else "cannot create 'PATH': <the system's reason>". For checking an output path before any work,
 // so that a bad one is bad input instead of a failure at the end.

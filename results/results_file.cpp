@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -21,10 +20,7 @@ ResultsFile::ResultsFile(std::string final_path, Build build)
       temporary_path_(final_path_ + ".tmp-" + std::to_string(::getpid())),
       build_(build) {
   h5::silence_error_stack();
-  // A folder would take the temporary file inside it (FOLDER/.tmp-PID) and fail only at the
-  // rename, after all the work: refuse it now.
-  if (std::filesystem::is_directory(final_path_))
-    throw UsageError("cannot create '" + final_path_ + "': " + std::strerror(EISDIR));
+  if (const std::string folder = folder_in_the_way(final_path_); !folder.empty()) throw UsageError(folder);
   // Try the plain open first: it tells a bad path (bad input) from a full disk (a fault).
   const int fd = ::open(temporary_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "results/report/plot.hpp"
 
@@ -33,27 +35,34 @@ std::string kernel_of(std::string name, std::string& aggregate) {
   return name;
 }
 
-// A run's value per kernel of one dataset: the median aggregate where the run has one, else the
-// median of its repetitions. Rows that did not run (an error) or lack the value (NaN, or a
-// negative rate: none set) are left out.
-std::map<std::string, double> values_by_kernel(const h5::Node& micro, const std::string& dataset) {
+// A run's value per kernel of one dataset, the kernels in the order the run measured them: the
+// median aggregate where the run has one, else the median of its repetitions. Rows that did not
+// run (an error) or lack the value (NaN, or a negative rate: none set) are left out.
+std::vector<std::pair<std::string, double>> values_by_kernel(const h5::Node& micro, const std::string& dataset) {
   const std::vector<std::string> names = micro.attr_strings("name"), errors = micro.attr_strings("error");
   const std::vector<double> values = micro.read_doubles(dataset);
+  std::vector<std::string> order;  // each kernel once, as first met
+  std::set<std::string> met;
   std::map<std::string, std::vector<double>> repetitions;
   std::map<std::string, double> medians;
   for (size_t i = 0; i < names.size() && i < values.size(); ++i) {
     if (!errors.at(i).empty() || !std::isfinite(values[i]) || values[i] < 0) continue;
     std::string aggregate;
     const std::string kernel = kernel_of(names[i], aggregate);
+    if (met.insert(kernel).second) order.push_back(kernel);
     if (aggregate == "_median") medians[kernel] = values[i];
     else if (aggregate.empty()) repetitions[kernel].push_back(values[i]);
   }
-  for (auto& [kernel, seen] : repetitions) {
-    if (medians.count(kernel)) continue;
-    std::sort(seen.begin(), seen.end());
-    medians[kernel] = seen[seen.size() / 2];
+  std::vector<std::pair<std::string, double>> by_kernel;
+  for (const std::string& kernel : order) {
+    if (const auto median = medians.find(kernel); median != medians.end()) {
+      by_kernel.emplace_back(kernel, median->second);
+    } else if (std::vector<double>& seen = repetitions[kernel]; !seen.empty()) {
+      std::sort(seen.begin(), seen.end());
+      by_kernel.emplace_back(kernel, seen[seen.size() / 2]);
+    }
   }
-  return medians;
+  return by_kernel;
 }
 
 struct Metric {
@@ -86,18 +95,11 @@ std::vector<Plot> micro_plots(const std::vector<Run>& runs, const ReportOptions&
     for (const Run* run : micro_runs) {
       const h5::Node micro = run->root->open_group("micro");
       if (!micro.has(metric.dataset)) continue;
-      // The kernels in the order this run measured them, which the medians' map has lost.
-      const std::map<std::string, double> values = values_by_kernel(micro, metric.dataset);
       Series series{line_title(run->name, *run, options)};
-      std::set<std::string> added;  // a kernel's repetitions and aggregates are one point
-      for (const std::string& name : micro.attr_strings("name")) {
-        std::string aggregate;
-        const std::string kernel = kernel_of(name, aggregate);
-        const auto found = values.find(kernel);
-        if (found == values.end() || !added.insert(kernel).second) continue;
+      for (const auto& [kernel, value] : values_by_kernel(micro, metric.dataset)) {
         const auto [at, fresh] = position.try_emplace(kernel, plot.x_categories.size() + 1);
         if (fresh) plot.x_categories.push_back(kernel);
-        series.add(static_cast<double>(at->second), found->second);
+        series.add(static_cast<double>(at->second), value);
       }
       if (!series.x.empty()) plot.series.push_back(std::move(series));
     }

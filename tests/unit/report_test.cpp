@@ -57,6 +57,16 @@ class Report : public testing::TempDirTest {
     out.commit();
   }
 
+  // An sb-micro file of these rows.
+  void write_micro(const std::string& name, const std::vector<MicroRow>& rows) {
+    ResultsFile out(path(name));
+    out.root().set_attr("program", "sb-micro");
+    out.root().set_attr("ranks", int64_t{1});
+    out.root().create_group("labels");
+    write_micro_results(out.root(), rows);
+    out.commit();
+  }
+
   // A minimal sb-train file: throughput, time to target and the batch that says strong or weak.
   // `status`: written when not empty, as sb-train writes it since schema 7.
   void write_train(const std::string& name, int64_t ranks, int64_t batch, double images_per_s, double tta_s,
@@ -230,30 +240,14 @@ TEST_F(Report, ARunThatEndedEarlyIsMarkedAndOneWithoutARateIsLeftOutOfScaling) {
 // median of its repetitions; a benchmark that did not run is left out, and the summary names the
 // kernels.
 TEST_F(Report, MicroKernelsLineUpAcrossRunsAtTheirMedians) {
-  {
-    ResultsFile out(path("campaign/a.h5"));
-    out.root().set_attr("program", "sb-micro");
-    out.root().set_attr("ranks", int64_t{1});
-    out.root().create_group("labels");
-    write_micro_results(out.root(),
-                        {{"BM_memcpy/262144/real_time", "", 10, 1, 1, 30, {{"x_memcpy", 1.0}}},
-                         {"BM_triad/262144/real_time", "", 10, 1, 1, 20, {{"x_memcpy", 0.5}}},
-                         {"BM_triad/262144/real_time", "", 10, 1, 1, 26, {{"x_memcpy", 0.7}}},
-                         {"BM_triad/262144/real_time", "", 10, 1, 1, 24, {{"x_memcpy", 0.6}}},
-                         {"BM_cuda_memcpy/67108864/manual_time", "no GPU visible", 0, 0, 0, -1, {}}});
-    out.commit();
-  }
-  {
-    ResultsFile out(path("campaign/b.h5"));
-    out.root().set_attr("program", "sb-micro");
-    out.root().set_attr("ranks", int64_t{1});
-    out.root().create_group("labels");
-    write_micro_results(out.root(),
-                        {{"BM_topk/262144/10/real_time", "", 5, 9, 9, 2, {{"x_nth_element", 3.0}}},
-                         {"BM_triad/262144/real_time_mean", "", 10, 1, 1, 50, {{"x_memcpy", 0.9}}},
-                         {"BM_triad/262144/real_time_median", "", 10, 1, 1, 40, {{"x_memcpy", 0.8}}}});
-    out.commit();
-  }
+  write_micro("campaign/a.h5", {{"BM_memcpy/262144/real_time", "", 10, 1, 1, 30, {{"x_memcpy", 1.0}}},
+                                {"BM_triad/262144/real_time", "", 10, 1, 1, 20, {{"x_memcpy", 0.5}}},
+                                {"BM_triad/262144/real_time", "", 10, 1, 1, 26, {{"x_memcpy", 0.7}}},
+                                {"BM_triad/262144/real_time", "", 10, 1, 1, 24, {{"x_memcpy", 0.6}}},
+                                {"BM_cuda_memcpy/67108864/manual_time", "no GPU visible", 0, 0, 0, -1, {}}});
+  write_micro("campaign/b.h5", {{"BM_topk/262144/10/real_time", "", 5, 9, 9, 2, {{"x_nth_element", 3.0}}},
+                                {"BM_triad/262144/real_time_mean", "", 10, 1, 1, 50, {{"x_memcpy", 0.9}}},
+                                {"BM_triad/262144/real_time_median", "", 10, 1, 1, 40, {{"x_memcpy", 0.8}}}});
   const Campaign campaign = load_campaign({path("campaign")});
   const auto plots = report::build_plots(campaign.runs, {});
   const report::Plot& traffic = find_plot(plots, "micro-traffic");
