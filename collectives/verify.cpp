@@ -1,28 +1,60 @@
 #include "collectives/verify.hpp"
 
+#include <array>
 #include <cstdint>
 #include <map>
-#include <sstream>
 
 namespace sb {
 namespace {
 
+// A set of ranks, one bit each, in Words 64-bit words: the verifier is instantiated with as few
+// words as the rank count needs, since the sets are copied at every step it follows.
+template <size_t Words>
+struct RankSet {
+  std::array<uint64_t, Words> bits{};
+
+  static RankSet only(int rank) {
+    RankSet set;
+    set.bits[static_cast<size_t>(rank) / 64] = uint64_t{1} << (rank % 64);
+    return set;
+  }
+  bool contains(int rank) const { return (bits[static_cast<size_t>(rank) / 64] >> (rank % 64)) & 1; }
+  bool intersects(const RankSet& other) const {
+    for (size_t i = 0; i < Words; ++i)
+      if (bits[i] & other.bits[i]) return true;
+    return false;
+  }
+  RankSet& operator|=(const RankSet& other) {
+    for (size_t i = 0; i < Words; ++i) bits[i] |= other.bits[i];
+    return *this;
+  }
+  bool operator==(const RankSet&) const = default;
+};
+
 // What an element holds: the set of ranks whose input has been reduced into it.
+template <size_t Words>
 struct Cell {
-  uint64_t ranks = 0;
+  RankSet<Words> ranks;
   bool defined = false;  // written at least once (scratch starts undefined)
   bool doubled = false;  // some rank's contribution was added twice
   bool operator==(const Cell&) const = default;
 };
 
+template <size_t Words>
 struct Piece {
   size_t length;
-  Cell cell;
+  Cell<Words> cell;
 };
-using Content = std::vector<Piece>;
+template <size_t Words>
+using Content = std::vector<Piece<Words>>;
 
 // A buffer's cells as a piecewise-constant map: key = first element of a run of equal cells.
+template <size_t Words>
 class Cells {
+  using Cell = sb::Cell<Words>;
+  using Piece = sb::Piece<Words>;
+  using Content = sb::Content<Words>;
+
  public:
   Cells(size_t size, Cell initial) : size_(size) { runs_[0] = initial; }
   size_t size() const { return size_; }
@@ -54,7 +86,7 @@ class Cells {
       split(at + piece.length);
       for (auto it = runs_.find(at); it != runs_.end() && it->first < at + piece.length; ++it) {
         Cell& cell = it->second;
-        cell.doubled = cell.doubled || piece.cell.doubled || (cell.ranks & piece.cell.ranks) != 0;
+        cell.doubled = cell.doubled || piece.cell.doubled || cell.ranks.intersects(piece.cell.ranks);
         cell.defined = cell.defined && piece.cell.defined;
         cell.ranks |= piece.cell.ranks;
       }
@@ -63,7 +95,7 @@ class Cells {
   }
 
  private:
-  size_t next_key(std::map<size_t, Cell>::iterator it) {
+  size_t next_key(typename std::map<size_t, Cell>::iterator it) {
     auto next = std::next(it);
     return next == runs_.end() ? size_ : next->first;
   }
@@ -77,38 +109,57 @@ class Cells {
   std::map<size_t, Cell> runs_;
 };
 
+template <size_t Words>
 struct RankState {
-  Cells work, scratch;
-  Cells& of(BufferId id) { return id == BufferId::work ? work : scratch; }
+  Cells<Words> work, scratch;
+  Cells<Words>& of(BufferId id) { return id == BufferId::work ? work : scratch; }
 };
 
-bool any_undefined(const Content& content) {
-  for (const Piece& piece : content)
+template <size_t Words>
+bool any_undefined(const Content<Words>& content) {
+  for (const Piece<Words>& piece : content)
     if (!piece.cell.defined) return true;
   return false;
 }
 
+template <size_t Words>
 struct Message {
-  Content content;
+  Content<Words> content;
   size_t count;
 };
-// The messages of one round between each (sender, receiver) pair, in the order sent.
-using Mailbox = std::map<std::pair<int, int>, std::vector<Message>>;
 
-}  // namespace
+// What a run of elements that ends the schedule on a rank lacks, or empty: a contribution twice,
+// or some rank's not at all (the first such rank named, and how many there are).
+template <size_t Words>
+std::string wrong_sum(const Cell<Words>& cell, int p) {
+  if (cell.doubled) return "holds some rank's contribution twice";
+  int missing = 0, first = -1;
+  for (int r = 0; r < p; ++r)
+    if (!cell.ranks.contains(r)) {
+      if (first < 0) first = r;
+      ++missing;
+    }
+  if (missing == 0) return {};
+  return "is missing the contributions of " + std::to_string(missing) + " rank" + (missing > 1 ? "s" : "") +
+         " (rank " + std::to_string(first) + " first)";
+}
 
-std::string verify_allreduce(const std::vector<Schedule>& schedules) {
+template <size_t Words>
+std::string verify(const std::vector<Schedule>& schedules) {
+  using Content = sb::Content<Words>;
+  using Message = sb::Message<Words>;
+  // The messages of one round between each (sender, receiver) pair, in the order sent.
+  using Mailbox = std::map<std::pair<int, int>, std::vector<Message>>;
   const int p = static_cast<int>(schedules.size());
-  if (p < 1 || p > 64) return "the verifier handles 1..64 ranks";
   const size_t count = schedules[0].count;
-  std::vector<RankState> state;
+  std::vector<RankState<Words>> state;
   size_t rounds = 0;
   for (int r = 0; r < p; ++r) {
     const Schedule& s = schedules[static_cast<size_t>(r)];
     if (s.rank != r || s.nranks != p || s.count != count)
       return "rank " + std::to_string(r) + ": schedule is for another rank, size or count";
-    state.push_back({Cells(count, {uint64_t{1} << r, true, false}),
-                     Cells(s.scratch_count, {0, false, false})});
+    state.push_back({Cells<Words>(count, {RankSet<Words>::only(r), true, false}),
+                     Cells<Words>(s.scratch_count, {{}, false, false})});
     rounds = std::max(rounds, s.rounds.size());
   }
   // A rank's steps in a round; none in the rounds past the end of its schedule.
@@ -162,7 +213,7 @@ std::string verify_allreduce(const std::vector<Schedule>& schedules) {
         ++consumed;
         if (message->count != step.dst.count)
           return where(r, round, i) + "receives " + std::to_string(step.dst.count) + " elements, peer sends " + std::to_string(message->count);
-        Cells& cells = state[static_cast<size_t>(r)].of(step.dst.buffer);
+        Cells<Words>& cells = state[static_cast<size_t>(r)].of(step.dst.buffer);
         if (step.kind == StepKind::recv_copy)
           cells.write(step.dst.offset, message->content);
         else
@@ -179,7 +230,7 @@ std::string verify_allreduce(const std::vector<Schedule>& schedules) {
       for (size_t i = 0; i < steps.size(); ++i) {
         const Step& step = steps[i];
         if (step.kind != StepKind::reduce_local && step.kind != StepKind::copy_local) continue;
-        RankState& rs = state[static_cast<size_t>(r)];
+        RankState<Words>& rs = state[static_cast<size_t>(r)];
         Content content = rs.of(step.src.buffer).read(step.src.offset, step.src.count);
         if (any_undefined(content)) return where(r, round, i) + "reads scratch never written";
         if (step.src.count != step.dst.count) return where(r, round, i) + "local step with unequal chunks";
@@ -191,22 +242,27 @@ std::string verify_allreduce(const std::vector<Schedule>& schedules) {
     }
   }
 
-  const uint64_t everyone = p == 64 ? ~uint64_t{0} : (uint64_t{1} << p) - 1;
   for (int r = 0; r < p; ++r) {
     size_t at = 0;
-    for (const Piece& piece : state[static_cast<size_t>(r)].work.read(0, count)) {
-      std::ostringstream problem;
-      if (piece.cell.doubled)
-        problem << "holds some rank's contribution twice";
-      else if (piece.cell.ranks != everyone)
-        problem << "is missing contributions (has mask 0x" << std::hex << piece.cell.ranks << ")";
-      if (!problem.str().empty())
+    for (const Piece<Words>& piece : state[static_cast<size_t>(r)].work.read(0, count)) {
+      if (const std::string problem = wrong_sum(piece.cell, p); !problem.empty())
         return "rank " + std::to_string(r) + ": elements [" + std::to_string(at) + ", " +
-               std::to_string(at + piece.length) + ") " + problem.str();
+               std::to_string(at + piece.length) + ") " + problem;
       at += piece.length;
     }
   }
   return {};
+}
+
+}  // namespace
+
+std::string verify_allreduce(const std::vector<Schedule>& schedules) {
+  const size_t p = schedules.size();
+  if (p < 1 || p > kMaxVerifiedRanks)
+    return "the verifier handles 1.." + std::to_string(kMaxVerifiedRanks) + " ranks, not " + std::to_string(p);
+  if (p <= 64) return verify<1>(schedules);
+  if (p <= 256) return verify<4>(schedules);
+  return verify<kMaxVerifiedRanks / 64>(schedules);
 }
 
 }  // namespace sb

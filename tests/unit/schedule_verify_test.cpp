@@ -1,8 +1,10 @@
 // Every algorithm, verified symbolically for p = 1..64 and counts 0..3p+1 plus large awkward
-// counts; and the verifier itself shown to catch broken schedules.
+// counts, and at cluster scale (up to 256 ranks); and the verifier itself shown to catch broken
+// schedules.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "collectives/algorithms/algorithms.hpp"
 #include "collectives/verify.hpp"
@@ -53,6 +55,14 @@ TEST(Verifier, CatchesBrokenSchedules) {
     auto s = build_all(ring, 4, 40);
     s[1].rounds[0].steps[1].kind = StepKind::recv_copy;
     EXPECT_NE(verify_allreduce(s), "");
+  }
+  {  // the same past 64 ranks, where a rank's bit lies beyond the first word of the set
+    auto s = build_all(ring, 128, 1280);
+    s[100].rounds[0].steps[1].kind = StepKind::recv_copy;
+    EXPECT_NE(verify_allreduce(s).find("is missing the contributions of"), std::string::npos);
+  }
+  {  // past what the verifier takes: said, not wrongly passed or failed
+    EXPECT_NE(verify_allreduce(std::vector<Schedule>(1025)).find("handles 1..1024 ranks"), std::string::npos);
   }
   {  // an unmatched send
     auto s = build_all(ring, 4, 40);
@@ -175,6 +185,48 @@ TEST(Torus2d, DefaultGridIsTheMostSquare) {
   EXPECT_EQ(torus_shape(12, 0, 0).y, 3);
   EXPECT_EQ(torus_shape(7, 0, 0).x, 7);
   EXPECT_EQ(torus_shape(8, 2, 4).x, 2);
+}
+
+}  // namespace
+}  // namespace sb
+
+namespace sb {
+namespace {
+
+// The scale the suite is for (up to 128 GPUs, and twice that), past the exhaustive 1..64 above:
+// powers of two, one short of them, and counts of ranks with odd factors (96 = 12 nodes of 8,
+// 100, 120), each algorithm at the counts that leave chunks empty or uneven.
+TEST(AtClusterScale, EveryAlgorithmAtUpTo256Ranks) {
+  for (int p : {96, 100, 120, 127, 128, 255, 256}) {
+    const size_t ranks = static_cast<size_t>(p);
+    for (const AllreduceAlgorithm& algorithm : allreduce_algorithms())
+      for (size_t count : {size_t{0}, size_t{1}, ranks - 1, ranks, 3 * ranks + 1, size_t{1000003}}) {
+        const size_t segment = count < 1000 ? 3 : count / 10 + 1;
+        ASSERT_EQ(verify_allreduce(build_all(algorithm, p, count, segment)), "")
+            << algorithm.name << " p=" << p << " count=" << count;
+      }
+  }
+}
+
+// hier on nodes of 4 and 8 GPUs (the last node partly filled where 8 does not divide p), and
+// torus2d on the grids a 128- or 256-GPU job would use.
+TEST(AtClusterScale, NodesAndGridsOfLargeJobs) {
+  for (int p : {96, 100, 128, 250, 256})
+    for (int node_size : {4, 8}) {
+      AlgorithmParams params;
+      params.node_size = node_size;
+      for (size_t count : {size_t{1}, static_cast<size_t>(p) + 1, size_t{1000003}})
+        ASSERT_EQ(verify_with(hierarchical_allreduce, p, count, params), "")
+            << "node_size=" << node_size << " p=" << p << " count=" << count;
+    }
+  for (auto [x, y] : {std::pair{16, 8}, std::pair{8, 16}, std::pair{32, 4}, std::pair{16, 16}, std::pair{12, 8}}) {
+    AlgorithmParams params;
+    params.torus_x = x;
+    params.torus_y = y;
+    const int p = x * y;
+    for (size_t count : {size_t{1}, static_cast<size_t>(p) - 1, size_t{1000003}})
+      ASSERT_EQ(verify_with(torus2d_allreduce, p, count, params), "") << p << " ranks as " << x << "x" << y;
+  }
 }
 
 }  // namespace
