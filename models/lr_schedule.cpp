@@ -21,7 +21,9 @@ double LrSchedule::at(int64_t step) const {
   const double t = std::clamp(static_cast<double>(step - warmup_steps) / static_cast<double>(decay_steps), 0.0, 1.0);
   switch (decay) {
     case DecayKind::cosine: return peak * 0.5 * (1 + std::cos(std::numbers::pi * t));
-    case DecayKind::poly: return end_lr + (peak - end_lr) * (1 - t) * (1 - t);
+    case DecayKind::poly:
+      static_assert(kPolyPower == 2, "the polynomial decay squares");
+      return end_lr + (peak - end_lr) * (1 - t) * (1 - t);
     case DecayKind::step: {
       const double progress = static_cast<double>(step) / static_cast<double>(std::max<int64_t>(total_steps, 1));
       double lr = peak;

@@ -13,6 +13,7 @@ enum class DecayKind { cosine, poly, step };
 DecayKind parse_decay(const std::string& name);  // throws UsageError
 
 struct LrSchedule {
+  static constexpr double kPolyPower = 2;  // poly: (1 - progress)^2 from the peak to end_lr
   double peak = 0.1;
   int64_t warmup_steps = 0;
   int64_t total_steps = 1;

@@ -101,20 +101,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   }
   if (config.cuda_graph && !backend_->can_capture()) throw UsageError("--cuda-graph needs --backend cudnn");
   make_resnet_config(config.model, 1, 2, 28, config.seed);  // an unknown model fails before the data is read
-  mllog_.point("submission_benchmark", MlLog::string("resnet"));
-  mllog_.point("seed", MlLog::number(static_cast<double>(config.seed)));
-  mllog_.point("global_batch_size", MlLog::number(static_cast<double>(config.batch_at(0))));
-  mllog_.point("gradient_accumulation_steps", MlLog::number(static_cast<double>(config.accumulate)));
-  const bool lars = config.optimizer.kind == OptimizerKind::lars;
-  mllog_.point("opt_name", MlLog::string(optimizer_name(config.optimizer.kind)));
-  const std::string prefix = lars ? "lars_opt_" : "sgd_opt_";
-  mllog_.point(prefix + "base_learning_rate", MlLog::number(LrSchedule::scaled_peak(config.base_lr, config.batch_at(0))));
-  mllog_.point(prefix + "momentum", MlLog::number(config.optimizer.momentum));
-  mllog_.point(prefix + "weight_decay", MlLog::number(config.optimizer.weight_decay));
-  mllog_.point(prefix + "learning_rate_warmup_epochs", MlLog::number(config.warmup_epochs));
-  if (lars) mllog_.point("lars_epsilon", MlLog::number(0.0));
-  mllog_.point("model_bn_span",
-               MlLog::number(static_cast<double>(config.batch / nranks_ / config.accumulate * config.bn_span)));
+  log_mlperf_setup();
   mllog_.end("init_stop");
 
   // run_start: before any data is read. Model construction (under a second) is inside the timing.
@@ -146,6 +133,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
     model_config.bn_sync = &bn_sync_;
   }
   model_ = std::make_unique<ResNet>(*backend_, model_config);
+  log_weights_initialization();
   optimizer_ = std::make_unique<Optimizer>(*backend_, model_->parameters(), config.optimizer);
   if (config.loss_scale > 0) loss_scale_.emplace(config.loss_scale);
   else if (config.precision == Precision::fp16) loss_scale_.emplace();
@@ -188,6 +176,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   for (int64_t epoch = 0; epoch < config.epochs; ++epoch) schedule_.total_steps += steps_in_epoch(epoch);
   schedule_.decay = config.decay;
   schedule_.end_lr = config.decay == DecayKind::poly ? std::min(1e-4, schedule_.peak) : 0;  // MLPerf's LARS end rate
+  log_lr_schedule();
 
   {
     std::lock_guard<std::mutex> lock(so_far_.mutex_);

@@ -18,6 +18,7 @@
 #include "collectives/buckets/gradient_exchange.hpp"
 #include "models/epoch_schedule.hpp"
 #include "models/lr_schedule.hpp"
+#include "models/mllog.hpp"
 #include "models/optimizer.hpp"
 #include "models/profiling_backend.hpp"
 #include "models/training_state.hpp"
@@ -59,6 +60,7 @@ struct TrainConfig {
   bool resume = false;
   int64_t print_every = 50;  // steps
   std::string mllog;         // MLPerf-style log file (rank 0); empty: none
+  MlPerfSubmission submission;  // the log's submission keys (--label submission_org=... and so on)
   // Data parallelism.
   ExchangeConfig exchange;   // allreduce implementation, transport, overlap
   BucketStrategy bucket_strategy = BucketStrategy::ddp;

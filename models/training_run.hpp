@@ -1,10 +1,11 @@
 #pragma once
 // One training run on this rank (private to the trainer, behind models/trainer.hpp's train()):
 // the model, its optimizer, the loaders and the gradient exchange, and the loop over epochs and
-// steps. Its methods live in four files: trainer.cpp (set-up, evaluation, the epoch loop),
+// steps. Its methods live in five files: trainer.cpp (set-up, evaluation, the epoch loop),
 // training_run_step.cpp (one step, recorded or not), training_run_schedules.cpp (what changes
-// between epochs: image size, batch, shares, learning rate) and training_run_checkpoint.cpp
-// (saving, and taking back the exchange's state).
+// between epochs: image size, batch, shares, learning rate), training_run_checkpoint.cpp
+// (saving, and taking back the exchange's state) and training_run_mllog.cpp (the MLPerf log's
+// set-up keys).
 #include <mpi.h>
 
 #include <chrono>
@@ -83,6 +84,9 @@ class TrainingRun {
   int64_t steps_in_epoch(int64_t epoch) const { return data_.train->size() / config_.batch_at(epoch); }
   void save();
   void restore_exchange(const std::string& checkpoint);
+  void log_mlperf_setup();
+  void log_weights_initialization();
+  void log_lr_schedule();
 
   // Progress, and the phase a fault message names ("... while training, step 8 done").
   void beat(const std::string& phase) const {

@@ -162,6 +162,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
     throw UsageError("--precision " + precision + " needs --backend cudnn (the CPU backends run fp32)");
   models::make_resnet_config(c.model, 1, 2, 28, 0);  // an unknown model is a usage error now
   for (const std::string& label : label_texts) add_label(o.labels, label);
+  c.submission = models::mlperf_submission(o.labels);
   return o;
 }
 

@@ -133,6 +133,7 @@ bad_input "resize schedule on IDX data" --resize-schedule 20:0,28:1
 bad_input "resize schedule out of order" --data "imagefolder:$WORK/folder" --resize-schedule 20:3,28:1
 bad_input "checkpoint of another model" --model resnet32 --checkpoint "$WORK/resumed" --resume
 bad_input "unknown progress mode" --progress spin
+bad_input "an MLPerf division other than closed or open" --mllog "$WORK/bad.mllog" --label submission_division=premier
 bad_input "batch schedule out of order" --batch-schedule 256:2,128:1
 bad_input "--balance with --accumulate" --balance --accumulate 2
 bad_input "--bn-span larger than the ranks" --bn-span 2

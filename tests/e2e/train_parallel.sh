@@ -21,8 +21,18 @@ bad_json=$(sed 's/^:::MLLOG //' "$WORK/mllog.txt" | while IFS= read -r line; do
 check "every MLLOG line is JSON with MLPerf's six fields" test "$bad_json" -eq 0
 check "every line starts with :::MLLOG" test "$(grep -vc '^:::MLLOG {' "$WORK/mllog.txt")" -eq 0
 keys=$(sed 's/^:::MLLOG //' "$WORK/mllog.txt" | jq -r .key | awk '!seen[$0]++' | tr '\n' ' ')
-expected="init_start submission_benchmark seed global_batch_size gradient_accumulation_steps opt_name sgd_opt_base_learning_rate sgd_opt_momentum sgd_opt_weight_decay sgd_opt_learning_rate_warmup_epochs model_bn_span init_stop run_start train_samples eval_samples epoch_start epoch_stop eval_start eval_stop eval_accuracy run_stop "
+expected="init_start cache_clear submission_org submission_platform submission_division submission_status submission_benchmark seed global_batch_size gradient_accumulation_steps opt_name sgd_opt_base_learning_rate sgd_opt_momentum sgd_opt_weight_decay opt_learning_rate_warmup_epochs model_bn_span init_stop run_start weights_initialization train_samples eval_samples sgd_opt_end_learning_rate sgd_opt_learning_rate_decay_steps epoch_start epoch_stop eval_start eval_stop eval_accuracy run_stop "
 check "keys in MLPerf's order${keys:+ ($keys)}" test "$keys" = "$expected"
+check "weights_initialization names each of ResNet-20's 65 tensors once, MLPerf's way" test \
+  "$(grep weights_initialization "$WORK/mllog.txt" | sed 's/^:::MLLOG //' | jq -r .metadata.tensor | grep -v '[.]' | sort -u | wc -l)" -eq 65
+check "the platform counts the ranks" test "$(grep '"submission_platform"' "$WORK/mllog.txt" | sed 's/^:::MLLOG //' | jq -r .value | cut -c1-2)" = 2x
+# MLPerf's own compliance checker, where it is installed (pip install mlperf-logging; not a
+# dependency of the suite): the open division's rules for ResNet, every key and its order.
+if python3 -c 'import mlperf_logging' 2>/dev/null; then
+  (cd "$WORK" && python3 -m mlperf_logging.compliance_checker --usage training --ruleset 4.0.0 mllog.txt \
+    >"$WORK/compliance.txt" 2>&1)
+  check "MLPerf's compliance checker (training 4.0.0) passes the log" grep -q 'SUCCESS' "$WORK/compliance.txt"
+fi
 check "run_stop says success" test "$(tail -1 "$WORK/mllog.txt" | sed 's/^:::MLLOG //' | jq -r .metadata.status)" = success
 check "eval_accuracy carries its epoch" test "$(grep eval_accuracy "$WORK/mllog.txt" | head -1 | sed 's/^:::MLLOG //' | jq .metadata.epoch_num)" = 1
 check "per-rank times are [ranks x steps]" grep -q 'DATASPACE  SIMPLE { ( 2, [0-9]* )' <(h5dump -H -d /train/rank_wait_s "$WORK/two.h5")
