@@ -97,7 +97,9 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   app.add_option("-T,--timeout", o.timeout_seconds,
                  "seconds without a finished step before the job ends (a hung or lost rank) [600; 0 = never]");
   app.add_option("--out", o.out, "results file [out/train-<UTC time>-<pid>.h5]");
-  app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
+  app.add_option("--label", label_texts,
+                 "key=value tag recorded in the results (repeatable); submission_org, submission_platform,\n"
+                 "submission_division (closed, open) and submission_status set those --mllog keys too");
   c.base_lr = 0.2;
   if (!parse_command_line(app, argc, argv, print)) return std::nullopt;
   c.optimizer.kind = models::parse_optimizer(optimizer);
