@@ -10,6 +10,13 @@
 
 namespace sb::models {
 
+namespace {
+// MLPerf's keys for the optimizer's hyperparameters start with the optimizer's name.
+std::string optimizer_key_prefix(const OptimizerConfig& optimizer) {
+  return optimizer.kind == OptimizerKind::lars ? "lars_opt_" : "sgd_opt_";
+}
+}  // namespace
+
 // Between init_start and init_stop: who ran what, and the hyperparameters that the flags fix.
 void TrainingRun::log_mlperf_setup() {
   const TrainConfig& c = config_;
@@ -29,7 +36,7 @@ void TrainingRun::log_mlperf_setup() {
   mllog_.point("gradient_accumulation_steps", MlLog::number(static_cast<double>(c.accumulate)));
   const bool lars = c.optimizer.kind == OptimizerKind::lars;
   mllog_.point("opt_name", MlLog::string(optimizer_name(c.optimizer.kind)));
-  const std::string prefix = lars ? "lars_opt_" : "sgd_opt_";
+  const std::string prefix = optimizer_key_prefix(c.optimizer);
   mllog_.point(prefix + "base_learning_rate", MlLog::number(LrSchedule::scaled_peak(c.base_lr, c.batch_at(0))));
   mllog_.point(prefix + "momentum", MlLog::number(c.optimizer.momentum));
   mllog_.point(prefix + "weight_decay", MlLog::number(c.optimizer.weight_decay));
@@ -52,7 +59,7 @@ void TrainingRun::log_weights_initialization() {
 // The learning-rate decay, once the data set has fixed the steps: where it ends, over how many
 // steps it decays, and the polynomial's power or the step decay's boundaries.
 void TrainingRun::log_lr_schedule() {
-  const std::string prefix = config_.optimizer.kind == OptimizerKind::lars ? "lars_opt_" : "sgd_opt_";
+  const std::string prefix = optimizer_key_prefix(config_.optimizer);
   mllog_.point(prefix + "end_learning_rate", MlLog::number(schedule_.at(schedule_.total_steps)));
   switch (schedule_.decay) {
     case DecayKind::poly:
