@@ -6,6 +6,7 @@
 #include "common/sizes.hpp"
 #include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
+#include "results/report/gnuplot_files.hpp"
 
 namespace sb {
 
@@ -38,6 +39,8 @@ std::optional<ReportProgramOptions> parse_report_options(int argc, char** argv) 
   }
   o.write_report = o.merge.empty() || out->count() > 0;
   if (o.out.empty()) throw UsageError("--out must name a folder");
+  if (o.write_report && o.render && (o.formats.png || o.formats.svg) && !report::program_found(o.gnuplot))
+    throw UsageError("--gnuplot: cannot find '" + o.gnuplot + "' (install gnuplot-nox, or pass --no-render)");
   return o;
 }
 

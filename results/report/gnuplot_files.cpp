@@ -1,6 +1,7 @@
 #include "results/report/gnuplot_files.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -152,6 +154,28 @@ void write_plot_script(const Plot& plot, const ImageFormats& formats, const std:
   if (!drawn) out << "# no image format chosen: the plot command, for an interactive terminal\n" << command.str();
   out << "unset output\n";
   file.commit();
+}
+
+namespace {
+
+bool executable_file(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+}  // namespace
+
+bool program_found(const std::string& program) {
+  if (program.empty()) return false;
+  if (program.find('/') != std::string::npos) return executable_file(program);
+  const char* path = std::getenv("PATH");
+  std::stringstream folders(path ? path : "/usr/bin:/bin");
+  std::string folder;
+  while (std::getline(folders, folder, ':')) {
+    const std::string candidate = (folder.empty() ? std::string(".") : folder) + "/" + program;
+    if (executable_file(candidate)) return true;
+  }
+  return false;
 }
 
 bool image_is_whole(const std::string& path) {

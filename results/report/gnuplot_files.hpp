@@ -22,6 +22,11 @@ void write_plot_script(const Plot& plot, const ImageFormats& formats, const std:
 void render_plots(const std::vector<Plot>& plots, const ImageFormats& formats, const std::string& dir,
                   const std::string& gnuplot = "gnuplot");
 
+// Whether `program` names something that can be run: an executable file when it holds a '/',
+// else an executable file in a folder of $PATH (what execvp would find). sb-report asks before it
+// writes anything, so a missing gnuplot is a usage error rather than a half-written report.
+bool program_found(const std::string& program);
+
 // Whether the file at path ends as a whole PNG (its IEND chunk) or SVG (its closing tag) does.
 bool image_is_whole(const std::string& path);
 

@@ -103,6 +103,11 @@ bad_input "an unknown --by label" --by rack --out "$WORK/r4" "$camp"
 bad_input "a bad --format" --format jpeg --out "$WORK/r5" "$camp"
 bad_input "a bad --size" --size 12Q --out "$WORK/r6" "$camp"
 bad_input "no input" --out "$WORK/r7"
-"$BIN/sb-report" --gnuplot /nonexistent/gnuplot --out "$WORK/r8" "$camp" >/dev/null 2>"$WORK/nognuplot.err"
-check "a missing gnuplot is a clear fault (exit 3)" test $? -eq 3
-check "it says how to fix it" grep -q 'install gnuplot-nox, or pass --no-render' "$WORK/nognuplot.err"
+# A gnuplot that is not there is found out before anything is written.
+bad_input "a missing gnuplot" --gnuplot /nonexistent/gnuplot --out "$WORK/r8" "$camp"
+check "it says how to fix it" grep -q 'install gnuplot-nox, or pass --no-render' "$WORK/bad.err"
+check "and writes no report" test ! -e "$WORK/r8"
+bad_input "a folder as --gnuplot" --gnuplot "$WORK" --out "$WORK/r9" "$camp"
+bad_input "no gnuplot on PATH" --gnuplot gnuplot-not-installed --out "$WORK/r10" "$camp"
+"$BIN/sb-report" --gnuplot /nonexistent/gnuplot --no-render --out "$WORK/r11" "$camp" >/dev/null 2>&1
+check "--no-render needs no gnuplot" test $? -eq 0 -a -e "$WORK/r11/summary.txt"
