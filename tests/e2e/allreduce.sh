@@ -72,7 +72,7 @@ check "--transport mpi,shm runs each schedule on each transport: 5 tables" \
 check "one results group per (schedule, transport)" bash -c \
   "h5dump -n '$WORK/two.h5' | grep -q 'group *\/allreduce\/ring@mpi\$' && h5dump -n '$WORK/two.h5' | grep -q 'group *\/allreduce\/rd@shm\$' && h5dump -a /allreduce/mpi/transport '$WORK/two.h5' | grep -q library"
 "$BIN/sb-allreduce" --impl ring,rd --print-schedule -b 40 >"$WORK/schedule.txt" 2>&1
-bad_torus=$($MPIRUN -np 3 "$BIN/sb-allreduce" --impl torus2d --torus 2x2 -b 8 -e 8 --out "$WORK/t.h5" 2>&1 >/dev/null | grep -c 'does not multiply')
+bad_torus=$($MPIRUN_FAILFAST -np 3 "$BIN/sb-allreduce" --impl torus2d --torus 2x2 -b 8 -e 8 --out "$WORK/t.h5" 2>&1 >/dev/null | grep -c 'does not multiply')
 check "--torus that does not fit the ranks is bad input" test "$bad_torus" -eq 1 -a ! -e "$WORK/t.h5"
 check "--print-schedule lists the rounds" grep -q 'rank 0 of 1, 10 elements' "$WORK/schedule.txt"
 $MPIRUN -np 3 "$BIN/sb-allreduce" --impl ring --print-schedule -b 24 >"$WORK/schedule3.txt" 2>&1
@@ -92,7 +92,7 @@ fi
 bad_input() {
   local name=$1; shift
   local file=$WORK/bad.h5
-  $MPIRUN -np 2 "$BIN/sb-allreduce" "$@" >"$WORK/bad.out" 2>"$WORK/bad.err"
+  $MPIRUN_FAILFAST -np 2 "$BIN/sb-allreduce" "$@" >"$WORK/bad.out" 2>"$WORK/bad.err"
   local rc=$?
   local ours
   ours=$(grep -c '^sb-allreduce: error: ' "$WORK/bad.err")

@@ -31,7 +31,7 @@ check "the file says it is complete" bash -c "h5dump -a /status '$out' | grep -q
 
 bad_input() {
   local name=$1; shift
-  $MPIRUN -np 2 "$BIN/sb-buckets" "$@" --out "$WORK/bad.h5" >"$WORK/bad.out" 2>"$WORK/bad.err"
+  $MPIRUN_FAILFAST -np 2 "$BIN/sb-buckets" "$@" --out "$WORK/bad.h5" >"$WORK/bad.out" 2>"$WORK/bad.err"
   local rc=$?
   if [[ $rc -eq 2 && $(grep -c '^sb-buckets: error: ' "$WORK/bad.err") -eq 1 && ! -e "$WORK/bad.h5" ]]; then
     pass "bad input: $name"

@@ -35,7 +35,7 @@ check "the real gradients lose nothing uncompressed" grep -qE '^ +1347296 +none 
 
 bad_input() {
   local name=$1; shift
-  $MPIRUN -np 2 "$BIN/sb-compress" "$@" --out "$WORK/bad.h5" >"$WORK/bad.out" 2>"$WORK/bad.err"
+  $MPIRUN_FAILFAST -np 2 "$BIN/sb-compress" "$@" --out "$WORK/bad.h5" >"$WORK/bad.out" 2>"$WORK/bad.err"
   local rc=$?
   if [[ $rc -eq 2 && $(grep -c '^sb-compress: error: ' "$WORK/bad.err") -eq 1 && -z $(ls "$WORK" | grep 'bad.h5') ]]; then
     pass "bad input: $name"

@@ -11,7 +11,7 @@ check "calibrate exits 0" test $? -eq 0
 check "calibrate writes a level, gamma and copy" grep -qE '^level node size 0 alpha [0-9.e+-]+us bandwidth' "$WORK/here.machine"
 check "calibrate's gamma float and copy are there" bash -c "grep -q '^gamma float ' '$WORK/here.machine' && grep -q '^copy ' '$WORK/here.machine'"
 check "calibrate records how it measured" grep -q '^source ping-pong inside a node' "$WORK/here.machine"
-$MPIRUN -np 1 "$BIN/sb-dryrun" calibrate --out "$WORK/one.machine" >"$WORK/cal1.out" 2>&1
+$MPIRUN_FAILFAST -np 1 "$BIN/sb-dryrun" calibrate --out "$WORK/one.machine" >"$WORK/cal1.out" 2>&1
 check "calibrate on one rank exits 2" test $? -eq 2
 check "it says why" grep -q 'calibrate needs 2 or more ranks' "$WORK/cal1.out"
 check "and writes nothing" test ! -e "$WORK/one.machine"
@@ -25,7 +25,7 @@ check "calibrate with a stuck rank ends (rc $job_rc) within -T plus margin ($job
   test -n "$stopped_pid" -a "$job_rc" -ne 0 -a "$job_seconds" -le 20
 check "saying so in one line" grep -q 'timed out: no progress for 3 s .* while measuring' "$WORK/stuck.out"
 check "and writing no description, nor a temporary" test -z "$(ls "$WORK" | grep stuck.machine)"
-$MPIRUN -np 2 "$BIN/sb-dryrun" calibrate --out "$WORK/nowhere/x.machine" >"$WORK/cal2.out" 2>&1
+$MPIRUN_FAILFAST -np 2 "$BIN/sb-dryrun" calibrate --out "$WORK/nowhere/x.machine" >"$WORK/cal2.out" 2>&1
 check "calibrate to a folder that does not exist exits 2, with the system's reason" \
   bash -c "test $? -eq 2 && grep -q \"cannot create '$WORK/nowhere/x.machine': No such file or directory\" '$WORK/cal2.out'"
 

@@ -107,7 +107,7 @@ check "batch ramp: recorded in the config" grep -q '"128:1"' <(h5dump -a /train/
 # --- bad input --------------------------------------------------------------------------------
 bad_input() {
   local name=$1; shift
-  $TRAIN "$@" --out "$WORK/bad.h5" >"$WORK/bad.out" 2>"$WORK/bad.err"
+  $MPIRUN_FAILFAST --bind-to none -np 1 $BIN/sb-train --threads 2 "$@" --out "$WORK/bad.h5" >"$WORK/bad.out" 2>"$WORK/bad.err"
   local rc=$?
   if [[ $rc -eq 2 && $(grep -c '^sb-train: error: ' "$WORK/bad.err") -eq 1 && ! -e "$WORK/bad.h5" ]]; then
     pass "bad input: $name"

@@ -72,13 +72,13 @@ check "--bn-span 2 at 2 ranks exits 0" test $? -eq 0
 bn_loss=$(grep -E 'step 20/468 loss' "$WORK/bnspan.txt" | sed 's/.* loss \([0-9.]*\) .*/\1/')
 check "and trains: loss below 1.5 after 20 steps ($bn_loss)" awk -v l="$bn_loss" 'BEGIN { exit !(l > 0 && l < 1.5) }'
 check "the span is recorded" grep -q '(0): 2' <(h5dump -a /train/config/bn_span "$WORK/bnspan.h5")
-$TRAIN 2 $SB --steps 1 --bn-span 2 --out "$WORK/bnthread.h5" >"$WORK/bnthread.txt" 2>&1
+$MPIRUN_FAILFAST -np 2 $SB --steps 1 --bn-span 2 --out "$WORK/bnthread.h5" >"$WORK/bnthread.txt" 2>&1
 check "--bn-span beside a communication thread is refused (exit 2) with the way out" \
   bash -c "test $? -eq 2 && grep -q 'needs MPI_THREAD_MULTIPLE: add --progress poll or --overlap 0' '$WORK/bnthread.txt'"
-$TRAIN 2 $SB --steps 1 --backend cudnn --cuda-graph --compressor topk --out "$WORK/graph2.h5" >"$WORK/graph2.txt" 2>&1
+$MPIRUN_FAILFAST -np 2 $SB --steps 1 --backend cudnn --cuda-graph --compressor topk --out "$WORK/graph2.h5" >"$WORK/graph2.txt" 2>&1
 check "--cuda-graph with a payload compressor is refused (exit 2), and why" \
   bash -c "test $? -eq 2 && grep -q 'cuda-graph records uncompressed or fp16/bf16 gradients only' '$WORK/graph2.txt' && test ! -e '$WORK/graph2.h5'"
-$TRAIN 2 $SB --steps 1 --backend cudnn --cuda-graph --bn-span 2 --out "$WORK/graph2.h5" >"$WORK/graph2.txt" 2>&1
+$MPIRUN_FAILFAST -np 2 $SB --steps 1 --backend cudnn --cuda-graph --bn-span 2 --out "$WORK/graph2.h5" >"$WORK/graph2.txt" 2>&1
 check "--cuda-graph with --bn-span is refused (exit 2), and why" \
   bash -c "test $? -eq 2 && grep -q 'cuda-graph cannot record --bn-span' '$WORK/graph2.txt' && test ! -e '$WORK/graph2.h5'"
 
