@@ -370,6 +370,7 @@ TrainResult TrainingRun::execute() {
       result_.loader_images_per_s = train_loader_->images_per_s();
       result_.skipped_samples = static_cast<int64_t>(train_loader_->skipped_total() + eval_loader_->skipped_total());
     }
+    if (so_far_.on_epoch_done) so_far_.on_epoch_done(epoch + 1);
     state_.epoch = epoch + 1;
     state_.next_batch = 0;
     state_.epoch_loss_sum = 0;

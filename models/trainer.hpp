@@ -136,6 +136,11 @@ class TrainProgress {
   // since summing it over the ranks is a collective that a failing job may not finish.
   TrainResult snapshot() const;
 
+  // Called on the training thread when an epoch's record has been added (after its evaluation,
+  // if any), with the number of that epoch, outside the lock (so it may take a snapshot()): where
+  // sb-train saves its results as they stand. Set it before train() starts.
+  std::function<void(int64_t epochs_done)> on_epoch_done;
+
  private:
   friend class TrainingRun;
   mutable std::mutex mutex_;

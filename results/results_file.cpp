@@ -15,10 +15,12 @@
 
 namespace sb {
 
-ResultsFile::ResultsFile(std::string final_path, Build build)
+ResultsFile::ResultsFile(std::string final_path, Build build, const std::string& tag)
     : final_path_(std::move(final_path)),
-      temporary_path_(final_path_ + ".tmp-" + std::to_string(::getpid())),
+      temporary_path_(final_path_ + ".tmp-" + std::to_string(::getpid()) + tag),
       build_(build) {
+  // In memory, commit() writes through write_file_atomically's own temporary, FINAL.tmp-PID.
+  SB_CHECK(build == Build::on_disk || tag.empty(), "a tagged temporary is for files built on disk");
   h5::silence_error_stack();
   if (const std::string folder = folder_in_the_way(final_path_); !folder.empty()) throw UsageError(folder);
   // Try the plain open first: it tells a bad path (bad input) from a full disk (a fault).

@@ -25,7 +25,9 @@ class ResultsFile {
   // Creates the temporary file. Throws UsageError naming the path when it cannot be created
   // (a missing folder, no permission), so that a bad --out is reported before any work is done;
   // LibraryError when the disk is at fault (full).
-  explicit ResultsFile(std::string final_path, Build build = Build::on_disk);
+  // `tag` goes at the end of the temporary's name (FINAL.tmp-PID<tag>): a second file built for the
+  // same final path in the same process (sb-train's epoch snapshots) must not take the first's.
+  explicit ResultsFile(std::string final_path, Build build = Build::on_disk, const std::string& tag = "");
   ~ResultsFile();
   ResultsFile(const ResultsFile&) = delete;
   ResultsFile& operator=(const ResultsFile&) = delete;

@@ -107,6 +107,9 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     if (root) warn_about_binding(parsed->config.threads, layout.local_size);
     TrainResultsSaver saver(std::move(start.file), metadata, *parsed);  // the file: rank 0's alone
     models::TrainProgress progress;
+    // After every epoch the results so far go to the final name: a rank 0 killed outright (no
+    // handler runs) leaves them.
+    if (root) progress.on_epoch_done = [&](int64_t epochs) { saver.save_snapshot(progress, epochs); };
     // A rank that hangs (or a peer lost without the launcher noticing) ends the job after
     // --timeout seconds without a finished step; SIGTERM (a scheduler's time limit, or the
     // launcher after a peer died) ends it at once. Either way rank 0 saves what the run finished,
@@ -131,7 +134,10 @@ int run(int argc, char** argv, const WorldLayout& layout) {
       // throws and reports the same line; rank 0 prints it.
       result = models::train(parsed->config, root ? stdout : nullptr, MPI_COMM_WORLD,
                              [&](const std::string& phase) { watchdog.phase(phase); }, &progress);
-    } catch (const UsageError&) {
+    } catch (const UsageError& e) {
+      // Bad input found after an epoch's snapshot was saved (it names the run as going on): say
+      // how the run ended instead.
+      if (root && saver.has_snapshot()) saver.save_partial(progress, std::string("failed: ") + e.what());
       throw;
     } catch (const std::exception& e) {  // a fault (a checkpoint on a full disk): keep what finished
       if (root) saver.save_partial(progress, std::string("failed: ") + e.what());

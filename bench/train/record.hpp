@@ -1,6 +1,6 @@
 #pragma once
-// sb-train's results in its HDF5 file (/train, results/SCHEMA.md), written once: when the run
-// ends, or with what it finished when a fault ends it early.
+// sb-train's results in its HDF5 file (/train, results/SCHEMA.md): when the run ends, or with what
+// it finished when a fault ends it early; and as they stand after every epoch (a snapshot).
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -39,6 +39,13 @@ class TrainResultsSaver {
   void save_complete(const RunMetadata& metadata, const models::TrainResult& result, const RankTimes& times);
   // The run so far, with why it ended. Never throws: a failure is printed to stderr.
   void save_partial(const models::TrainProgress& progress, const std::string& why);
+  // The run so far, under the final name, at the end of every epoch (the training thread), its
+  // status saying it is a snapshot: what is left when the process is killed outright (SIGKILL
+  // from a launcher or a scheduler after its grace, the OOM killer), which no handler can save
+  // from. Each later save replaces it; none comes after the final one. Never throws: a failure
+  // is printed to stderr, and the run goes on.
+  void save_snapshot(const models::TrainProgress& progress, int64_t epochs_done);
+  bool has_snapshot() const { return snapshot_epochs_ > 0; }
 
  private:
   void save(const RunMetadata& metadata, const models::TrainResult& result, const RankTimes* times,
@@ -52,6 +59,7 @@ class TrainResultsSaver {
   RunMetadata metadata_;
   const TrainOptions& options_;
   std::atomic<double> matmul_gflops_{0};  // set after the run started: a fault may come first
+  int64_t snapshot_epochs_ = 0;           // the epochs of the snapshot under the final name; 0: none
 };
 
 }  // namespace sb

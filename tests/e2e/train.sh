@@ -1,7 +1,7 @@
 # sb-train end to end on one rank: Fashion-MNIST to 85% test top-1 (the CI-sized training test),
 # a checkpoint written at step k and resumed giving bit-identical weights at step k+m to the run
 # that never stopped, the JPEG ImageFolder path on JPEGs written by sb-idx2folder, the results
-# file against SCHEMA.md, and bad input.
+# file against SCHEMA.md, the results left by SIGTERM and by SIGKILL, and bad input.
 source "$(dirname "$0")/helpers.bash"
 export OMP_NUM_THREADS=2
 # Open MPI binds a lone rank to one core; the trainer's two threads need both.
@@ -91,6 +91,27 @@ steps=$(h5dump -a /train/steps "$WORK/term.h5" | sed -n 's/.*(0): \([0-9]*\).*/\
 check "they hold the evaluated epoch ($epochs) and its 8 steps at least ($steps)" \
   test "${epochs:-0}" -ge 1 -a "${steps:-0}" -ge 8
 check_schema "$WORK/term.h5"
+
+# SIGKILL to rank 0 itself (the OOM killer; a launcher's or scheduler's kill after its grace): no
+# handler runs; what is left is the snapshot saved at the end of the last finished epoch.
+$MPIRUN --bind-to none -np 1 $BIN/sb-train --threads 2 --data "imagefolder:$WORK/folder" --image-size 28 --batch 64 \
+  --epochs 50 --print-every 0 --out "$WORK/killed.h5" >"$WORK/killed.txt" 2>&1 &
+launcher=$!
+for _ in $(seq 600); do grep -q '^\[eval\] epoch 2:' "$WORK/killed.txt" && break; sleep 0.1; done
+victim=$(rank_pid "^$BIN/sb-train .*--out $WORK/killed.h5" 0)
+[[ -n $victim ]] && kill -KILL "$victim"
+wait "$launcher"
+status=$(h5dump -a /status "$WORK/killed.h5" 2>/dev/null | sed -n 's/.*(0): "\(.*\)".*/\1/p')
+done_epochs=$(sed -n 's/^snapshot after epoch \([0-9]*\): the run had not ended.*/\1/p' <<<"$status")
+epochs=$(h5dump -H -d /train/curve/epoch "$WORK/killed.h5" 2>/dev/null | sed -n 's/.*SIMPLE { ( \([0-9]*\) ).*/\1/p')
+steps=$(h5dump -a /train/steps "$WORK/killed.h5" 2>/dev/null | sed -n 's/.*(0): \([0-9]*\).*/\1/p')
+check "SIGKILL to rank 0 (pid ${victim:-not found}) after epoch 2 leaves the results of the epochs done ($status)" \
+  test -n "$victim" -a "${done_epochs:-0}" -ge 2
+check "the snapshot holds those $done_epochs epochs ($epochs) and their 8 steps each ($steps)" \
+  test "${epochs:-0}" -eq "${done_epochs:-1}" -a "${steps:-0}" -eq $((8 * ${done_epochs:-0}))
+check_schema "$WORK/killed.h5"
+"$BIN/sb-report" --no-render --out "$WORK/killed-report" "$WORK/killed.h5" >/dev/null 2>&1
+check "sb-report reads it as a run that ended early" grep -q 'ended early: snapshot after epoch' "$WORK/killed-report/summary.txt"
 
 # A batch-size ramp: 64 in epoch 1 (8 steps of the 512 images), 128 in epoch 2 (4 steps), the rate
 # doubled with the batch: the cosine over 12 steps, x 2 at step 12 (index 11).

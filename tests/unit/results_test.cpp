@@ -85,6 +85,25 @@ TEST_F(Results, AProcessKilledBeforeRenameIsNeverSeenAsComplete) {
   EXPECT_THROW(ResultsReader{temporary}, UsageError);
 }
 
+// sb-train's epoch snapshots: a second file for the same final name, built while the first is
+// open, has its own temporary; each commit replaces what is under the final name, and the first
+// file, committed last, is what stays.
+TEST_F(Results, ATaggedFileBesideAnOpenOneReplacesTheFinalNameUntilTheLastCommit) {
+  const std::string file = path("run.h5");
+  ResultsFile final_one(file);
+  for (int64_t epoch : {1, 2}) {
+    ResultsFile snapshot(file, ResultsFile::Build::on_disk, ".snapshot");
+    EXPECT_NE(snapshot.temporary_path(), final_one.temporary_path());
+    snapshot.root().set_attr("epoch", epoch);
+    snapshot.commit();
+    EXPECT_EQ(ResultsReader(file).root().attr_int("epoch"), epoch);
+  }
+  final_one.root().set_attr("epoch", int64_t{3});
+  final_one.commit();
+  EXPECT_EQ(ResultsReader(file).root().attr_int("epoch"), 3);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1) << "a temporary was left behind";
+}
+
 // A write the disk refuses (here a file-size limit, as a full disk would) throws one line with
 // the system's reason and the file, and leaves neither the file nor its temporary behind, whether
 // the file is built on disk or in memory.
