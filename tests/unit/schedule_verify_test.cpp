@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <functional>
 #include <string>
 #include <thread>
@@ -33,7 +34,13 @@ std::vector<std::string> for_every_rank_count(int max_p, const std::function<std
   std::vector<std::string> problems(static_cast<size_t>(max_p) + 1);
   std::atomic<int> next{max_p};
   auto work = [&] {
-    for (int p = next--; p >= 1; p = next--) problems[static_cast<size_t>(p)] = verify(p);
+    for (int p = next--; p >= 1; p = next--) {
+      try {  // an exception must not leave a helper thread (std::terminate): it is a problem found
+        problems[static_cast<size_t>(p)] = verify(p);
+      } catch (const std::exception& e) {
+        problems[static_cast<size_t>(p)] = std::string("threw: ") + e.what();
+      }
+    }
   };
   const unsigned cores = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
   std::vector<std::thread> helpers;
