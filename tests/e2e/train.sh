@@ -97,7 +97,9 @@ check_schema "$WORK/term.h5"
 $MPIRUN --bind-to none -np 1 $BIN/sb-train --threads 2 --data "imagefolder:$WORK/folder" --image-size 28 --batch 64 \
   --epochs 50 --print-every 0 --out "$WORK/killed.h5" >"$WORK/killed.txt" 2>&1 &
 launcher=$!
-for _ in $(seq 600); do grep -q '^\[eval\] epoch 2:' "$WORK/killed.txt" && break; sleep 0.1; done
+# Epoch 3's evaluation line comes after epoch 2's snapshot was committed (its own line comes just
+# before its snapshot): at least 2 epochs are then on disk.
+for _ in $(seq 600); do grep -q '^\[eval\] epoch 3:' "$WORK/killed.txt" && break; sleep 0.1; done
 victim=$(rank_pid "^$BIN/sb-train .*--out $WORK/killed.h5" 0)
 [[ -n $victim ]] && kill -KILL "$victim"
 wait "$launcher"
@@ -105,7 +107,7 @@ status=$(h5dump -a /status "$WORK/killed.h5" 2>/dev/null | sed -n 's/.*(0): "\(.
 done_epochs=$(sed -n 's/^snapshot after epoch \([0-9]*\): the run had not ended.*/\1/p' <<<"$status")
 epochs=$(h5dump -H -d /train/curve/epoch "$WORK/killed.h5" 2>/dev/null | sed -n 's/.*SIMPLE { ( \([0-9]*\) ).*/\1/p')
 steps=$(h5dump -a /train/steps "$WORK/killed.h5" 2>/dev/null | sed -n 's/.*(0): \([0-9]*\).*/\1/p')
-check "SIGKILL to rank 0 (pid ${victim:-not found}) after epoch 2 leaves the results of the epochs done ($status)" \
+check "SIGKILL to rank 0 (pid ${victim:-not found}) after epoch 3's evaluation leaves the results of the epochs done ($status)" \
   test -n "$victim" -a "${done_epochs:-0}" -ge 2
 check "the snapshot holds those $done_epochs epochs ($epochs) and their 8 steps each ($steps)" \
   test "${epochs:-0}" -eq "${done_epochs:-1}" -a "${steps:-0}" -eq $((8 * ${done_epochs:-0}))
