@@ -156,14 +156,21 @@ void TrainResultsSaver::save_partial(const models::TrainProgress& progress, cons
   }
 }
 
+std::unique_lock<std::timed_mutex> TrainResultsSaver::lock_hdf5() {
+  std::unique_lock<std::timed_mutex> hdf5(h5::library_lock(), kWaitForHdf5);
+  if (!hdf5.owns_lock())
+    throw LibraryError("results not saved: another thread held the HDF5 library for " +
+                       std::to_string(kWaitForHdf5.count()) + " s (writing a checkpoint or the results)");
+  return hdf5;
+}
+
 void TrainResultsSaver::save_snapshot(const models::TrainProgress& progress, int64_t epochs_done) {
   std::unique_lock<std::timed_mutex> lock(mutex_, kWaitForHdf5);
   if (!lock.owns_lock() || !file_) return;  // being saved, or saved, for good
   const std::string status = "snapshot after epoch " + std::to_string(epochs_done) +
                              ": the run had not ended (a later save would have replaced this)";
   try {
-    std::unique_lock<std::timed_mutex> hdf5(h5::library_lock(), kWaitForHdf5);
-    if (!hdf5.owns_lock()) throw LibraryError("the HDF5 library was busy");
+    const std::unique_lock<std::timed_mutex> hdf5 = lock_hdf5();
     ResultsFile snapshot(file_->final_path(), ResultsFile::Build::on_disk, ".snapshot");
     write_results(snapshot, metadata_, options_, progress.snapshot(), matmul_gflops_, nullptr, status);
     snapshot.commit();
@@ -177,10 +184,7 @@ void TrainResultsSaver::save_snapshot(const models::TrainProgress& progress, int
 void TrainResultsSaver::save(const RunMetadata& metadata, const models::TrainResult& result, const RankTimes* times,
                              const std::string& status) {
   if (!file_) return;
-  std::unique_lock<std::timed_mutex> hdf5(h5::library_lock(), kWaitForHdf5);
-  if (!hdf5.owns_lock())
-    throw LibraryError("results not saved: the training thread held the HDF5 library for " +
-                       std::to_string(kWaitForHdf5.count()) + " s (writing a checkpoint)");
+  const std::unique_lock<std::timed_mutex> hdf5 = lock_hdf5();
   const std::string kept =
       snapshot_epochs_ > 0 ? "the file there is the snapshot after epoch " + std::to_string(snapshot_epochs_) : "";
   save_results_once(

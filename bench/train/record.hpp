@@ -50,6 +50,8 @@ class TrainResultsSaver {
  private:
   void save(const RunMetadata& metadata, const models::TrainResult& result, const RankTimes* times,
             const std::string& status);
+  // HDF5 serves one thread at a time: waits kWaitForHdf5 for it, else throws LibraryError.
+  static std::unique_lock<std::timed_mutex> lock_hdf5();
 
   // How long a fault handler waits for the training thread to finish a checkpoint (HDF5 serves
   // one thread at a time) or the final save, before giving up on saving.
