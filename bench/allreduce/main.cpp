@@ -22,6 +22,7 @@
 #include "common/watchdog.hpp"
 #include "results/results_file.hpp"
 #include "results/save_once.hpp"
+#include "results/snapshot.hpp"
 
 namespace sb {
 namespace {
@@ -37,7 +38,8 @@ bool any_rank(bool failed) {
   return any != 0;
 }
 
-// Writes the results file once: at the end of the run, or from the watchdog when it fails.
+// Writes the results file once: at the end of the run, or from the watchdog when it fails; and,
+// after each finished sweep, a snapshot under the same name for a rank 0 killed outright.
 class ResultsSaver {
  public:
   ResultsSaver(std::unique_ptr<ResultsFile> file, const RunMetadata& metadata,
@@ -47,18 +49,25 @@ class ResultsSaver {
   void save(const std::string& status) {
     std::lock_guard<std::mutex> lock(log_.mutex);
     save_results_once(
-        file_, status,
-        [&](ResultsFile& file) {
-          write_allreduce_results(file.root(), metadata_, options_, log_.memcpy, log_.impls, status);
-        },
-        "the tables printed so far hold the same figures");
+        file_, status, [&](ResultsFile& file) { write(file, status); },
+        join_clauses(snapshots_.left_on_disk(), "the tables printed so far hold the same figures"));
+  }
+
+  void snapshot(const std::string& after) {
+    std::lock_guard<std::mutex> lock(log_.mutex);
+    if (file_) snapshots_.save(*file_, after, [&](ResultsFile& file, const std::string& status) { write(file, status); });
   }
 
  private:
+  void write(ResultsFile& file, const std::string& status) {
+    write_allreduce_results(file.root(), metadata_, options_, log_.memcpy, log_.impls, status);
+  }
+
   std::unique_ptr<ResultsFile> file_;
   const RunMetadata& metadata_;
   const AllreduceOptions& options_;
   ResultsLog& log_;
+  Snapshots snapshots_{kProgram};
 };
 
 void print_impl_list(const WorldLayout& layout) {
@@ -203,7 +212,9 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   if (root)
     std::printf("# memcpy: %.2f GB/s per rank with all %d ranks copying %s at once (median of 5)\n#\n",
                 log.memcpy.GBps, layout.nranks, format_size(log.memcpy.bytes).c_str());
-  for (const RunEntry& entry : run_entries(options)) {
+  const std::vector<RunEntry> entries = run_entries(options);
+  for (size_t e = 0; e < entries.size(); ++e) {
+    const RunEntry& entry = entries[e];
     const std::string name = entry.name();
     watchdog.phase("setting up " + name);
     std::unique_ptr<AllreduceImpl> impl =
@@ -222,6 +233,10 @@ int run(int argc, char** argv, const WorldLayout& layout) {
       print_table_row(stdout, size, options);
     });
     if (root) print_table_footer(stdout, log.impls.back());
+    if (root && e + 1 < entries.size()) {
+      watchdog.phase("saving the results so far");
+      saver.snapshot(name + " (" + std::to_string(e + 1) + " of " + std::to_string(entries.size()) + " sweeps)");
+    }
   }
 
   watchdog.phase(root ? "writing the results" : "waiting for rank 0 to write the results");

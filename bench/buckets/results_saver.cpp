@@ -18,13 +18,19 @@ void BucketsResultsSaver::add(const std::string& sweep, const BucketRow& row) {
 void BucketsResultsSaver::save(const std::string& status) {
   std::lock_guard<std::mutex> lock(mutex_);
   save_results_once(
-      file_, status,
-      [&](ResultsFile& file) {
-        write_run_metadata(file.root(), metadata_);
-        write_run_end(file.root(), status);
-        if (profile_) write_buckets_results(file.root(), settings_, *profile_, sweeps_);
-      },
-      "the table printed so far holds the same figures");
+      file_, status, [&](ResultsFile& file) { write(file, status); },
+      join_clauses(snapshots_.left_on_disk(), "the table printed so far holds the same figures"));
+}
+
+void BucketsResultsSaver::snapshot(const std::string& after) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (file_) snapshots_.save(*file_, after, [&](ResultsFile& file, const std::string& status) { write(file, status); });
+}
+
+void BucketsResultsSaver::write(ResultsFile& file, const std::string& status) const {
+  write_run_metadata(file.root(), metadata_);
+  write_run_end(file.root(), status);
+  if (profile_) write_buckets_results(file.root(), settings_, *profile_, sweeps_);
 }
 
 }  // namespace sb

@@ -1,6 +1,7 @@
 #pragma once
 // sb-buckets' results file, written once: at the end of the sweep, or with the rows measured so
-// far when a fault ends the job early (a timeout, SIGINT/SIGTERM), from the watchdog's thread.
+// far when a fault ends the job early (a timeout, SIGINT/SIGTERM), from the watchdog's thread;
+// and a snapshot under the same name after each finished sweep, for a rank 0 killed outright.
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "results/buckets_record.hpp"
 #include "results/results_file.hpp"
 #include "results/run_metadata.hpp"
+#include "results/snapshot.hpp"
 
 namespace sb {
 
@@ -29,14 +31,20 @@ class BucketsResultsSaver {
   // calls do nothing. Before the profile is known, the file holds the run's metadata alone.
   // Throws LibraryError when the file cannot be written.
   void save(const std::string& status);
+  // The rows so far under the final name, their status saying the run goes on (results/snapshot.hpp).
+  // Never throws: a failure is one line on stderr.
+  void snapshot(const std::string& after);
 
  private:
+  void write(ResultsFile& file, const std::string& status) const;
+
   std::mutex mutex_;
   std::unique_ptr<ResultsFile> file_;  // null once saved
   RunMetadata metadata_;
   BucketsSettings settings_;
   std::optional<BackwardProfile> profile_;
   std::vector<BucketSweep> sweeps_;
+  Snapshots snapshots_{"sb-buckets"};
 };
 
 }  // namespace sb

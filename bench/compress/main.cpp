@@ -163,6 +163,14 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                 o.device ? "      gpu(us)     nccl(us)  gpu_speedup" : "");
     std::fflush(stdout);
   }
+  // A snapshot after each compressor's rows and each one's convergence check, but the last.
+  const size_t steps = o.compressors.size() * (o.convergence_steps > 0 ? 2 : 1);
+  size_t steps_done = 0;
+  auto snapshot = [&](const std::string& after) {
+    if (!root || ++steps_done == steps) return;  // the final save comes next
+    watchdog.phase("saving the results so far");
+    saver.snapshot(after + " (" + std::to_string(steps_done) + " of " + std::to_string(steps) + " steps)");
+  };
   for (const std::string& name : o.compressors) {
     saver.start_compressor(name, make_compressor(name, o.params)->carrier());
     for (const std::vector<float>& gradient : gradients) {
@@ -183,6 +191,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
         std::fflush(stdout);
       }
     }
+    snapshot(name + "'s rows");
   }
   if (o.convergence_steps > 0) {
     const ConvergenceSettings settings = convergence_settings(o);
@@ -197,6 +206,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
       CompressorResults r = results[i];
       r.convergence = ef_convergence(r.name, o.params, o.error_feedback, settings, MPI_COMM_WORLD);
       saver.add_convergence(i, r.convergence);
+      snapshot(r.name + "'s convergence check");
       if (!root) continue;
       if (r.convergence.steps >= 0)
         std::printf("    %-10s  %8d  %12.4e  %9.2fx\n", r.name.c_str(), r.convergence.steps, r.convergence.final_loss,

@@ -103,7 +103,15 @@ void CompressResultsSaver::save(const std::string& status) {
   save_results_once(
       file_, status,
       [&](ResultsFile& file) { write_results(file, metadata_, options_, results_, converged_, status); },
-      "the table printed so far holds the same figures");
+      join_clauses(snapshots_.left_on_disk(), "the table printed so far holds the same figures"));
+}
+
+void CompressResultsSaver::snapshot(const std::string& after) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!file_) return;
+  snapshots_.save(*file_, after, [&](ResultsFile& file, const std::string& status) {
+    write_results(file, metadata_, options_, results_, converged_, status);
+  });
 }
 
 }  // namespace sb

@@ -2,7 +2,7 @@
 // sb-compress's results: the rows measured per compressor, the convergence check's outcome, and
 // the HDF5 file (/compress, results/SCHEMA.md) written once: at the end of the run, or with what
 // was measured when a fault ends the job early (a timeout, SIGINT/SIGTERM), from the watchdog's
-// thread.
+// thread; and a snapshot under the same name after each compressor, for a rank 0 killed outright.
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -14,6 +14,7 @@
 #include "collectives/compress/ef_convergence.hpp"
 #include "results/results_file.hpp"
 #include "results/run_metadata.hpp"
+#include "results/snapshot.hpp"
 
 namespace sb {
 
@@ -56,6 +57,9 @@ class CompressResultsSaver {
   // Writes the file with `status` ("complete", or why the run ended early) and commits it; later
   // calls do nothing. Throws LibraryError when the file cannot be written.
   void save(const std::string& status);
+  // What is in so far under the final name, its status saying the run goes on
+  // (results/snapshot.hpp). Never throws: a failure is one line on stderr.
+  void snapshot(const std::string& after);
 
  private:
   std::mutex mutex_;
@@ -64,6 +68,7 @@ class CompressResultsSaver {
   const CompressOptions& options_;
   std::vector<CompressorResults> results_;
   size_t converged_ = 0;  // results_[i].convergence is set for i < converged_
+  Snapshots snapshots_{"sb-compress"};
 };
 
 }  // namespace sb

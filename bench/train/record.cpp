@@ -167,30 +167,27 @@ std::unique_lock<std::timed_mutex> TrainResultsSaver::lock_hdf5() {
 void TrainResultsSaver::save_snapshot(const models::TrainProgress& progress, int64_t epochs_done) {
   std::unique_lock<std::timed_mutex> lock(mutex_, kWaitForHdf5);
   if (!lock.owns_lock() || !file_) return;  // being saved, or saved, for good
-  const std::string status = "snapshot after epoch " + std::to_string(epochs_done) +
-                             ": the run had not ended (a later save would have replaced this)";
+  const std::string after = "epoch " + std::to_string(epochs_done);
+  std::unique_lock<std::timed_mutex> hdf5;
   try {
-    const std::unique_lock<std::timed_mutex> hdf5 = lock_hdf5();
-    ResultsFile snapshot(file_->final_path(), ResultsFile::Build::on_disk, ".snapshot");
-    write_results(snapshot, metadata_, options_, progress.snapshot(), matmul_gflops_, nullptr, status);
-    snapshot.commit();
-    snapshot_epochs_ = epochs_done;
+    hdf5 = lock_hdf5();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "sb-train: the results after epoch %lld were not saved (the run goes on): %s\n",
-                 static_cast<long long>(epochs_done), e.what());
+    std::fprintf(stderr, "sb-train: the results after %s were not saved (the run goes on): %s\n", after.c_str(), e.what());
+    return;
   }
+  snapshots_.save(*file_, after, [&](ResultsFile& snapshot, const std::string& status) {
+    write_results(snapshot, metadata_, options_, progress.snapshot(), matmul_gflops_, nullptr, status);
+  });
 }
 
 void TrainResultsSaver::save(const RunMetadata& metadata, const models::TrainResult& result, const RankTimes* times,
                              const std::string& status) {
   if (!file_) return;
   const std::unique_lock<std::timed_mutex> hdf5 = lock_hdf5();
-  const std::string kept =
-      snapshot_epochs_ > 0 ? "the file there is the snapshot after epoch " + std::to_string(snapshot_epochs_) : "";
   save_results_once(
       file_, status,
       [&](ResultsFile& file) { write_results(file, metadata, options_, result, matmul_gflops_, times, status); },
-      kept);
+      snapshots_.left_on_disk());
 }
 
 }  // namespace sb

@@ -11,6 +11,7 @@
 #include "bench/train/options.hpp"
 #include "models/trainer.hpp"
 #include "results/results_file.hpp"
+#include "results/snapshot.hpp"
 #include "results/run_metadata.hpp"
 
 namespace sb {
@@ -45,7 +46,7 @@ class TrainResultsSaver {
   // from. Each later save replaces it; none comes after the final one. Never throws: a failure
   // is printed to stderr, and the run goes on.
   void save_snapshot(const models::TrainProgress& progress, int64_t epochs_done);
-  bool has_snapshot() const { return snapshot_epochs_ > 0; }
+  bool has_snapshot() const { return snapshots_.any(); }
 
  private:
   void save(const RunMetadata& metadata, const models::TrainResult& result, const RankTimes* times,
@@ -61,7 +62,7 @@ class TrainResultsSaver {
   RunMetadata metadata_;
   const TrainOptions& options_;
   std::atomic<double> matmul_gflops_{0};  // set after the run started: a fault may come first
-  int64_t snapshot_epochs_ = 0;           // the epochs of the snapshot under the final name; 0: none
+  Snapshots snapshots_{"sb-train"};
 };
 
 }  // namespace sb

@@ -163,3 +163,16 @@ kill -TERM "$launcher"
 wait "$launcher"
 check "SIGTERM ends the job with saved results" test -e "$term"
 check "the saved file says it was interrupted" bash -c "h5dump -a /status '$term' | grep -q 'interrupted'"
+
+# SIGKILL to rank 0 itself once the second sweep has begun: no handler runs; what is left is the
+# snapshot rank 0 saved after the first sweep, with every size of it.
+$MPIRUN -np 2 "$BIN/sb-allreduce" --impl ring,rd -b 8 -e 256K -f 2 -n 300 -w 0 --out "$WORK/killed.h5" \
+  >"$WORK/killed.txt" 2>&1 &
+kill_rank0_when $! "$WORK/killed.txt" '^# impl rd@mpi' "sb-allreduce .*--out $WORK/killed.h5"
+status=$(h5_status "$WORK/killed.h5")
+check "SIGKILL to rank 0 (pid ${killed_pid:-not found}) in the second sweep leaves the first's snapshot ($status)" \
+  test -n "$killed_pid" -a "${status%%:*}" = "snapshot after ring@mpi (1 of 2 sweeps)"
+saved=$(h5dump -H -d /allreduce/ring@mpi/size_bytes "$WORK/killed.h5" 2>/dev/null | sed -n 's/.*SIMPLE { ( \([0-9]*\) ).*/\1/p')
+check "it holds the whole first sweep (${saved:-no} sizes of 16) and nothing of the second" \
+  bash -c "test '${saved:-0}' -eq 16 && ! h5ls '$WORK/killed.h5/allreduce' | grep -q '^rd@mpi'"
+check_schema "$WORK/killed.h5" ring@mpi

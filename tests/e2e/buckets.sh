@@ -83,3 +83,15 @@ wait "$launcher"
 check "SIGTERM ends the job with the rows measured saved" \
   bash -c "h5dump -a /status '$WORK/term.h5' | grep -q 'interrupted by SIGTERM' && h5ls '$WORK/term.h5/buckets' | grep -q '^no-overlap '"
 check "the table says where the partial results are" grep -q "^# Partial results: $WORK/term.h5" "$WORK/term.txt"
+
+# SIGKILL to rank 0 itself once the ddp sweep has a row: no handler runs; what is left is the
+# snapshot rank 0 saved after the baselines.
+long_sweep --out "$WORK/killed.h5" >"$WORK/killed.txt" 2>&1 &
+kill_rank0_when $! "$WORK/killed.txt" '^  ddp ' "sb-buckets .*--out $WORK/killed.h5"
+status=$(h5_status "$WORK/killed.h5")
+check "SIGKILL to rank 0 (pid ${killed_pid:-not found}) in the ddp sweep leaves the baselines' snapshot ($status)" \
+  test -n "$killed_pid" -a "${status%%:*}" = "snapshot after the baselines (1 of 2 sweeps)"
+check "it holds both baselines and no ddp row" \
+  bash -c "h5ls '$WORK/killed.h5/buckets' | grep -q '^no-overlap ' && h5ls '$WORK/killed.h5/buckets' | grep -q '^fused ' &&
+           ! h5ls '$WORK/killed.h5/buckets' | grep -q '^ddp '"
+check_schema "$WORK/killed.h5"

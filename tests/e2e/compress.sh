@@ -66,3 +66,16 @@ check "the rows measured are saved, and say why the run ended" \
            h5dump -H -d /compress/none/speedup '$WORK/term.h5' | grep -qE 'SIMPLE \{ \( [1-9][0-9]* \)'"
 check "the table says where" grep -q "^# Partial results: $WORK/term.h5" "$WORK/term.txt"
 check_schema "$WORK/term.h5" none
+
+# SIGKILL to rank 0 itself once the second compressor's first row is out: no handler runs; what is
+# left is the snapshot rank 0 saved after the first compressor's rows, with all of them.
+$MPIRUN -np 2 "$BIN/sb-compress" --compressor none,fp16 -b 64K -e 1M -f 2 -n 20 --out "$WORK/killed.h5" \
+  >"$WORK/killed.txt" 2>&1 &
+kill_rank0_when $! "$WORK/killed.txt" '^ +65536 +fp16 ' "sb-compress .*--out $WORK/killed.h5"
+status=$(h5_status "$WORK/killed.h5")
+check "SIGKILL to rank 0 (pid ${killed_pid:-not found}) in the second compressor leaves the first's snapshot ($status)" \
+  test -n "$killed_pid" -a "${status%%:*}" = "snapshot after none's rows (1 of 4 steps)"
+check "it holds the first compressor's 5 sizes and nothing of the second" \
+  bash -c "h5dump -H -d /compress/none/speedup '$WORK/killed.h5' | grep -qE 'SIMPLE \{ \( 5 \)' &&
+           ! h5ls '$WORK/killed.h5/compress' | grep -q '^fp16'"
+check_schema "$WORK/killed.h5" none

@@ -64,3 +64,17 @@ stop_rank_until_end() {
   job_seconds=$((SECONDS - start))
   [[ -n $stopped_pid ]] && kill -CONT "$stopped_pid" 2>/dev/null
 }
+
+# kill_rank0_when LAUNCHER OUTPUT REGEX PATTERN: once OUTPUT has a line matching REGEX (60 s at
+# most), SIGKILL rank 0 (the process matching PATTERN), as the OOM killer or a launcher or
+# scheduler after its grace would: no handler runs, so what is left on disk is rank 0's last
+# snapshot. Then waits for the job to end. Sets killed_pid (empty when rank 0 was not found).
+kill_rank0_when() {
+  for _ in $(seq 600); do grep -qE "$3" "$2" && break; sleep 0.1; done
+  killed_pid=$(rank_pid "$4" 0)
+  [[ -n $killed_pid ]] && kill -KILL "$killed_pid"
+  wait "$1"
+}
+
+# h5_status FILE: the file's /status attribute (empty when there is none to read).
+h5_status() { h5dump -a /status "$1" 2>/dev/null | sed -n 's/.*(0): "\(.*\)".*/\1/p'; }

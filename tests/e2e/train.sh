@@ -99,16 +99,13 @@ $MPIRUN --bind-to none -np 1 $BIN/sb-train --threads 2 --data "imagefolder:$WORK
 launcher=$!
 # Epoch 3's evaluation line comes after epoch 2's snapshot was committed (its own line comes just
 # before its snapshot): at least 2 epochs are then on disk.
-for _ in $(seq 600); do grep -q '^\[eval\] epoch 3:' "$WORK/killed.txt" && break; sleep 0.1; done
-victim=$(rank_pid "^$BIN/sb-train .*--out $WORK/killed.h5" 0)
-[[ -n $victim ]] && kill -KILL "$victim"
-wait "$launcher"
-status=$(h5dump -a /status "$WORK/killed.h5" 2>/dev/null | sed -n 's/.*(0): "\(.*\)".*/\1/p')
+kill_rank0_when "$launcher" "$WORK/killed.txt" '^\[eval\] epoch 3:' "^$BIN/sb-train .*--out $WORK/killed.h5"
+status=$(h5_status "$WORK/killed.h5")
 done_epochs=$(sed -n 's/^snapshot after epoch \([0-9]*\): the run had not ended.*/\1/p' <<<"$status")
 epochs=$(h5dump -H -d /train/curve/epoch "$WORK/killed.h5" 2>/dev/null | sed -n 's/.*SIMPLE { ( \([0-9]*\) ).*/\1/p')
 steps=$(h5dump -a /train/steps "$WORK/killed.h5" 2>/dev/null | sed -n 's/.*(0): \([0-9]*\).*/\1/p')
-check "SIGKILL to rank 0 (pid ${victim:-not found}) after epoch 3's evaluation leaves the results of the epochs done ($status)" \
-  test -n "$victim" -a "${done_epochs:-0}" -ge 2
+check "SIGKILL to rank 0 (pid ${killed_pid:-not found}) after epoch 3's evaluation leaves the results of the epochs done ($status)" \
+  test -n "$killed_pid" -a "${done_epochs:-0}" -ge 2
 check "the snapshot holds those $done_epochs epochs ($epochs) and their 8 steps each ($steps)" \
   test "${epochs:-0}" -eq "${done_epochs:-1}" -a "${steps:-0}" -eq $((8 * ${done_epochs:-0}))
 check_schema "$WORK/killed.h5"

@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/check.hpp"
 #include "common/usage_error.hpp"
 #include "results/micro_record.hpp"
 #include "results/results_file.hpp"
+#include "results/snapshot.hpp"
 #include "tests/unit/temp_dir.hpp"
 
 namespace sb {
@@ -102,6 +104,40 @@ TEST_F(Results, ATaggedFileBesideAnOpenOneReplacesTheFinalNameUntilTheLastCommit
   final_one.commit();
   EXPECT_EQ(ResultsReader(file).root().attr_int("epoch"), 3);
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1) << "a temporary was left behind";
+}
+
+// The programs' snapshots: each replaces the last under the final name with its status; one that
+// fails (here its write throws, as a full disk makes it) is a line on stderr, not an exception,
+// leaves no temporary, and the snapshot before it stays on disk and is the one named; none is
+// tried after it.
+TEST_F(Results, ASnapshotThatFailsLeavesTheOneBeforeIt) {
+  const std::string file = path("run.h5");
+  ResultsFile final_one(file);
+  Snapshots snapshots("sb-test");
+  EXPECT_FALSE(snapshots.any());
+  EXPECT_EQ(snapshots.left_on_disk(), "");
+  auto write_status = [](ResultsFile& f, const std::string& status) { f.root().set_attr("status", status); };
+  ASSERT_TRUE(snapshots.save(final_one, "ring@mpi (1 of 3 sweeps)", write_status));
+  EXPECT_EQ(ResultsReader(file).root().attr_string("status"),
+            "snapshot after ring@mpi (1 of 3 sweeps): the run had not ended (a later save would have replaced this)");
+  ::testing::internal::CaptureStderr();
+  const bool saved = snapshots.save(final_one, "rd@mpi (2 of 3 sweeps)", [](ResultsFile&, const std::string&) {
+    throw LibraryError("No space left on device");
+  });
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(saved);
+  EXPECT_EQ(said, "sb-test: the results after rd@mpi (2 of 3 sweeps) were not saved, nor will later ones be "
+                  "(the run goes on): No space left on device\n");
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(snapshots.save(final_one, "tree@mpi (3 of 3 sweeps)", write_status)) << "a disk that refused one";
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "") << "one line says it, once";
+  EXPECT_EQ(ResultsReader(file).root().attr_string("status").rfind("snapshot after ring@mpi (1 of 3", 0), 0u);
+  EXPECT_EQ(snapshots.left_on_disk(), "the file there is the snapshot after ring@mpi (1 of 3 sweeps)");
+  EXPECT_EQ(files().size(), 2u) << "the final file's temporary and the snapshot, and nothing else";
+  final_one.root().set_attr("status", std::string("complete"));
+  final_one.commit();
+  EXPECT_EQ(ResultsReader(file).root().attr_string("status"), "complete");
+  EXPECT_EQ(files().size(), 1u);
 }
 
 // A write the disk refuses (here a file-size limit, as a full disk would) throws one line with

@@ -1,0 +1,37 @@
+#include "results/snapshot.hpp"
+
+namespace sb {
+
+std::string Snapshots::status(const std::string& after) {
+  return "snapshot after " + after + ": the run had not ended (a later save would have replaced this)";
+}
+
+bool Snapshots::save(const ResultsFile& final_file, const std::string& after,
+                     const std::function<void(ResultsFile&, const std::string& status)>& write) {
+  if (refused_) return false;
+  try {
+    // Its own temporary name: the final file's temporary is still open beside it.
+    ResultsFile snapshot(final_file.final_path(), ResultsFile::Build::on_disk, ".snapshot");
+    write(snapshot, status(after));
+    snapshot.commit();
+    last_after_ = after;
+    return true;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: the results after %s were not saved, nor will later ones be (the run goes on): %s\n",
+                 program_.c_str(), after.c_str(), e.what());
+    refused_ = true;
+    return false;
+  }
+}
+
+std::string Snapshots::left_on_disk() const {
+  return any() ? "the file there is the snapshot after " + last_after_ : "";
+}
+
+std::string join_clauses(const std::string& first, const std::string& second) {
+  if (first.empty()) return second;
+  if (second.empty()) return first;
+  return first + "; " + second;
+}
+
+}  // namespace sb
