@@ -84,6 +84,9 @@ void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimize
   root.set_attr("ranks", state.ranks);
   root.set_attr("loss_scale", state.loss_scale);
   root.set_attr("loss_scale_clean_steps", state.loss_scale_clean_steps);
+  root.set_attr("run_start_unix_s", state.run_start_unix_s);
+  root.set_attr("resumes", state.resumes);
+  root.set_attr("resume_gap_s", state.resume_gap_s);
   const h5::Node parameters = root.create_group("parameters");
   for (const Parameter* p : model.parameters()) save_tensor(backend, parameters, p->name, p->value);
   const h5::Node buffers = root.create_group("buffers");
@@ -126,6 +129,11 @@ TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer&
     if (root.has_attr("loss_scale")) {  // checkpoints before fp16 training have none
       state.loss_scale = root.attr_double("loss_scale");
       state.loss_scale_clean_steps = root.attr_int("loss_scale_clean_steps");
+    }
+    if (root.has_attr("run_start_unix_s")) {  // checkpoints before schema 9 have none
+      state.run_start_unix_s = root.attr_double("run_start_unix_s");
+      state.resumes = root.attr_int("resumes");
+      state.resume_gap_s = root.attr_double("resume_gap_s");
     }
     state.curve = read_curve(root.open_group("curve"));
     return state;

@@ -106,6 +106,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
 
   // run_start: before any data is read. Model construction (under a second) is inside the timing.
   run_start_ = Clock::now();
+  run_start_unix_s_ = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   {
     std::lock_guard<std::mutex> lock(so_far_.mutex_);
     so_far_.run_start_ = run_start_;
@@ -188,6 +189,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
     result_.device = backend_->device_name();
   }
   state_.ranks = nranks_;
+  state_.run_start_unix_s = run_start_unix_s_;
   if (config.resume) {
     const std::string path = checkpoint_path(config.checkpoint_dir);
     if (!std::filesystem::exists(path)) throw UsageError("--resume: no checkpoint at '" + path + "'");
@@ -204,12 +206,15 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
     }
     restore_exchange(path);
     state_.ranks = nranks_;
+    note_resume();
   }
   elapsed_before_ = state_.elapsed_s;
   {
     std::lock_guard<std::mutex> lock(so_far_.mutex_);
     result_.curve = state_.curve;
     result_.steps = state_.step;
+    result_.resumes = state_.resumes;
+    result_.resume_gap_s = state_.resume_gap_s;
     so_far_.elapsed_before_ = elapsed_before_;
   }
   log("[config] %s on %s (%lld x %lld x %lld), %lld parameters, %.2f GFLOP per training image; %s backend; "

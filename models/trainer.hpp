@@ -104,6 +104,10 @@ struct TrainResult {
   bool reached_target = false;
   double time_to_target_s = -1;  // run_start to the end of the evaluation that reached it
   double run_s = 0;              // run_start to the end of training
+  // A resumed run: times resumed, and the wall seconds since run_start that no process ran (work
+  // lost after the checkpoints resumed from, relaunches, start-ups; TrainingState); -1: unknown.
+  int64_t resumes = 0;
+  double resume_gap_s = 0;
   int64_t steps = 0;
   std::vector<double> step_seconds;  // every step this process ran, data wait included
   std::vector<StepTimes> step_times;  // this rank's breakdown of each step

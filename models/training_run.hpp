@@ -84,6 +84,7 @@ class TrainingRun {
   int64_t steps_in_epoch(int64_t epoch) const { return data_.train->size() / config_.batch_at(epoch); }
   void save();
   void restore_exchange(const std::string& checkpoint);
+  void note_resume();
   void log_mlperf_setup();
   void log_weights_initialization();
   void log_lr_schedule();
@@ -132,6 +133,7 @@ class TrainingRun {
   int64_t balance_samples_ = 0;
   std::vector<double> seconds_per_image_;
   double elapsed_before_ = 0;
+  double run_start_unix_s_ = 0;  // this process's run_start as Unix time
   std::vector<Tensor> inputs_;  // one per micro-batch (--accumulate), all written before the step
   Tensor dlogits_, eval_input_;
   std::vector<Tensor> losses_;  // one (1, 1, 1, 1) per micro-batch, read at the step's end

@@ -85,4 +85,24 @@ void TrainingRun::restore_exchange(const std::string& checkpoint) {
   log("[resume] rank %d: %zu error-feedback and warm-start arrays restored\n", rank_, carried->size());
 }
 
+// Counts this resume, and the wall time since the first run_start that no process ran as run
+// time: the work after the checkpoint, noticing the failure, the relaunch, the start-up before
+// this process's run_start. The two run_starts are Unix times taken on rank 0's nodes, so the
+// figure is as good as their clocks agree.
+void TrainingRun::note_resume() {
+  ++state_.resumes;
+  if (state_.run_start_unix_s <= 0 || state_.resume_gap_s < 0) {  // a checkpoint from before these were kept
+    state_.resume_gap_s = -1;
+    state_.run_start_unix_s = 0;
+    log("[resume] resume %lld of this run; the checkpoint does not say when the run started, so the wall time "
+        "lost is not known\n", static_cast<long long>(state_.resumes));
+    return;
+  }
+  const double gap = run_start_unix_s_ - state_.run_start_unix_s - state_.elapsed_s;
+  log("[resume] resume %lld of this run: %.1f s of wall time since the checkpoint's run time (work redone, the "
+      "failure, relaunch and start-up), %.1f s over all resumes\n",
+      static_cast<long long>(state_.resumes), gap - state_.resume_gap_s, gap);
+  state_.resume_gap_s = gap;
+}
+
 }  // namespace sb::models

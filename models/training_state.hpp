@@ -25,6 +25,14 @@ struct TrainingState {
   int64_t ranks = 1;       // how many ranks wrote it (a resume may use another count)
   double loss_scale = 0;   // fp16's dynamic loss scale (0: none), and its clean steps in a row
   int64_t loss_scale_clean_steps = 0;
+  // Wall time across resumes. elapsed_s counts the processes' own time only; a failure also costs
+  // the work after the last checkpoint, noticing it, the relaunch and the start-up. The first
+  // process's run_start as Unix time (0: unknown, a checkpoint from before it was kept), the
+  // resumes so far, and the wall seconds that were not run time as of the last resume (all its
+  // predecessors' too): the wall time since run_start is elapsed_s + resume_gap_s.
+  double run_start_unix_s = 0;
+  int64_t resumes = 0;
+  double resume_gap_s = 0;
   std::vector<EpochRecord> curve;
 };
 

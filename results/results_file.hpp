@@ -10,8 +10,8 @@
 
 namespace sb {
 
-inline constexpr int64_t kSchemaVersion = 8;
-// The oldest version whose groups sb-report reads: 5 to 8 only added groups and attributes.
+inline constexpr int64_t kSchemaVersion = 9;
+// The oldest version whose groups sb-report reads: 5 to 9 only added groups and attributes.
 inline constexpr int64_t kOldestReadableSchemaVersion = 4;
 
 class ResultsFile {

@@ -88,6 +88,20 @@ void print_op_profile(const models::TrainResult& r) {
   }
 }
 
+// A resumed run's times count the processes' run time only; this adds the wall time they lost.
+void print_resumes(const models::TrainResult& r) {
+  if (r.resumes == 0) return;
+  std::printf("[resume] resumed %lld time%s", static_cast<long long>(r.resumes), r.resumes == 1 ? "" : "s");
+  if (r.resume_gap_s < 0) {
+    std::printf("; the wall time lost to it is not known (a checkpoint from before it was kept)\n");
+    return;
+  }
+  std::printf(": %.1f s of wall time since run_start was no process's run time; in wall time the run took %.1f s",
+              r.resume_gap_s, r.run_s + r.resume_gap_s);
+  if (r.reached_target) std::printf(", the target %.1f s", r.time_to_target_s + r.resume_gap_s);
+  std::printf("\n");
+}
+
 int run(int argc, char** argv, const WorldLayout& layout) {
   const bool root = layout.rank == 0;
   ProgramStart<TrainOptions> start = start_program<TrainOptions>(
@@ -171,6 +185,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
         std::printf("[result] target %.4f top-1 not reached (best %.4f) in %.1f s\n", parsed->config.target_accuracy,
                     result.best_top1, result.run_s);
     }
+    print_resumes(result);
     saver.save_complete(metadata, result, times);
     return 0;
   } catch (const UsageError& e) {

@@ -75,6 +75,8 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
   train.set_attr("time_to_target_s", r.time_to_target_s);
   train.set_attr("rank_hours_to_target", r.reached_target ? r.time_to_target_s * metadata.layout.nranks / 3600 : -1.0);
   train.set_attr("run_s", r.run_s);
+  train.set_attr("resumes", r.resumes);
+  train.set_attr("resume_gap_s", r.resume_gap_s);
   train.set_attr("steps", r.steps);
   train.set_attr("images_per_s", r.images_per_s);
   train.set_attr("model_gflops_per_s", r.images_per_s * r.train_flops_per_image / 1e9);

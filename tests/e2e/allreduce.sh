@@ -16,7 +16,7 @@ check "run leaves exactly its results file" test "$(ls "$WORK" | grep -c '\.h5')
 
 check "h5dump reads the file" h5dump -H "$out" >"$WORK/header.txt"
 dump_attr() { h5dump -a "$1" "$out" 2>/dev/null | grep -A1 'DATA {' | tail -1 | sed 's/.*: //; s/"//g; s/^ *//'; }
-check "schema_version is 8" test "$(dump_attr /schema_version)" = "8"
+check "schema_version is 9" test "$(dump_attr /schema_version)" = "9"
 check "program is sb-allreduce" test "$(dump_attr /program)" = "sb-allreduce"
 check "ranks is 2" test "$(dump_attr /ranks)" = "2"
 check "status is complete" test "$(dump_attr /status)" = "complete"

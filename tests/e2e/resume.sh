@@ -1,0 +1,77 @@
+# sb-train coming back from a fault by itself (scripts/slurm/train.sbatch through resume.bash, run
+# outside Slurm with SB_LOCAL_NP ranks): a rank killed after the first checkpoint, and the job
+# launches the ranks again with --resume and finishes, its results counting the resume and the
+# wall time it cost; with no restarts left it stops, and the same job run again (as Slurm reruns a
+# requeued job, under the same job id) resumes from the checkpoint; bad input is not retried.
+source "$(dirname "$0")/helpers.bash"
+export OMP_NUM_THREADS=1
+export SB_ROOT=$PWD SB_BIN=$(cd "$BIN" && pwd) SB_RESULTS=$WORK/results SB_LOCAL_NP=2 SB_RESTART_DELAY=3
+TRAIN_ARGS=(--threads 1 --epochs 1 --steps 30 --print-every 5 --checkpoint-steps 10 --timeout 60)
+
+attr() { h5dump -a "$2" "$1" 2>/dev/null | sed -n 's/.*(0): \(.*\)/\1/p' | tr -d '"'; }
+
+# job JOB_ID: train.sbatch in the background as that Slurm job (its results and checkpoints are
+# named after it); sets launcher, and results/checkpoint to the paths it uses.
+job() {
+  SLURM_JOB_ID=$1 bash scripts/slurm/train.sbatch "${TRAIN_ARGS[@]}" >"$WORK/$1.out" 2>"$WORK/$1.err" &
+  launcher=$!
+  results=$SB_RESULTS/train-n1-np2-$1_1
+  checkpoint=$WORK/checkpoints/train-n1-np2-$1_1/checkpoint.h5
+}
+
+# kill_rank1_after_checkpoint: SIGKILL to rank 1 of the job once its first checkpoint is on disk
+# (a rank lost: mpirun ends the job); sets killed.
+kill_rank1_after_checkpoint() {
+  for _ in $(seq 600); do [[ -e $checkpoint ]] && break; sleep 0.1; done
+  killed=$(rank_pid "^$SB_BIN/sb-train .*--checkpoint $(dirname "$checkpoint")" 1)
+  [[ -n $killed ]] && kill -KILL "$killed"
+}
+
+# A rank lost, one restart allowed: the job comes back and finishes.
+SB_RESTARTS=1 job 7001
+kill_rank1_after_checkpoint
+wait "$launcher"
+rc=$?
+check "a lost rank (pid ${killed:-not found}) ends attempt 1, and attempt 2 finishes the job (exit status $rc)" \
+  test -n "$killed" -a "$rc" -eq 0
+check "the restart is said, with where attempt 1's results went" \
+  grep -q "attempt 1 ended with exit status [1-9][0-9]* (its results: $results.attempt1.h5); attempt 2 of at most 2" \
+  "$WORK/7001.err"
+check "attempt 2 resumed from the checkpoint" grep -q '^\[resume\] resume 1 of this run: ' "$WORK/7001.out"
+check "the checkpoints are kept out of the results folder, which sb-report reads" \
+  test -e "$checkpoint" -a -z "$(find "$SB_RESULTS" -name 'checkpoint*')"
+check "the final results are complete, with all 30 steps" \
+  test "$(attr "$results.h5" /status)" = complete -a "$(attr "$results.h5" /train/steps)" = 30
+gap=$(attr "$results.h5" /train/resume_gap_s)
+check "they count 1 resume and the wall time it cost (${gap:-none} s: the 3 s delay, work redone, relaunch, start-up)" \
+  bash -c "test '$(attr "$results.h5" /train/resumes)' = 1 && awk 'BEGIN { exit !(${gap:-0} > 3 && ${gap:-0} < 60) }'"
+check "attempt 1's results are kept, ended early" \
+  bash -c "test -n '$(attr "$results.attempt1.h5" /status)' -a '$(attr "$results.attempt1.h5" /status)' != complete"
+check "each attempt has its MLPerf log" test -s "$results.mllog" -a -s "$results.attempt1.mllog"
+check_schema "$results.h5"
+
+# No restart left: the job ends with the fault; run again under the same job id (a requeue), it
+# resumes from the checkpoint the first run left.
+SB_RESTARTS=0 job 7002
+kill_rank1_after_checkpoint
+wait "$launcher"
+rc=$?
+check "with SB_RESTARTS=0 a lost rank ends the job (exit status $rc), as said" \
+  bash -c "test $rc -ne 0 && grep -q 'attempt 1 ended with exit status $rc; no restarts left (SB_RESTARTS=0)' '$WORK/7002.err'"
+SB_RESTARTS=0 job 7002
+wait "$launcher"
+rc=$?
+check "the requeued job resumes from the checkpoint and finishes (exit status $rc)" \
+  bash -c "test $rc -eq 0 && grep -q 'holds a checkpoint (an earlier job.s: its results: $results.attempt1.h5); attempt 1 resumes from it' '$WORK/7002.err'"
+check "its results count the resume" \
+  test "$(attr "$results.h5" /train/resumes)" = 1 -a "$(attr "$results.h5" /status)" = complete
+
+# Bad input is not retried: exit status 2 at once.
+SB_RESTARTS=3 SLURM_JOB_ID=7003 bash scripts/slurm/train.sbatch --frobnicate >"$WORK/7003.out" 2>"$WORK/7003.err"
+rc=$?
+check "bad input ends the job with exit status 2 ($rc) and no restart" \
+  bash -c "test $rc -eq 2 && ! grep -q 'attempt 2' '$WORK/7003.err'"
+SB_RESTARTS=x SLURM_JOB_ID=7004 bash scripts/slurm/train.sbatch >"$WORK/7004.out" 2>"$WORK/7004.err"
+rc=$?
+check "SB_RESTARTS that is not a number is exit status 2 ($rc) with one line" \
+  bash -c "test $rc -eq 2 && grep -q 'SB_RESTARTS and SB_RESTART_DELAY must be whole numbers' '$WORK/7004.err'"
