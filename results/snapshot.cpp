@@ -1,5 +1,8 @@
 #include "results/snapshot.hpp"
 
+#include <cstdio>
+#include <exception>
+
 namespace sb {
 
 std::string Snapshots::status(const std::string& after) {

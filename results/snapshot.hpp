@@ -3,9 +3,9 @@
 // handler saves the finished results on a timeout, SIGINT/SIGTERM or a fatal error, but a process
 // killed outright (SIGKILL: the OOM killer, Slurm after KillWait, mpirun after its grace) runs no
 // handler: then the last snapshot is what is left. The run's own final save replaces it.
-#include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "results/results_file.hpp"
 

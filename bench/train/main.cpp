@@ -137,11 +137,6 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                           std::fprintf(stderr, "%s: resume from the last checkpoint with --resume\n", kProgram);
                       })
                            : Watchdog::FaultHandler());
-    // The matmul ceiling is measured first, while nothing else runs (the loader's threads would
-    // share the cores), every rank at once as they will train.
-    // (On a GPU the CPU's matmul is no ceiling: not measured, recorded as 0.)
-    const double matmul = on_gpu ? 0.0 : models::OnednnBackend::matmul_gflops();
-    saver.set_matmul_gflops(matmul);
     models::TrainResult result;
     try {
       // Bad data or settings fail alike on every rank (every rank reads the same files), so each
@@ -157,6 +152,13 @@ int run(int argc, char** argv, const WorldLayout& layout) {
       if (root) saver.save_partial(progress, std::string("failed: ") + e.what());
       throw;
     }
+    // The matmul ceiling, measured once training is over, while nothing else runs (the loader's
+    // threads would share the cores), every rank at once as they trained, the machine as warm as
+    // training left it; not before, where it would delay the run's start and the report of bad
+    // data (or a resume). On a GPU the CPU's matmul is no ceiling: not measured, recorded as 0.
+    watchdog.phase("measuring oneDNN's matmul rate");
+    const double matmul = on_gpu ? 0.0 : models::OnednnBackend::matmul_gflops();
+    saver.set_matmul_gflops(matmul);
     const RankTimes times = gather_step_times(result, layout.nranks);
     if (on_gpu) metadata.devices = gather_strings(result.device, layout.nranks);  // each rank's GPU
     if (!root) return 0;

@@ -61,7 +61,7 @@ class TrainResultsSaver {
   std::unique_ptr<ResultsFile> file_;  // null once saved
   RunMetadata metadata_;
   const TrainOptions& options_;
-  std::atomic<double> matmul_gflops_{0};  // set after the run started: a fault may come first
+  std::atomic<double> matmul_gflops_{0};  // set once training is over: 0 in a partial file
   Snapshots snapshots_{"sb-train"};
 };
 

@@ -32,6 +32,18 @@ std::string cell(double value) {
   return text;
 }
 
+// A resumed training run's times are its processes' run time (what the plots show); the wall time
+// its resumes cost is said beside it.
+std::string resumes_text(const Run& run) {
+  if (!run.root->has("train")) return "";
+  const h5::Node train = run.root->open_group("train");
+  if (!train.has_attr("resumes") || train.attr_int("resumes") == 0) return "";
+  const int64_t resumes = train.attr_int("resumes");
+  const double gap = train.attr_double("resume_gap_s");
+  std::string text = "; resumed " + std::to_string(resumes) + (resumes == 1 ? " time" : " times");
+  return text + (gap < 0 ? ", wall time lost not known" : ", " + cell(gap) + " s of wall time beyond its run time");
+}
+
 // A category's name (x = 1, 2, ... on a category axis), else the number.
 std::string x_cell(const Plot& plot, double x) {
   const size_t at = static_cast<size_t>(x);
@@ -50,7 +62,7 @@ void write_summary(const std::vector<Plot>& plots, const Campaign& campaign, con
   for (const Run& run : campaign.runs)
     out << "# run " << run.name << ": " << run.program << ", " << ranks_text(run.ranks) << (run.labels.empty() ? "" : ", ")
         << labels_text(run) << " (" << run.source << ")"
-        << (run.status == "complete" ? "" : "; ended early: " + run.status) << "\n";
+        << (run.status == "complete" ? "" : "; ended early: " + run.status) << resumes_text(run) << "\n";
   for (const SkippedFile& skipped : campaign.skipped) out << "# skipped " << skipped.path << ": " << skipped.reason << "\n";
   for (const Plot& plot : plots) {
     out << "\n## " << plot.title << "  [" << plot.name << "]\n";
@@ -97,7 +109,7 @@ void write_index(const std::vector<Plot>& plots, const Campaign& campaign, const
          "<th>status</th></tr>\n";
   for (const Run& run : campaign.runs)
     out << "<tr><td>" << html(run.name) << "</td><td>" << html(run.program) << "</td><td>" << run.ranks << "</td><td>"
-        << html(labels_text(run)) << "</td><td>" << html(run.source) << "</td><td>" << html(run.status)
+        << html(labels_text(run)) << "</td><td>" << html(run.source) << "</td><td>" << html(run.status + resumes_text(run))
         << "</td></tr>\n";
   out << "</table>\n";
   if (!campaign.skipped.empty()) {

@@ -49,6 +49,10 @@ check "attempt 1's results are kept, ended early" \
   bash -c "test -n '$(attr "$results.attempt1.h5" /status)' -a '$(attr "$results.attempt1.h5" /status)' != complete"
 check "each attempt has its MLPerf log" test -s "$results.mllog" -a -s "$results.attempt1.mllog"
 check_schema "$results.h5"
+"$SB_BIN/sb-report" --no-render --out "$WORK/report" "$SB_RESULTS" >/dev/null 2>&1
+check "sb-report shows the resume beside the run, and attempt 1 as ended early" \
+  bash -c "grep -q '^# run train-n1-np2-7001_1: .*; resumed 1 time, [0-9.]* s of wall time beyond its run time' '$WORK/report/summary.txt' &&
+           grep -q '^# run train-n1-np2-7001_1.attempt1: .*; ended early: ' '$WORK/report/summary.txt'"
 
 # No restart left: the job ends with the fault; run again under the same job id (a requeue), it
 # resumes from the checkpoint the first run left.
