@@ -193,10 +193,12 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   if (config.resume) {
     const std::string path = checkpoint_path(config.checkpoint_dir);
     if (!std::filesystem::exists(path)) throw UsageError("--resume: no checkpoint at '" + path + "'");
+    const Clock::time_point load_start = Clock::now();
     state_ = load_checkpoint(path, *model_, *optimizer_);
     if (loss_scale_ && state_.loss_scale > 0) loss_scale_->restore(state_.loss_scale, state_.loss_scale_clean_steps);
-    log("[resume] %s: epoch %lld, batch %lld, step %lld\n", path.c_str(), static_cast<long long>(state_.epoch + 1),
-        static_cast<long long>(state_.next_batch), static_cast<long long>(state_.step));
+    log("[resume] %s: epoch %lld, batch %lld, step %lld (read in %.2f s)\n", path.c_str(),
+        static_cast<long long>(state_.epoch + 1), static_cast<long long>(state_.next_batch),
+        static_cast<long long>(state_.step), seconds_since(load_start));
     if (state_.ranks != nranks_) {
       log("[resume] rescaled from %lld ranks to %d, global batch %lld kept: %lld per rank x %lld micro-batches\n",
           static_cast<long long>(state_.ranks), nranks_, static_cast<long long>(config.batch),
@@ -215,6 +217,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
     result_.steps = state_.step;
     result_.resumes = state_.resumes;
     result_.resume_gap_s = state_.resume_gap_s;
+    result_.earlier_processes_s = state_.elapsed_s;
     so_far_.elapsed_before_ = elapsed_before_;
   }
   log("[config] %s on %s (%lld x %lld x %lld), %lld parameters, %.2f GFLOP per training image; %s backend; "

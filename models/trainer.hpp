@@ -108,6 +108,10 @@ struct TrainResult {
   // lost after the checkpoints resumed from, relaunches, start-ups; TrainingState); -1: unknown.
   int64_t resumes = 0;
   double resume_gap_s = 0;
+  double earlier_processes_s = 0;  // the run time in run_s of the processes before this one
+  // Rank 0's time for each checkpoint this process wrote (the BN statistics' allreduce, its
+  // exchange state, the file): run time that checkpointing costs.
+  std::vector<double> checkpoint_seconds;
   int64_t steps = 0;
   std::vector<double> step_seconds;  // every step this process ran, data wait included
   std::vector<StepTimes> step_times;  // this rank's breakdown of each step

@@ -8,6 +8,7 @@
 // set-up keys).
 #include <mpi.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -134,6 +135,7 @@ class TrainingRun {
   std::vector<double> seconds_per_image_;
   double elapsed_before_ = 0;
   double run_start_unix_s_ = 0;  // this process's run_start as Unix time
+  std::array<int64_t, 3> last_saved_position_ = {-1, -1, -1};  // epoch, next batch, step of the last checkpoint
   std::vector<Tensor> inputs_;  // one per micro-batch (--accumulate), all written before the step
   Tensor dlogits_, eval_input_;
   std::vector<Tensor> losses_;  // one (1, 1, 1, 1) per micro-batch, read at the step's end

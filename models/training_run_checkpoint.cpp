@@ -1,6 +1,7 @@
 // A training run's checkpoints: the running statistics averaged over ranks, the checkpoint
 // itself (rank 0) and every rank's exchange state beside it; on resume, the exchange's state
 // taken back where every rank has it.
+#include <array>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -27,6 +28,11 @@ void TrainingRun::average_running_statistics() {
 }
 
 void TrainingRun::save() {
+  // The checkpoint where the run stopped, after a --checkpoint-steps one at that very step: on disk.
+  const std::array<int64_t, 3> position = {state_.epoch, state_.next_batch, state_.step};
+  if (position == last_saved_position_) return;
+  last_saved_position_ = position;
+  const Clock::time_point start = Clock::now();
   average_running_statistics();
   const std::string path = checkpoint_path(config_.checkpoint_dir);
   if (exchange_) {  // every rank its own residuals and warm starts
@@ -55,6 +61,8 @@ void TrainingRun::save() {
     throw LibraryError("cannot write the checkpoint of step " + std::to_string(state_.step) + " (" + e.what() +
                        "); any earlier checkpoint is kept whole");
   }
+  std::lock_guard<std::mutex> lock(so_far_.mutex_);
+  result_.checkpoint_seconds.push_back(seconds_since(start));
 }
 
 // A resumed run's exchange goes on from the checkpoint's step (the compressors' random draws

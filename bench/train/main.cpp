@@ -88,6 +88,16 @@ void print_op_profile(const models::TrainResult& r) {
   }
 }
 
+// What checkpointing cost this process: rank 0's time per checkpoint, and its share of the run.
+void print_checkpoint_cost(const models::TrainResult& r, const std::string& dir) {
+  if (r.checkpoint_seconds.empty()) return;
+  double total = 0;
+  for (double s : r.checkpoint_seconds) total += s;
+  std::printf("[checkpoint] %zu written to %s, median %.3f s each: %.1f%% of this process's run time\n",
+              r.checkpoint_seconds.size(), dir.c_str(), percentile(r.checkpoint_seconds, 50),
+              100 * total / std::max(r.run_s - r.earlier_processes_s, 1e-9));
+}
+
 // A resumed run's times count the processes' run time only; this adds the wall time they lost.
 void print_resumes(const models::TrainResult& r) {
   if (r.resumes == 0) return;
@@ -187,6 +197,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
         std::printf("[result] target %.4f top-1 not reached (best %.4f) in %.1f s\n", parsed->config.target_accuracy,
                     result.best_top1, result.run_s);
     }
+    print_checkpoint_cost(result, parsed->config.checkpoint_dir);
     print_resumes(result);
     saver.save_complete(metadata, result, times);
     return 0;

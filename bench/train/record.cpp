@@ -87,6 +87,7 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
   train.set_attr("best_top1", r.best_top1);
   models::write_curve(train.create_group("curve"), r.curve);
   train.write("step_seconds", r.step_seconds);
+  if (!r.checkpoint_seconds.empty()) train.write("checkpoint_seconds", r.checkpoint_seconds);
   if (times) {
     const std::vector<hsize_t> dims = {static_cast<hsize_t>(metadata.layout.nranks), times->steps};
     train.write("rank_data_s", times->data, dims);

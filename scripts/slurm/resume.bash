@@ -54,9 +54,13 @@ sb_train_resumable() {
     args+=(--checkpoint "$checkpoint_dir")
   fi
   mkdir -p "$checkpoint_dir"
-  local -a resume=()
+  # A --resume of ARGS is this function's to give, once.
+  local -a resume=() kept=()
   local arg
-  for arg in "${args[@]}"; do [[ $arg == --resume ]] && resume=(--resume); done
+  for arg in "${args[@]}"; do
+    if [[ $arg == --resume ]]; then resume=(--resume); else kept+=("$arg"); fi
+  done
+  args=("${kept[@]}")
   local restarts=${SB_RESTARTS:-2} delay=${SB_RESTART_DELAY:-5}
   if ! [[ $restarts =~ ^[0-9]+$ && $delay =~ ^[0-9]+$ ]]; then
     echo "resume.bash: SB_RESTARTS and SB_RESTART_DELAY must be whole numbers, not '$restarts' and '$delay'" >&2

@@ -30,7 +30,7 @@ $TRAIN $common --steps 30 --checkpoint "$WORK/straight" --out "$WORK/a.h5" >/dev
   $TRAIN $common --steps 12 --checkpoint "$WORK/resumed" --out "$WORK/b.h5" >/dev/null 2>>"$WORK/ck.err" &&
   $TRAIN $common --steps 30 --checkpoint "$WORK/resumed" --resume --out "$WORK/c.h5" >"$WORK/resume.txt" 2>>"$WORK/ck.err"
 check "three checkpointed runs exit 0" test $? -eq 0
-check "the resumed run starts at step 12" grep -q '^\[resume\] .*step 12$' "$WORK/resume.txt"
+check "the resumed run starts at step 12" grep -q '^\[resume\] .*step 12 (read in [0-9.]* s)$' "$WORK/resume.txt"
 for group in parameters buffers optimizer; do
   h5diff "$WORK/straight/checkpoint.h5" "$WORK/resumed/checkpoint.h5" "/checkpoint/$group" "/checkpoint/$group" >"$WORK/diff.txt" 2>&1
   check "resumed at 12, stopped at 30: $group bit-identical to 30 straight steps" test $? -eq 0
