@@ -68,12 +68,21 @@ stop_rank_until_end() {
 # kill_rank0_when LAUNCHER OUTPUT REGEX PATTERN: once OUTPUT has a line matching REGEX (60 s at
 # most), SIGKILL rank 0 (the process matching PATTERN), as the OOM killer or a launcher or
 # scheduler after its grace would: no handler runs, so what is left on disk is rank 0's last
-# snapshot. Then waits for the job to end. Sets killed_pid (empty when rank 0 was not found).
+# snapshot. The other ranks are stopped (SIGSTOP) first, so that rank 0, which needs them for
+# every measurement, cannot finish the run (and save it whole) between the line and the kill, however
+# slow this machine is. Then waits for the job to end. Sets killed_pid (empty when rank 0 was not found).
 kill_rank0_when() {
   for _ in $(seq 600); do grep -qE "$3" "$2" && break; sleep 0.1; done
   killed_pid=$(rank_pid "$4" 0)
+  local p others=()
+  for p in $(pgrep -f "$4"); do  # the ranks only: the launcher's command line matches too
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qE '^OMPI_COMM_WORLD_RANK=[1-9]' && others+=("$p")
+  done
+  [[ ${#others[@]} -gt 0 ]] && kill -STOP "${others[@]}"
   [[ -n $killed_pid ]] && kill -KILL "$killed_pid"
   wait "$1"
+  [[ ${#others[@]} -gt 0 ]] && kill -CONT "${others[@]}" 2>/dev/null
+  return 0
 }
 
 # h5_status FILE: the file's /status attribute (empty when there is none to read).
