@@ -27,6 +27,19 @@ bool Snapshots::save(const ResultsFile& final_file, const std::string& after,
   }
 }
 
+void Snapshots::plan_breaks(size_t count, std::string unit) {
+  breaks_ = count;
+  breaks_done_ = 0;
+  unit_ = std::move(unit);
+}
+
+bool Snapshots::save_at_break(const ResultsFile& final_file, const std::string& what,
+                              const std::function<void(ResultsFile&, const std::string& status)>& write) {
+  if (++breaks_done_ >= breaks_) return false;  // the last: the final save comes next
+  return save(final_file,
+              what + " (" + std::to_string(breaks_done_) + " of " + std::to_string(breaks_) + " " + unit_ + ")", write);
+}
+
 std::string Snapshots::left_on_disk() const {
   return any() ? "the file there is the snapshot after " + last_after_ : "";
 }

@@ -27,6 +27,13 @@ class Snapshots {
   bool save(const ResultsFile& final_file, const std::string& after,
             const std::function<void(ResultsFile&, const std::string& status)>& write);
 
+  // A run with `count` natural breaks (its sweeps, its steps), named `unit`: save_at_break() saves
+  // after each but the last, which the final save follows, and numbers them in the status
+  // ("snapshot after ring@mpi (1 of 4 sweeps): ...").
+  void plan_breaks(size_t count, std::string unit);
+  bool save_at_break(const ResultsFile& final_file, const std::string& what,
+                     const std::function<void(ResultsFile&, const std::string& status)>& write);
+
   // Whether a snapshot is on disk, and for the message of a final save that failed: which one is
   // left there ("" when none).
   bool any() const { return !last_after_.empty(); }
@@ -36,6 +43,8 @@ class Snapshots {
   std::string program_;
   std::string last_after_;  // what the last snapshot on disk was taken after
   bool refused_ = false;    // one failed: no more are tried
+  size_t breaks_ = 0, breaks_done_ = 0;
+  std::string unit_;
 };
 
 // Joins two clauses of an error message's tail with "; ", either of which may be empty.

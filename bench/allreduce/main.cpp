@@ -53,9 +53,12 @@ class ResultsSaver {
         join_clauses(snapshots_.left_on_disk(), "the tables printed so far hold the same figures"));
   }
 
-  void snapshot(const std::string& after) {
+  void plan_snapshots(size_t sweeps) { snapshots_.plan_breaks(sweeps, "sweeps"); }
+  // After a finished sweep (results/snapshot.hpp).
+  void snapshot(const std::string& sweep) {
     std::lock_guard<std::mutex> lock(log_.mutex);
-    if (file_) snapshots_.save(*file_, after, [&](ResultsFile& file, const std::string& status) { write(file, status); });
+    if (file_)
+      snapshots_.save_at_break(*file_, sweep, [&](ResultsFile& file, const std::string& status) { write(file, status); });
   }
 
  private:
@@ -213,8 +216,8 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     std::printf("# memcpy: %.2f GB/s per rank with all %d ranks copying %s at once (median of 5)\n#\n",
                 log.memcpy.GBps, layout.nranks, format_size(log.memcpy.bytes).c_str());
   const std::vector<RunEntry> entries = run_entries(options);
-  for (size_t e = 0; e < entries.size(); ++e) {
-    const RunEntry& entry = entries[e];
+  saver.plan_snapshots(entries.size());
+  for (const RunEntry& entry : entries) {
     const std::string name = entry.name();
     watchdog.phase("setting up " + name);
     std::unique_ptr<AllreduceImpl> impl =
@@ -233,9 +236,9 @@ int run(int argc, char** argv, const WorldLayout& layout) {
       print_table_row(stdout, size, options);
     });
     if (root) print_table_footer(stdout, log.impls.back());
-    if (root && e + 1 < entries.size()) {
+    if (root) {
       watchdog.phase("saving the results so far");
-      saver.snapshot(name + " (" + std::to_string(e + 1) + " of " + std::to_string(entries.size()) + " sweeps)");
+      saver.snapshot(name);
     }
   }
 

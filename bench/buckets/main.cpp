@@ -157,13 +157,13 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   };
   print("no-overlap", no_overlap);
   print("fused", fused);
-  const size_t sweep_count = 1 + o.progress.size() * o.strategies.size();  // the baselines are the first
-  auto snapshot = [&](const std::string& name, size_t done) {
-    if (!root || done == sweep_count) return;  // the final save comes next
+  saver.plan_snapshots(1 + o.progress.size() * o.strategies.size());  // the baselines are the first
+  auto snapshot = [&](const std::string& sweep) {
+    if (!root) return;
     watchdog.phase("saving the results so far");
-    saver.snapshot(name + " (" + std::to_string(done) + " of " + std::to_string(sweep_count) + " sweeps)");
+    saver.snapshot(sweep);
   };
-  snapshot("the baselines", 1);
+  snapshot("the baselines");
 
   // One sweep per strategy and progress mode; the polled ones are named <strategy>@poll.
   struct Sweep {
@@ -186,7 +186,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
         print(sweep.name.c_str(), sweep.rows.back());
       }
       results.push_back(std::move(sweep));
-      snapshot(results.back().name, 1 + results.size());
+      snapshot(results.back().name);
     }
   if (!root) return 0;
   std::printf("# best bucket size per strategy (iteration time; vs per-tensor overlapped, vs no overlap%s):\n",

@@ -24,7 +24,8 @@ void BucketsResultsSaver::save(const std::string& status) {
 
 void BucketsResultsSaver::snapshot(const std::string& after) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (file_) snapshots_.save(*file_, after, [&](ResultsFile& file, const std::string& status) { write(file, status); });
+  if (file_)
+    snapshots_.save_at_break(*file_, after, [&](ResultsFile& file, const std::string& status) { write(file, status); });
 }
 
 void BucketsResultsSaver::write(ResultsFile& file, const std::string& status) const {

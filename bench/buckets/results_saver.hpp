@@ -31,9 +31,10 @@ class BucketsResultsSaver {
   // calls do nothing. Before the profile is known, the file holds the run's metadata alone.
   // Throws LibraryError when the file cannot be written.
   void save(const std::string& status);
-  // The rows so far under the final name, their status saying the run goes on (results/snapshot.hpp).
-  // Never throws: a failure is one line on stderr.
+  // The rows so far under the final name after a finished sweep (but the last), their status saying
+  // the run goes on (results/snapshot.hpp). Never throws: a failure is one line on stderr.
   void snapshot(const std::string& after);
+  void plan_snapshots(size_t sweeps) { snapshots_.plan_breaks(sweeps, "sweeps"); }
 
  private:
   void write(ResultsFile& file, const std::string& status) const;

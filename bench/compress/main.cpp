@@ -164,12 +164,11 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     std::fflush(stdout);
   }
   // A snapshot after each compressor's rows and each one's convergence check, but the last.
-  const size_t steps = o.compressors.size() * (o.convergence_steps > 0 ? 2 : 1);
-  size_t steps_done = 0;
+  saver.plan_snapshots(o.compressors.size() * (o.convergence_steps > 0 ? 2 : 1));
   auto snapshot = [&](const std::string& after) {
-    if (!root || ++steps_done == steps) return;  // the final save comes next
+    if (!root) return;
     watchdog.phase("saving the results so far");
-    saver.snapshot(after + " (" + std::to_string(steps_done) + " of " + std::to_string(steps) + " steps)");
+    saver.snapshot(after);
   };
   for (const std::string& name : o.compressors) {
     saver.start_compressor(name, make_compressor(name, o.params)->carrier());

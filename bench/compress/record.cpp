@@ -109,7 +109,7 @@ void CompressResultsSaver::save(const std::string& status) {
 void CompressResultsSaver::snapshot(const std::string& after) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!file_) return;
-  snapshots_.save(*file_, after, [&](ResultsFile& file, const std::string& status) {
+  snapshots_.save_at_break(*file_, after, [&](ResultsFile& file, const std::string& status) {
     write_results(file, metadata_, options_, results_, converged_, status);
   });
 }

@@ -57,9 +57,11 @@ class CompressResultsSaver {
   // Writes the file with `status` ("complete", or why the run ended early) and commits it; later
   // calls do nothing. Throws LibraryError when the file cannot be written.
   void save(const std::string& status);
-  // What is in so far under the final name, its status saying the run goes on
-  // (results/snapshot.hpp). Never throws: a failure is one line on stderr.
+  // What is in so far under the final name after a compressor's rows or convergence check (but the
+  // last), its status saying the run goes on (results/snapshot.hpp). Never throws: a failure is one
+  // line on stderr.
   void snapshot(const std::string& after);
+  void plan_snapshots(size_t steps) { snapshots_.plan_breaks(steps, "steps"); }
 
  private:
   std::mutex mutex_;
