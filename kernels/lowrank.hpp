@@ -20,8 +20,8 @@ void matmul_transposed_cpu(const float* m, size_t n, size_t cols, const float* p
 // Orthonormalises the r columns of p (n x r) in place by modified Gram-Schmidt; a column that is
 // (numerically) dependent on the earlier ones becomes zero.
 void orthonormalise_columns_cpu(float* p, size_t n, size_t r);
-// m (n x cols) += p (n x r) q^T (r x cols).
-void add_outer_cpu(const float* p, const float* q, size_t n, size_t cols, size_t r, float* m);
+// m (n x cols) += weight p (n x r) q^T (r x cols).
+void add_outer_cpu(const float* p, const float* q, size_t n, size_t cols, size_t r, float weight, float* m);
 
 // PowerSGD's first Q: `count` standard normal values (Box-Muller) from `key` alone, so that
 // every rank, on the host or the device (which uploads them), starts from the same factor.

@@ -77,13 +77,13 @@ void orthonormalise_columns_cpu(float* p, size_t n, size_t r) {
   }
 }
 
-void add_outer_cpu(const float* p, const float* q, size_t n, size_t cols, size_t r, float* m) {
+void add_outer_cpu(const float* p, const float* q, size_t n, size_t cols, size_t r, float weight, float* m) {
   const std::vector<float> qt = transpose(q, cols, r);
   std::vector<float> row(cols);
   for (size_t i = 0; i < n; ++i) {
     combine_columns(p + i * r, qt.data(), cols, r, row.data());
     float* mi = m + i * cols;
-    for (size_t j = 0; j < cols; ++j) mi[j] += row[j];
+    for (size_t j = 0; j < cols; ++j) mi[j] += weight * row[j];
   }
 }
 

@@ -88,7 +88,7 @@ CompressRow measure(const std::string& name, const std::vector<float>& gradient,
   });
   const double decompress_us = median_slowest_us(o.warmup_iters, o.iters, watchdog, [&] {
     std::fill(decoded.begin(), decoded.end(), 0.0f);
-    compressor->decompress_add(payload.data(), count, step - 1, decoded.data());
+    compressor->decompress_add(payload.data(), count, step - 1, 1.0f, decoded.data());
   });
   row.compress_GBps = static_cast<double>(bytes) / (compress_us * 1e3);
   row.decompress_GBps = static_cast<double>(bytes) / (decompress_us * 1e3);

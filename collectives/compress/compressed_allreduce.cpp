@@ -13,14 +13,14 @@ CompressedAllreduce::CompressedAllreduce(std::unique_ptr<Compressor> compressor,
   SB_MPI_CHECK(MPI_Comm_size(comm_, &nranks_));
 }
 
+// With error feedback, residual_ holds the corrected gradient that was compressed; taking away
+// what the payload carries leaves what it missed. The subtraction decodes in place (weight -1):
+// one pass for a dense payload, k values for a sparse one.
 void CompressedAllreduce::payload_made(size_t count, uint64_t step) {
   count_ = count;
   step_ = step;
   sent_decoded_ = false;
-  if (error_feedback_) {
-    const std::vector<float>& decoded = sent();
-    for (size_t i = 0; i < count; ++i) residual_[i] = corrected_[i] - decoded[i];
-  }
+  if (error_feedback_) compressor_->decompress_add(payload_.data(), count, step, -1.0f, residual_.data());
 }
 
 void CompressedAllreduce::allreduce_payload(size_t bytes) {
@@ -45,18 +45,15 @@ void CompressedAllreduce::run_rounds(const float* input, float* gradient, size_t
     allreduce_payload(payload_.size());
   }
   payload_made(count, step);
-  std::fill(gradient, gradient + count, 0.0f);
-  compressor_->decompress_add(received_.data(), count, step, gradient);
-  compressor_->combine(received_.data(), count, nranks_, gradient);
+  compressor_->aggregate(received_.data(), count, step, nranks_, gradient);
 }
 
 void CompressedAllreduce::run(float* gradient, size_t count, uint64_t step) {
   const float* input = gradient;
-  if (error_feedback_) {
+  if (error_feedback_) {  // the residual becomes the corrected gradient, compressed in its place
     residual_.resize(count, 0.0f);
-    corrected_.resize(count);
-    for (size_t i = 0; i < count; ++i) corrected_[i] = gradient[i] + residual_[i];
-    input = corrected_.data();
+    for (size_t i = 0; i < count; ++i) residual_[i] += gradient[i];
+    input = residual_.data();
   }
   if (compressor_->rounds() > 1) return run_rounds(input, gradient, count, step);
   const size_t bytes = compressor_->payload_bytes(count);
@@ -66,25 +63,20 @@ void CompressedAllreduce::run(float* gradient, size_t count, uint64_t step) {
   payload_made(count, step);
 
   // The collective leaves this rank's payload as it is, so that sent() can still decode it.
-  std::fill(gradient, gradient + count, 0.0f);
   if (compressor_->carrier() == Carrier::allreduce) {
     allreduce_payload(bytes);
-    compressor_->decompress_add(received_.data(), count, step, gradient);
-    compressor_->combine(received_.data(), count, nranks_, gradient);
   } else {
     received_.resize(bytes * static_cast<size_t>(nranks_));
     SB_MPI_CHECK(MPI_Allgather(payload_.data(), static_cast<int>(bytes), MPI_BYTE, received_.data(),
                                static_cast<int>(bytes), MPI_BYTE, comm_));
-    for (int r = 0; r < nranks_; ++r)
-      compressor_->decompress_add(received_.data() + static_cast<size_t>(r) * bytes, count, step, gradient);
-    compressor_->combine(received_.data(), count, nranks_, gradient);
   }
+  compressor_->aggregate(received_.data(), count, step, nranks_, gradient);
 }
 
 const std::vector<float>& CompressedAllreduce::sent() const {
   if (!sent_decoded_) {
     sent_.assign(count_, 0.0f);
-    compressor_->decompress_add(payload_.data(), count_, step_, sent_.data());
+    compressor_->decompress_add(payload_.data(), count_, step_, 1.0f, sent_.data());
     sent_decoded_ = true;
   }
   return sent_;

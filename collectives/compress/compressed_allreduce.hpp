@@ -23,8 +23,8 @@ class CompressedAllreduce {
   void run(float* gradient, size_t count, uint64_t step);
 
   const Compressor& compressor() const { return *compressor_; }
-  // This rank's last payload, decoded (on first request, unless error feedback needed it); and
-  // the residual carried to the next step (empty without error feedback).
+  // This rank's last payload, decoded (on first request); and the residual carried to the next
+  // step (empty without error feedback).
   const std::vector<float>& sent() const;
   const std::vector<float>& residual() const { return residual_; }
   // A checkpoint's residual (empty: none yet), for a resumed run; the compressor's own carried
@@ -43,7 +43,7 @@ class CompressedAllreduce {
   bool error_feedback_;
   MPI_Comm comm_;
   int nranks_ = 1;
-  std::vector<float> residual_, corrected_;
+  std::vector<float> residual_;  // between steps what was missed; within one, the corrected gradient
   std::vector<unsigned char> payload_, received_;  // this rank's payload, kept; the collective's result
   size_t count_ = 0;
   uint64_t step_ = 0;

@@ -41,8 +41,12 @@ class Compressor {
   // Encodes `values` into `payload` (payload_bytes(count) of them). `step` varies the random
   // choices from one call to the next, the same way on every rank.
   virtual void compress(const float* values, size_t count, uint64_t step, unsigned char* payload) = 0;
-  // out[i] += decoded value i. For an allreduce carrier the payload may be a sum of payloads.
-  virtual void decompress_add(const unsigned char* payload, size_t count, uint64_t step, float* out) const = 0;
+  // out[i] += weight x decoded value i. For an allreduce carrier the payload may be a sum of
+  // payloads. Error feedback subtracts what was sent from the residual with weight -1 (an exact
+  // negation: the same bits as a subtraction), in place and, for the sparse payloads, touching k
+  // values instead of a whole decoded copy.
+  virtual void decompress_add(const unsigned char* payload, size_t count, uint64_t step, float weight,
+                              float* out) const = 0;
   // Compressors whose later payloads depend on the aggregate of earlier ones (PowerSGD: Q = M^T P
   // needs the summed P) run several rounds, each an allreduce: compress() makes round 0's payload,
   // next_round() round r's from round r-1's aggregate; decompress_add() decodes the last round's.
@@ -51,10 +55,12 @@ class Compressor {
   virtual size_t round_payload_bytes(size_t count, int /*round*/) const { return payload_bytes(count); }
   virtual void next_round(const float* /*values*/, size_t /*count*/, int /*round*/, const unsigned char* /*aggregate*/,
                           unsigned char* /*payload*/) {}
-  // The aggregate, once every payload is decoded into `out` (their sum): by default the average.
-  // `payloads` is what the collective delivered (the summed payload, or every rank's payload one
-  // after another), for aggregates that are not a sum: signSGD's majority vote.
-  virtual void combine(const unsigned char* payloads, size_t count, int nranks, float* out);
+  // out = the aggregate of what the collective delivered (`received`: the summed payload of an
+  // allreduce carrier, the last round's for several rounds, or every rank's payload one after
+  // another): by default the average of the decoded payloads, the summed one decoded with weight
+  // 1 / nranks, the gathered ones summed and then scaled. Overridden where the aggregate is not
+  // the average (signSGD's majority vote, which decodes nothing) or leaves state (PowerSGD).
+  virtual void aggregate(const unsigned char* received, size_t count, uint64_t step, int nranks, float* out);
   // What a compressor carries from one step to the next besides error feedback's residual
   // (PowerSGD's warm-start Q), for checkpoints: empty for the others. restore_carried() takes
   // back what carried() gave, so that a resumed run goes on as if it had not stopped.

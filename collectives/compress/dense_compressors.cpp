@@ -10,13 +10,13 @@
 namespace sb {
 namespace {
 
-// out[i] += sent[i] widened to fp32: the decoding of both 16-bit payloads, in vector clones (the
-// fp16 widening is a select among cases, kernels/float16.hpp, which needs real blends).
-SB_VECTOR_CLONES void add_widened(const float16* sent, size_t count, float* out) {
-  for (size_t i = 0; i < count; ++i) out[i] += to_float(sent[i]);
+// out[i] += weight x sent[i] widened to fp32: the decoding of both 16-bit payloads, in vector
+// clones (the fp16 widening is a select among cases, kernels/float16.hpp, which needs real blends).
+SB_VECTOR_CLONES void add_widened(const float16* sent, size_t count, float weight, float* out) {
+  for (size_t i = 0; i < count; ++i) out[i] += weight * to_float(sent[i]);
 }
-SB_VECTOR_CLONES void add_widened(const bfloat16* sent, size_t count, float* out) {
-  for (size_t i = 0; i < count; ++i) out[i] += to_float(sent[i]);
+SB_VECTOR_CLONES void add_widened(const bfloat16* sent, size_t count, float weight, float* out) {
+  for (size_t i = 0; i < count; ++i) out[i] += weight * to_float(sent[i]);
 }
 
 class NoCompression final : public Compressor {
@@ -27,9 +27,9 @@ class NoCompression final : public Compressor {
   void compress(const float* values, size_t count, uint64_t, unsigned char* payload) override {
     std::memcpy(payload, values, count * sizeof(float));
   }
-  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out) const override {
+  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
     const float* sent = reinterpret_cast<const float*>(payload);
-    for (size_t i = 0; i < count; ++i) out[i] += sent[i];
+    for (size_t i = 0; i < count; ++i) out[i] += weight * sent[i];
   }
 };
 
@@ -45,8 +45,8 @@ class HalfPrecision final : public Compressor {
     if constexpr (Type == DataType::float16) to_float16_cpu(values, out, count);
     else to_bfloat16_cpu(values, out, count);
   }
-  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out) const override {
-    add_widened(reinterpret_cast<const Half*>(payload), count, out);
+  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
+    add_widened(reinterpret_cast<const Half*>(payload), count, weight, out);
   }
 };
 

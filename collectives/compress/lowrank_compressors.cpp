@@ -55,22 +55,22 @@ class PowerSgd final : public Compressor {
     orthonormalise_columns_cpu(p_.data(), s.rows, s.r);
     matmul_transposed_cpu(padded(values, count, s), s.rows, s.cols, p_.data(), s.r, reinterpret_cast<float*>(payload));
   }
-  // out += P Q^T for a round-1 payload (one rank's Q_i, or their sum).
-  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out) const override {
+  // out += weight P Q^T for a round-1 payload (one rank's Q_i, or their sum).
+  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
     const Shape s = shape(count);
     const float* q = reinterpret_cast<const float*>(payload);
-    if (s.rows * s.cols == count) return add_outer_cpu(p_.data(), q, s.rows, s.cols, s.r, out);
+    if (s.rows * s.cols == count) return add_outer_cpu(p_.data(), q, s.rows, s.cols, s.r, weight, out);
     decoded_.assign(s.rows * s.cols, 0.0f);
-    add_outer_cpu(p_.data(), q, s.rows, s.cols, s.r, decoded_.data());
+    add_outer_cpu(p_.data(), q, s.rows, s.cols, s.r, weight, decoded_.data());
     for (size_t i = 0; i < count; ++i) out[i] += decoded_[i];
   }
   std::vector<float> carried() const override { return q_; }
   void restore_carried(std::vector<float> state) override { q_ = std::move(state); }
   // The average, and the averaged Q kept as the next step's start.
-  void combine(const unsigned char* payloads, size_t count, int nranks, float* out) override {
-    Compressor::combine(payloads, count, nranks, out);
+  void aggregate(const unsigned char* received, size_t count, uint64_t step, int nranks, float* out) override {
+    Compressor::aggregate(received, count, step, nranks, out);
     const Shape s = shape(count);
-    const float* q = reinterpret_cast<const float*>(payloads);
+    const float* q = reinterpret_cast<const float*>(received);
     for (size_t k = 0; k < s.cols * s.r; ++k) q_[k] = q[k] / static_cast<float>(nranks);
   }
 
@@ -93,7 +93,7 @@ class PowerSgd final : public Compressor {
 
   size_t rank_;
   uint64_t seed_;
-  std::vector<float> q_, p_, matrix_;       // q_: the warm start, replaced by combine()
+  std::vector<float> q_, p_, matrix_;       // q_: the warm start, replaced by aggregate()
   mutable std::vector<float> decoded_;      // scratch of decompress_add when the matrix is padded
 };
 

@@ -153,6 +153,17 @@ SB_VECTOR_CLONES ChunkSums onebit_chunk(const float* values, size_t count, unsig
   return sums;
 }
 
+// out[i] = magnitude x the sign most of the `nranks` bit arrays give value i (bit set: negative),
+// 0 where they tie.
+void majority_vote(const unsigned char* const* bits, int nranks, size_t count, float magnitude, float* out) {
+  for (size_t i = 0; i < count; ++i) {
+    int negatives = 0;
+    for (int r = 0; r < nranks; ++r) negatives += (bits[r][i / 8] >> (i % 8)) & 1u;
+    const int vote = nranks - 2 * negatives;
+    out[i] = vote > 0 ? magnitude : vote < 0 ? -magnitude : 0.0f;
+  }
+}
+
 class ScaledSign final : public Compressor {
  public:
   explicit ScaledSign(bool majority) : majority_(majority) {}
@@ -163,22 +174,22 @@ class ScaledSign final : public Compressor {
     write_scale(payload, static_cast<float>(mean_magnitude(values, count)));
     pack_signs(values, count, payload + sizeof(float));
   }
-  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out) const override {
-    const float scale = read_scale(payload);
+  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
+    const float scale = weight * read_scale(payload);
     add_by_sign(payload + sizeof(float), 0, count, scale, -scale, out);
   }
-  void combine(const unsigned char* payloads, size_t count, int nranks, float* out) override {
-    if (!majority_) return Compressor::combine(payloads, count, nranks, out);
+  // signSGD's majority vote: the sign most ranks sent (0 on a tie) times the ranks' mean
+  // magnitude, straight from the bits: one pass that writes `out`, nothing decoded.
+  void aggregate(const unsigned char* received, size_t count, uint64_t step, int nranks, float* out) override {
+    if (!majority_) return Compressor::aggregate(received, count, step, nranks, out);
     const size_t bytes = payload_bytes(count);
     double scale = 0;
-    for (int r = 0; r < nranks; ++r) scale += read_scale(payloads + static_cast<size_t>(r) * bytes);
-    const float magnitude = static_cast<float>(scale / nranks);
-    std::vector<int> votes(count, 0);
+    std::vector<const unsigned char*> bits(static_cast<size_t>(nranks));
     for (int r = 0; r < nranks; ++r) {
-      const unsigned char* bits = payloads + static_cast<size_t>(r) * bytes + sizeof(float);
-      for (size_t i = 0; i < count; ++i) votes[i] += (bits[i / 8] >> (i % 8)) & 1u ? -1 : 1;
+      scale += read_scale(received + static_cast<size_t>(r) * bytes);
+      bits[static_cast<size_t>(r)] = received + static_cast<size_t>(r) * bytes + sizeof(float);
     }
-    for (size_t i = 0; i < count; ++i) out[i] = votes[i] > 0 ? magnitude : votes[i] < 0 ? -magnitude : 0.0f;
+    majority_vote(bits.data(), nranks, count, static_cast<float>(scale / nranks), out);
   }
 
  private:
@@ -203,11 +214,11 @@ class OneBit final : public Compressor {
                   s.negatives ? static_cast<float>(s.negative / static_cast<double>(s.negatives)) : 0.0f);
     }
   }
-  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out) const override {
+  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
     const unsigned char* bits = payload + onebit_chunks(count) * 2 * sizeof(float);
     for (size_t c = 0; c < onebit_chunks(count); ++c) {
-      const float positive = read_scale(payload + 2 * c * sizeof(float));
-      const float negative = read_scale(payload + (2 * c + 1) * sizeof(float));
+      const float positive = weight * read_scale(payload + 2 * c * sizeof(float));
+      const float negative = weight * read_scale(payload + (2 * c + 1) * sizeof(float));
       add_by_sign(bits, c * kOneBitChunk, std::min(count, (c + 1) * kOneBitChunk), positive, negative, out);
     }
   }
@@ -219,8 +230,8 @@ class ByteQuantiser : public Compressor {
   explicit ByteQuantiser(uint64_t stream) : stream_(stream) {}
   Carrier carrier() const override { return Carrier::allgather; }
   size_t payload_bytes(size_t count) const override { return sizeof(float) + count; }
-  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out) const override {
-    const float unit = read_scale(payload) / static_cast<float>(levels());
+  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
+    const float unit = weight * (read_scale(payload) / static_cast<float>(levels()));
     const int8_t* level = reinterpret_cast<const int8_t*>(payload + sizeof(float));
     for (size_t i = 0; i < count; ++i) out[i] += unit * static_cast<float>(level[i]);
   }

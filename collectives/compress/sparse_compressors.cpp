@@ -29,11 +29,11 @@ class TopK final : public Compressor {
     topk_cpu(values, count, k, indices);
     for (size_t j = 0; j < k; ++j) sent[j] = values[indices[j]];
   }
-  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out) const override {
+  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
     const size_t k = sparse_k(ratio_, count);
     const uint32_t* indices = reinterpret_cast<const uint32_t*>(payload);
     const float* sent = reinterpret_cast<const float*>(payload + k * sizeof(uint32_t));
-    for (size_t j = 0; j < k; ++j) out[indices[j]] += sent[j];
+    for (size_t j = 0; j < k; ++j) out[indices[j]] += weight * sent[j];
   }
 
  private:
@@ -78,12 +78,12 @@ class Threshold final : public Compressor {
       sent[j] = j < taken ? values[candidates_[j]] : 0.0f;
     }
   }
-  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out) const override {
+  void decompress_add(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
     const size_t k = sparse_k(ratio_, count);
     const uint32_t* indices = reinterpret_cast<const uint32_t*>(payload);
     const float* sent = reinterpret_cast<const float*>(payload + k * sizeof(uint32_t));
     for (size_t j = 0; j < k; ++j)
-      if (indices[j] != kNoIndex) out[indices[j]] += sent[j];
+      if (indices[j] != kNoIndex) out[indices[j]] += weight * sent[j];
   }
 
  private:
@@ -104,10 +104,11 @@ class RandomK final : public Compressor {
     float* sent = reinterpret_cast<float*>(payload);
     for (size_t j = 0; j < indices.size(); ++j) sent[j] = values[indices[j]];
   }
-  void decompress_add(const unsigned char* payload, size_t count, uint64_t step, float* out) const override {
+  void decompress_add(const unsigned char* payload, size_t count, uint64_t step, float weight,
+                      float* out) const override {
     const std::vector<uint32_t>& indices = indices_for(count, step);
     const float* sent = reinterpret_cast<const float*>(payload);
-    for (size_t j = 0; j < indices.size(); ++j) out[indices[j]] += sent[j];
+    for (size_t j = 0; j < indices.size(); ++j) out[indices[j]] += weight * sent[j];
   }
 
  private:

@@ -22,7 +22,7 @@ std::vector<float> round_trip(Compressor& c, const std::vector<float>& g, uint64
   std::vector<unsigned char> payload;
   compress_alone(c, g.data(), g.size(), step, payload);
   std::vector<float> out(g.size(), 0.0f);
-  c.decompress_add(payload.data(), g.size(), step, out.data());
+  c.decompress_add(payload.data(), g.size(), step, 1.0f, out.data());
   return out;
 }
 
@@ -104,17 +104,51 @@ TEST(Sign, MajorityVoteTakesTheSignMostRanksSentTimesTheirMeanMagnitude) {
   const std::vector<std::vector<float>> ranks = {{1, -1, 1, -1}, {2, 2, -2, -2}, {-6, 6, 6, -6}};
   const size_t bytes = sign->payload_bytes(4);
   std::vector<unsigned char> payloads(3 * bytes);
-  std::vector<float> out(4, 0.0f);
-  for (size_t r = 0; r < 3; ++r) {
-    sign->compress(ranks[r].data(), 4, 0, payloads.data() + r * bytes);
-    sign->decompress_add(payloads.data() + r * bytes, 4, 0, out.data());
-  }
-  sign->combine(payloads.data(), 4, 3, out.data());
+  for (size_t r = 0; r < 3; ++r) sign->compress(ranks[r].data(), 4, 0, payloads.data() + r * bytes);
+  std::vector<float> out(4, 99.0f);  // overwritten, not added to
+  sign->aggregate(payloads.data(), 4, 0, 3, out.data());
   EXPECT_EQ(out, (std::vector<float>{3, 3, 3, -3}));  // votes +1, +1, +1, -3: the big rank is outvoted
   // Two ranks that disagree: a tie, 0.
-  std::fill(out.begin(), out.end(), 0.0f);
-  sign->combine(payloads.data(), 4, 2, out.data());
+  sign->aggregate(payloads.data(), 4, 0, 2, out.data());
   EXPECT_EQ(out, (std::vector<float>{1.5f, 0, 0, -1.5f}));
+}
+
+TEST(Compressors, DecodingWithAWeightAddsThatMultipleExactly) {
+  // Error feedback subtracts what was sent with weight -1: the same bits as decoding and then
+  // subtracting, for every kind of payload.
+  const std::vector<float> g = heavy_tailed_gradient(3000, 4);
+  for (std::string_view name : compressor_names()) {
+    CompressorParams params;
+    params.ratio = 0.05;
+    auto c = make_compressor(name, params);
+    std::vector<unsigned char> payload;
+    compress_alone(*c, g.data(), g.size(), 0, payload);
+    std::vector<float> decoded(g.size(), 0.0f), subtracted = g;
+    c->decompress_add(payload.data(), g.size(), 0, 1.0f, decoded.data());
+    c->decompress_add(payload.data(), g.size(), 0, -1.0f, subtracted.data());
+    for (size_t i = 0; i < g.size(); ++i) ASSERT_EQ(subtracted[i], g[i] - decoded[i]) << name << " " << i;
+  }
+}
+
+TEST(Compressors, TheAggregateOverwritesWithTheAverageOfTheDecodedPayloads) {
+  const std::vector<float> a = heavy_tailed_gradient(1000, 6), b = heavy_tailed_gradient(1000, 7);
+  // An allreduce carrier: the summed payload (none's is the sum itself), decoded and averaged.
+  std::vector<float> sum(a.size()), out(a.size(), 99.0f);
+  for (size_t i = 0; i < a.size(); ++i) sum[i] = a[i] + b[i];
+  make_compressor("none", {})->aggregate(reinterpret_cast<const unsigned char*>(sum.data()), a.size(), 0, 2, out.data());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(out[i], sum[i] * 0.5f) << i;
+  // An allgather carrier: each rank's payload decoded, summed, then averaged.
+  auto topk = make_compressor("topk", {});
+  const size_t bytes = topk->payload_bytes(a.size());
+  std::vector<unsigned char> payloads(2 * bytes);
+  topk->compress(a.data(), a.size(), 0, payloads.data());
+  topk->compress(b.data(), b.size(), 0, payloads.data() + bytes);
+  std::vector<float> want(a.size(), 0.0f);
+  topk->decompress_add(payloads.data(), a.size(), 0, 1.0f, want.data());
+  topk->decompress_add(payloads.data() + bytes, a.size(), 0, 1.0f, want.data());
+  std::fill(out.begin(), out.end(), 99.0f);
+  topk->aggregate(payloads.data(), a.size(), 0, 2, out.data());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(out[i], want[i] * 0.5f) << i;
 }
 
 TEST(Compressors, RandomKDrawsTheSameIndicesOnEveryRankAndNewOnesEachStep) {

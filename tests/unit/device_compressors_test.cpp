@@ -86,7 +86,7 @@ TEST(DeviceCompressors, MakeTheHostsPayloadsAndDecodeThem) {
 
       // The device payload decoded on the device, against the host payload on the host.
       std::vector<float> decoded(n, 0.0f);
-      host->decompress_add(want.data(), n, step, decoded.data());
+      host->decompress_add(want.data(), n, step, 1.0f, decoded.data());
       unsigned char* payload = to_device(got);
       float* out = to_device(std::vector<float>(n, 0.0f));
       device->decompress_add(payload, n, step, out, nullptr);
