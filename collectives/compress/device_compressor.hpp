@@ -27,14 +27,17 @@ class DeviceCompressor {
   // The host twin: name, carrier, payload type and sizes, rounds.
   const Compressor& layout() const { return *twin_; }
 
-  // As Compressor's, with every pointer in device memory.
+  // As Compressor's, with every pointer in device memory; decompress_add always with weight 1
+  // (the device exchange decodes its own payload into a copy, not in place: error feedback there
+  // still takes the corrected gradient, its decoding and their difference as three arrays).
   virtual void compress(const float* values, size_t count, uint64_t step, unsigned char* payload,
                         CUstream_st* stream) = 0;
   virtual void decompress_add(const unsigned char* payload, size_t count, uint64_t step, float* out,
                               CUstream_st* stream) = 0;
   virtual void next_round(const float* /*values*/, size_t /*count*/, int /*round*/, const unsigned char* /*aggregate*/,
                           unsigned char* /*payload*/, CUstream_st* /*stream*/) {}
-  // By default the average: out *= 1 / nranks.
+  // By default the average: out *= 1 / nranks (after every payload was decoded into out; the
+  // host's Compressor::aggregate does both).
   virtual void combine(const unsigned char* payloads, size_t count, int nranks, float* out, CUstream_st* stream);
   // As Compressor's, copied from and to the device (these wait for the device).
   virtual std::vector<float> carried() const { return {}; }
