@@ -30,7 +30,9 @@ sb_results_path() {
   echo "$SB_RESULTS/$1-n${nodes}-np$(sb_ranks)-${SLURM_ARRAY_JOB_ID:-${SLURM_JOB_ID:-local$$}}_${SLURM_ARRAY_TASK_ID:-${SB_REPEAT:-1}}.h5"
 }
 
-# sb_launch PROGRAM ARGS...: PROGRAM on every rank.
+# sb_launch PROGRAM ARGS...: PROGRAM on every rank. Inside Slurm, SB_LAUNCH_NODES (a comma list
+# of the allocation's nodes) and SB_LAUNCH_RANKS narrow the launch to those nodes and that many
+# ranks, at most SB_LAUNCH_PER_NODE on each (resume.bash going on without a lost node).
 sb_launch() {
   local program=$1
   shift
@@ -44,10 +46,19 @@ sb_launch() {
   if [[ $launcher == auto ]]; then
     if srun --mpi=list 2>&1 | grep -qw pmix; then launcher=srun; else launcher=mpirun; fi
   fi
-  echo "launch.bash: $(sb_ranks) ranks of $program, started by $launcher" >&2
+  local ranks=$SLURM_NTASKS
+  local -a on_srun=() on_mpirun=()
+  if [[ -n ${SB_LAUNCH_NODES:-} ]]; then
+    local -a nodes
+    IFS=, read -r -a nodes <<<"$SB_LAUNCH_NODES"
+    ranks=$SB_LAUNCH_RANKS
+    on_srun=(--nodelist="$SB_LAUNCH_NODES" --nodes="${#nodes[@]}" --ntasks="$ranks")
+    on_mpirun=(--host "$(printf "%s:$SB_LAUNCH_PER_NODE," "${nodes[@]}" | sed 's/,$//')")
+  fi
+  echo "launch.bash: $ranks ranks of $program, started by $launcher${SB_LAUNCH_NODES:+ on $SB_LAUNCH_NODES}" >&2
   case $launcher in
-    srun) srun --mpi=pmix --kill-on-bad-exit=1 "$binder" "$SB_BIN/$program" "$@" ;;
-    mpirun) mpirun --bind-to none -np "$SLURM_NTASKS" "$binder" "$SB_BIN/$program" "$@" ;;
+    srun) srun --mpi=pmix --kill-on-bad-exit=1 "${on_srun[@]}" "$binder" "$SB_BIN/$program" "$@" ;;
+    mpirun) mpirun --bind-to none -np "$ranks" "${on_mpirun[@]}" "$binder" "$SB_BIN/$program" "$@" ;;
     *) echo "launch.bash: SB_LAUNCHER must be srun, mpirun or auto, not '$launcher'" >&2; return 2 ;;
   esac
 }

@@ -13,6 +13,9 @@
 #  - A failed attempt's results and MLPerf log (the requeued job's predecessor's too) stay beside
 #    the final ones, OUT's name with .attempt<K>.h5 and .attempt<K>.mllog, K = 1, 2, ... The final
 #    results count the resumes and the wall time they cost (/train/resumes, /train/resume_gap_s).
+#  - With SB_ELASTIC=1 inside Slurm, a job that lost nodes goes on with the nodes left (see
+#    sb_elastic_relaunch below; submit it with `sbatch --no-kill`, or Slurm ends the whole job when
+#    a node fails and only a requeue brings it back).
 # Returns the last attempt's exit status.
 
 # The value of option NAME in ARGS (--name VALUE or --name=VALUE), or nothing.
@@ -42,6 +45,85 @@ sb_set_aside() {
   fi
 }
 
+# --- going on without a lost node (SB_ELASTIC=1) ----------------------------------------------
+# A node lost mid-run takes its ranks with it. Rather than wait in the queue for a whole new
+# allocation, the job relaunches on the nodes still answering, with fewer ranks and as many more
+# micro-batches each (--accumulate): the global batch and every micro-batch (one rank's shard of
+# the step, over which local batch norm normalises) stay as they were, so the training takes the
+# same steps as it would have on all the nodes (README: equivalence; sb-train logs the rescaling).
+
+# sb_alive_nodes NODES...: those of NODES that Slurm does not count as failed (sinfo: down,
+# drained or draining, failing, not responding) and that run a one-task step within
+# SB_PROBE_TIMEOUT seconds (default 30; a node that died a moment ago may not be marked yet), one
+# per line, in the order given. The probes run side by side.
+sb_alive_nodes() {
+  local probes node state
+  probes=$(mktemp -d)
+  local -a pids=()
+  for node in "$@"; do
+    state=$(sinfo -h -n "$node" -o %t 2>/dev/null | head -n 1) || state=''
+    case $state in down* | drain* | drng* | fail* | *'*') continue ;; esac
+    (timeout "${SB_PROBE_TIMEOUT:-30}" srun --mpi=none --nodes=1 --ntasks=1 --nodelist="$node" true \
+      >/dev/null 2>&1 && touch "$probes/$node") &
+    pids+=($!)
+  done
+  ((${#pids[@]} == 0)) || wait "${pids[@]}" || true
+  for node in "$@"; do [[ -e $probes/$node ]] && echo "$node"; done
+  rm -rf "$probes"
+}
+
+# sb_elastic_shape RANKS ACCUMULATE CAPACITY: the most ranks, at most CAPACITY (and RANKS), that
+# share the RANKS x ACCUMULATE micro-batches of a step evenly, and how many each then takes:
+# "RANKS' ACCUMULATE'". 8 ranks x 1 on 6 slots: "4 2"; 3 x 1 on 2: "1 3".
+sb_elastic_shape() {
+  local micro=$(($1 * $2)) ranks=$3
+  ((ranks > $1)) && ranks=$1
+  while ((ranks > 1 && micro % ranks != 0)); do ranks=$((ranks - 1)); done
+  echo "$ranks $((micro / ranks))"
+}
+
+# sb_elastic_relaunch: after a fault, narrows the next launch to the nodes of elastic_nodes still
+# alive (SB_LAUNCH_NODES, SB_LAUNCH_RANKS, SB_LAUNCH_PER_NODE for sb_launch) and sets --accumulate
+# in the caller's args; says what it did. Uses the caller's elastic_nodes, elastic_ranks,
+# elastic_accumulate, elastic_per_node, args and attempt. Fails when no node is left.
+sb_elastic_relaunch() {
+  local -a alive
+  mapfile -t alive < <(sb_alive_nodes "${elastic_nodes[@]}")
+  if ((${#alive[@]} == ${#elastic_nodes[@]})); then
+    echo "resume.bash: all ${#alive[@]} nodes of attempt $attempt still answer; the next attempt keeps them" >&2
+    return 0
+  fi
+  if ((${#alive[@]} == 0)); then
+    echo "resume.bash: none of the nodes of attempt $attempt (${elastic_nodes[*]}) answers; nothing to go on with" >&2
+    return 1
+  fi
+  local shape ranks accumulate
+  shape=$(sb_elastic_shape "$elastic_ranks" "$elastic_accumulate" $((${#alive[@]} * elastic_per_node)))
+  read -r ranks accumulate <<<"$shape"
+  local lost
+  lost=$(comm -23 <(printf '%s\n' "${elastic_nodes[@]}" | sort) <(printf '%s\n' "${alive[@]}" | sort) | paste -sd, -)
+  echo "resume.bash: lost $lost; the next attempt goes on with ${#alive[@]} of ${#elastic_nodes[@]} nodes," \
+    "$ranks ranks x $accumulate micro-batches (was $elastic_ranks x $elastic_accumulate): the same global batch" \
+    "and micro-batches" >&2
+  local -a kept=()
+  local skip=0 arg
+  for arg in "${args[@]}"; do
+    if ((skip)); then skip=0; continue; fi
+    case $arg in
+      --accumulate) skip=1 ;;
+      --accumulate=*) ;;
+      *) kept+=("$arg") ;;
+    esac
+  done
+  args=("${kept[@]}" --accumulate "$accumulate")
+  elastic_nodes=("${alive[@]}")
+  elastic_ranks=$ranks
+  elastic_accumulate=$accumulate
+  SB_LAUNCH_NODES=$(printf '%s\n' "${alive[@]}" | paste -sd, -)
+  SB_LAUNCH_RANKS=$ranks
+  SB_LAUNCH_PER_NODE=$elastic_per_node
+}
+
 sb_train_resumable() {
   local out=$1
   shift
@@ -66,12 +148,43 @@ sb_train_resumable() {
     echo "resume.bash: SB_RESTARTS and SB_RESTART_DELAY must be whole numbers, not '$restarts' and '$delay'" >&2
     return 2
   fi
+  local elastic=${SB_ELASTIC:-0}
+  if [[ $elastic != 0 && $elastic != 1 ]]; then
+    echo "resume.bash: SB_ELASTIC must be 0 or 1, not '$elastic'" >&2
+    return 2
+  fi
+  local -a elastic_nodes=()
+  local elastic_ranks=0 elastic_accumulate=1 elastic_per_node=1
+  if [[ $elastic == 1 ]]; then
+    if [[ -n ${SB_LOCAL_NP:-} || -z ${SLURM_JOB_ID:-} ]]; then
+      echo "resume.bash: SB_ELASTIC=1 needs a Slurm job (its nodes); outside one a fault relaunches on the same ranks" >&2
+      elastic=0
+    else
+      mapfile -t elastic_nodes < <(scontrol show hostnames "${SLURM_JOB_NODELIST:-}" 2>/dev/null)
+      if ((${#elastic_nodes[@]} == 0)); then
+        echo "resume.bash: SB_ELASTIC=1 needs the job's node list (scontrol show hostnames \$SLURM_JOB_NODELIST gave none)" >&2
+        return 2
+      fi
+      elastic_ranks=$SLURM_NTASKS
+      elastic_accumulate=$(sb_option_value --accumulate "${args[@]}")
+      elastic_accumulate=${elastic_accumulate:-1}
+      if ! [[ $elastic_accumulate =~ ^[1-9][0-9]*$ ]]; then
+        echo "resume.bash: --accumulate must be a whole number of at least 1, not '$elastic_accumulate'" >&2
+        return 2
+      fi
+      elastic_per_node=$(((elastic_ranks + ${#elastic_nodes[@]} - 1) / ${#elastic_nodes[@]}))
+    fi
+  fi
   local attempt=1 rc
   while :; do
     if [[ ${#resume[@]} -eq 0 && -e $checkpoint_dir/checkpoint.h5 ]]; then
       resume=(--resume)
-      echo "resume.bash: $checkpoint_dir holds a checkpoint (an earlier job's: $(sb_set_aside "$base"));" \
-        "attempt $attempt resumes from it" >&2
+      # Before this job's first attempt, the checkpoint is an earlier job's (a requeue); later, the
+      # restart line has said where the failed attempt's results went.
+      if ((attempt == 1)); then
+        echo "resume.bash: $checkpoint_dir holds a checkpoint (an earlier job's: $(sb_set_aside "$base"));" \
+          "attempt $attempt resumes from it" >&2
+      fi
     fi
     sb_launch sb-train "${args[@]}" "${resume[@]}" --mllog "$base.mllog" --out "$out" && rc=0 || rc=$?
     if [[ $rc -eq 0 || $rc -eq 2 ]]; then return "$rc"; fi
@@ -82,6 +195,7 @@ sb_train_resumable() {
     echo "resume.bash: sb-train attempt $attempt ended with exit status $rc ($(sb_set_aside "$base"));" \
       "attempt $((attempt + 1)) of at most $((restarts + 1)) starts in $delay s" >&2
     sleep "$delay"
+    if [[ $elastic == 1 ]]; then sb_elastic_relaunch || return "$rc"; fi
     attempt=$((attempt + 1))
   done
 }

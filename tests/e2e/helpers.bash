@@ -85,5 +85,15 @@ kill_rank0_when() {
   return 0
 }
 
+# kill_rank1_after_checkpoint CHECKPOINT: SIGKILL to rank 1 of the sb-train job writing
+# CHECKPOINT (its --checkpoint folder in the command line) once that file is on disk (60 s at
+# most): a rank lost, so the launcher ends the job. Sets killed (empty when rank 1 was not found).
+kill_rank1_after_checkpoint() {
+  for _ in $(seq 600); do [[ -e $1 ]] && break; sleep 0.1; done
+  killed=$(rank_pid "/sb-train .*--checkpoint $(dirname "$1")" 1)
+  [[ -n $killed ]] && kill -KILL "$killed"
+  return 0
+}
+
 # h5_status FILE: the file's /status attribute (empty when there is none to read).
 h5_status() { h5dump -a /status "$1" 2>/dev/null | sed -n 's/.*(0): "\(.*\)".*/\1/p'; }

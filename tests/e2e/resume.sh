@@ -19,17 +19,9 @@ job() {
   checkpoint=$WORK/checkpoints/train-n1-np2-$1_1/checkpoint.h5
 }
 
-# kill_rank1_after_checkpoint: SIGKILL to rank 1 of the job once its first checkpoint is on disk
-# (a rank lost: mpirun ends the job); sets killed.
-kill_rank1_after_checkpoint() {
-  for _ in $(seq 600); do [[ -e $checkpoint ]] && break; sleep 0.1; done
-  killed=$(rank_pid "^$SB_BIN/sb-train .*--checkpoint $(dirname "$checkpoint")" 1)
-  [[ -n $killed ]] && kill -KILL "$killed"
-}
-
 # A rank lost, one restart allowed: the job comes back and finishes.
 SB_RESTARTS=1 job 7001
-kill_rank1_after_checkpoint
+kill_rank1_after_checkpoint "$checkpoint"
 wait "$launcher"
 rc=$?
 check "a lost rank (pid ${killed:-not found}) ends attempt 1, and attempt 2 finishes the job (exit status $rc)" \
@@ -38,6 +30,7 @@ check "the restart is said, with where attempt 1's results went" \
   grep -q "attempt 1 ended with exit status [1-9][0-9]* (its results: $results.attempt1.h5); attempt 2 of at most 2" \
   "$WORK/7001.err"
 check "attempt 2 resumed from the checkpoint" grep -q '^\[resume\] resume 1 of this run: ' "$WORK/7001.out"
+check "and the job did not call its own checkpoint an earlier job's" bash -c "! grep -q 'an earlier job' '$WORK/7001.err'"
 check "the checkpoints are kept out of the results folder, which sb-report reads" \
   test -e "$checkpoint" -a -z "$(find "$SB_RESULTS" -name 'checkpoint*')"
 check "the final results are complete, with all 30 steps" \
@@ -57,7 +50,7 @@ check "sb-report shows the resume beside the run, and attempt 1 as ended early" 
 # No restart left: the job ends with the fault; run again under the same job id (a requeue), it
 # resumes from the checkpoint the first run left.
 SB_RESTARTS=0 job 7002
-kill_rank1_after_checkpoint
+kill_rank1_after_checkpoint "$checkpoint"
 wait "$launcher"
 rc=$?
 check "with SB_RESTARTS=0 a lost rank ends the job (exit status $rc), as said" \
