@@ -173,6 +173,8 @@ sb_train_resumable() {
         return 2
       fi
       elastic_per_node=$(((elastic_ranks + ${#elastic_nodes[@]} - 1) / ${#elastic_nodes[@]}))
+      echo "resume.bash: SB_ELASTIC=1: after a fault the job goes on with those of its ${#elastic_nodes[@]} nodes" \
+        "(${elastic_nodes[*]}) that still answer" >&2
     fi
   fi
   local attempt=1 rc

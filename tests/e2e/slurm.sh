@@ -102,6 +102,42 @@ check "the report was written after the runs" test -s "$campaign/report/index.ht
 check "the 2-rank busbw plot is a PNG" bash -c "head -c 4 '$campaign/report/allreduce-busbw-np2.png' | grep -q PNG"
 check "the report's summary names all four runs" test "$(grep -c '^# run ' "$campaign/report/summary.txt")" -eq 4
 
+# --elastic: the training job is submitted with --no-kill and SB_ELASTIC=1, which resume.bash
+# takes up with the job's node list from the real scontrol (the shrink itself: tests/e2e/elastic.sh).
+timeout 300 scripts/campaign --nodes 1 --ntasks-per-node 2 --programs train --elastic \
+  --args train='--threads 1 --epochs 1 --steps 3 --print-every 0' --time 00:05:00 --out "$WORK/elastic" \
+  --wait >"$WORK/elastic.out" 2>&1
+rc=$?
+train_log=$(ls "$WORK/elastic/logs"/sb-train-*.out 2>/dev/null | head -1)
+check "campaign --elastic: the training job runs to the end (exit status $rc)" \
+  test $rc -eq 0 -a "$(ls "$WORK/elastic/results"/train-n1-np2-*.h5 2>/dev/null | wc -l)" -eq 1
+[[ $rc -eq 0 ]] || { cat "$WORK/elastic.out"; tail -n 20 "$WORK/elastic/logs"/* "$cluster/slurmctld.log"; }
+check "and resume.bash knows the job's node list from Slurm" \
+  grep -q "^resume.bash: SB_ELASTIC=1: after a fault the job goes on with those of its 1 nodes ($host)" \
+  "${train_log:-/dev/null}"
+
+# A rank lost in an elastic job of the real cluster: the job probes its node with a real srun step
+# and sinfo, finds it still answering, and goes on with it.
+lost=$WORK/lost
+mkdir -p "$lost"
+job=$(SB_ROOT=$PWD SB_BIN=$(cd "$BIN" && pwd) SB_RESULTS=$lost/results SB_CHECKPOINTS=$lost/checkpoints \
+  SB_ELASTIC=1 SB_RESTARTS=1 SB_RESTART_DELAY=1 OMP_NUM_THREADS=1 \
+  sbatch --parsable --no-kill --nodes 1 --ntasks-per-node 2 --time 00:05:00 --output "$lost/job.out" \
+  scripts/slurm/train.sbatch --threads 1 --epochs 1 --steps 30 --print-every 0 --checkpoint-steps 10 --timeout 60)
+checkpoint=$lost/checkpoints/train-n1-np2-${job}_1/checkpoint.h5
+for _ in $(seq 600); do [[ -e $checkpoint ]] && break; sleep 0.1; done
+killed=
+for p in $(pgrep -f "/sb-train .*--checkpoint $(dirname "$checkpoint")"); do  # rank 1: Slurm's task 1
+  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx SLURM_PROCID=1 && killed=$p
+done
+[[ -n $killed ]] && kill -KILL "$killed"
+for _ in $(seq 1200); do [[ -z $(squeue -h -j "$job" 2>/dev/null) ]] && break; sleep 0.1; done
+check "elastic job, rank 1 (pid ${killed:-not found}) killed: the job probes its node, which still answers" \
+  grep -q '^resume.bash: all 1 nodes of attempt 1 still answer; the next attempt keeps them' "$lost/job.out"
+check "and attempt 2 resumes and finishes" \
+  test "$(h5_status "$lost/results/train-n1-np2-${job}_1.h5")" = complete
+[[ -n $killed ]] || tail -n 30 "$lost/job.out"
+
 # A failing job: the report job is never run (afterok), and --wait says so.
 timeout 120 scripts/campaign --nodes 1 --programs allreduce --args allreduce='--impl nosuch' --out "$WORK/failing" \
   --wait >"$WORK/failing.out" 2>&1
