@@ -19,6 +19,7 @@ uint64_t parse_size(std::string_view text, std::string_view what) {
   if (ec == std::errc::result_out_of_range) throw bad("is too large");
   if (ec != std::errc() || end == text.data()) throw bad("is not a size (use e.g. 8, 64K, 1M, 2G)");
   std::string_view suffix(end, text.data() + text.size() - end);
+  if (!suffix.empty() && suffix.front() == '.') throw bad("is not a whole number (sizes and factors are integers: 1536, 2)");
   if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b')) suffix.remove_suffix(1);
   unsigned shift = 0;
   if (suffix.size() == 1) {

@@ -33,6 +33,15 @@ TEST(ParseSize, MessageNamesTheFlag) {
   }
 }
 
+TEST(ParseSize, AFractionIsSaidToBeNotAWholeNumber) {
+  try {
+    parse_size("0.5", "--stepfactor");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'0.5' is not a whole number"), std::string::npos) << e.what();
+  }
+}
+
 TEST(FormatSize, ExactSuffixesOnly) {
   EXPECT_EQ(format_size(8), "8");
   EXPECT_EQ(format_size(1024), "1K");
