@@ -82,6 +82,38 @@ sb_elastic_shape() {
   echo "$ranks $((micro / ranks))"
 }
 
+# sb_elastic_start: SB_ELASTIC taken up into the caller's elastic (0 or 1), elastic_nodes (the
+# job's nodes), elastic_ranks, elastic_accumulate (of the caller's args) and elastic_per_node.
+# Returns 2 (said in one line) for bad input; outside Slurm it says elastic needs a job and leaves
+# elastic at 0.
+sb_elastic_start() {
+  case ${SB_ELASTIC:-0} in
+    0) return 0 ;;
+    1) ;;
+    *) echo "resume.bash: SB_ELASTIC must be 0 or 1, not '$SB_ELASTIC'" >&2; return 2 ;;
+  esac
+  if [[ -n ${SB_LOCAL_NP:-} || -z ${SLURM_JOB_ID:-} ]]; then
+    echo "resume.bash: SB_ELASTIC=1 needs a Slurm job (its nodes); outside one a fault relaunches on the same ranks" >&2
+    return 0
+  fi
+  mapfile -t elastic_nodes < <(scontrol show hostnames "${SLURM_JOB_NODELIST:-}" 2>/dev/null)
+  if ((${#elastic_nodes[@]} == 0)); then
+    echo "resume.bash: SB_ELASTIC=1 needs the job's node list (scontrol show hostnames \$SLURM_JOB_NODELIST gave none)" >&2
+    return 2
+  fi
+  elastic_accumulate=$(sb_option_value --accumulate "${args[@]}")
+  elastic_accumulate=${elastic_accumulate:-1}
+  if ! [[ $elastic_accumulate =~ ^[1-9][0-9]*$ ]]; then
+    echo "resume.bash: --accumulate must be a whole number of at least 1, not '$elastic_accumulate'" >&2
+    return 2
+  fi
+  elastic=1
+  elastic_ranks=$SLURM_NTASKS
+  elastic_per_node=$(((elastic_ranks + ${#elastic_nodes[@]} - 1) / ${#elastic_nodes[@]}))
+  echo "resume.bash: SB_ELASTIC=1: after a fault the job goes on with those of its ${#elastic_nodes[@]} nodes" \
+    "(${elastic_nodes[*]}) that still answer" >&2
+}
+
 # sb_elastic_relaunch: after a fault, narrows the next launch to the nodes of elastic_nodes still
 # alive (SB_LAUNCH_NODES, SB_LAUNCH_RANKS, SB_LAUNCH_PER_NODE for sb_launch) and sets --accumulate
 # in the caller's args; says what it did. Uses the caller's elastic_nodes, elastic_ranks,
@@ -148,35 +180,9 @@ sb_train_resumable() {
     echo "resume.bash: SB_RESTARTS and SB_RESTART_DELAY must be whole numbers, not '$restarts' and '$delay'" >&2
     return 2
   fi
-  local elastic=${SB_ELASTIC:-0}
-  if [[ $elastic != 0 && $elastic != 1 ]]; then
-    echo "resume.bash: SB_ELASTIC must be 0 or 1, not '$elastic'" >&2
-    return 2
-  fi
+  local elastic=0 elastic_ranks=0 elastic_accumulate=1 elastic_per_node=1
   local -a elastic_nodes=()
-  local elastic_ranks=0 elastic_accumulate=1 elastic_per_node=1
-  if [[ $elastic == 1 ]]; then
-    if [[ -n ${SB_LOCAL_NP:-} || -z ${SLURM_JOB_ID:-} ]]; then
-      echo "resume.bash: SB_ELASTIC=1 needs a Slurm job (its nodes); outside one a fault relaunches on the same ranks" >&2
-      elastic=0
-    else
-      mapfile -t elastic_nodes < <(scontrol show hostnames "${SLURM_JOB_NODELIST:-}" 2>/dev/null)
-      if ((${#elastic_nodes[@]} == 0)); then
-        echo "resume.bash: SB_ELASTIC=1 needs the job's node list (scontrol show hostnames \$SLURM_JOB_NODELIST gave none)" >&2
-        return 2
-      fi
-      elastic_ranks=$SLURM_NTASKS
-      elastic_accumulate=$(sb_option_value --accumulate "${args[@]}")
-      elastic_accumulate=${elastic_accumulate:-1}
-      if ! [[ $elastic_accumulate =~ ^[1-9][0-9]*$ ]]; then
-        echo "resume.bash: --accumulate must be a whole number of at least 1, not '$elastic_accumulate'" >&2
-        return 2
-      fi
-      elastic_per_node=$(((elastic_ranks + ${#elastic_nodes[@]} - 1) / ${#elastic_nodes[@]}))
-      echo "resume.bash: SB_ELASTIC=1: after a fault the job goes on with those of its ${#elastic_nodes[@]} nodes" \
-        "(${elastic_nodes[*]}) that still answer" >&2
-    fi
-  fi
+  sb_elastic_start || return
   local attempt=1 rc
   while :; do
     if [[ ${#resume[@]} -eq 0 && -e $checkpoint_dir/checkpoint.h5 ]]; then
