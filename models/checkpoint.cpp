@@ -53,6 +53,7 @@ void write_curve(const h5::Node& group, const std::vector<EpochRecord>& curve) {
   group.write("evaluated", column(curve, &EpochRecord::evaluated));
   group.write("top1", top1);
   group.write("top5", top5);
+  group.write("clock_s", column(curve, &EpochRecord::clock_s));
 }
 
 std::vector<EpochRecord> read_curve(const h5::Node& group) {
@@ -60,10 +61,12 @@ std::vector<EpochRecord> read_curve(const h5::Node& group) {
                             loss = group.read_doubles("train_loss"), rate = group.read_doubles("images_per_s"),
                             evaluated = group.read_doubles("evaluated"), top1 = group.read_doubles("top1"),
                             top5 = group.read_doubles("top5");
+  // Checkpoints from before clock_s was kept: their epochs' clock is their run time.
+  const std::vector<double> clock = group.has("clock_s") ? group.read_doubles("clock_s") : wall;
   std::vector<EpochRecord> curve;
   for (size_t i = 0; i < epoch.size(); ++i)
     curve.push_back({static_cast<int64_t>(epoch[i]), wall[i], loss[i], rate[i], evaluated[i] != 0,
-                     evaluated[i] != 0 ? top1[i] : 0, evaluated[i] != 0 ? top5[i] : 0});
+                     evaluated[i] != 0 ? top1[i] : 0, evaluated[i] != 0 ? top5[i] : 0, clock.at(i)});
   return curve;
 }
 

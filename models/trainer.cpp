@@ -369,6 +369,7 @@ TrainResult TrainingRun::execute() {
           seconds_since(eval_start), record.train_loss, record.images_per_s);
     }
     record.wall_s = elapsed();
+    record.clock_s = state_.resume_gap_s >= 0 ? record.wall_s + state_.resume_gap_s : std::nan("");
     const bool reached = config_.target_accuracy > 0 && record.evaluated && record.top1 >= config_.target_accuracy;
     {
       std::lock_guard<std::mutex> lock(so_far_.mutex_);

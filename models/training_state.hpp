@@ -8,11 +8,14 @@ namespace sb::models {
 
 struct EpochRecord {
   int64_t epoch = 0;        // 1-based, as MLPerf logs count them
-  double wall_s = 0;        // since run_start, at the end of the epoch (after its evaluation)
+  double wall_s = 0;        // run time since run_start at the end of the epoch (after its evaluation)
   double train_loss = 0;    // mean over the epoch's samples
   double images_per_s = 0;  // training throughput over the epoch, evaluation excluded
   bool evaluated = false;
   double top1 = 0, top5 = 0;  // fractions, when evaluated
+  // Wall-clock time since the first process's run_start: wall_s plus what the resumes before the
+  // epoch's end lost (the same as wall_s for a run never resumed; NaN where that is not known).
+  double clock_s = 0;
 };
 
 struct TrainingState {

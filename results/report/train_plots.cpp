@@ -1,5 +1,7 @@
-// Time-to-accuracy curves of sb-train runs: evaluation top-1 against wall time since run_start and
-// against epoch, and the training loss per epoch, one line per run, the target as a reference.
+// Time-to-accuracy curves of sb-train runs: evaluation top-1 against wall-clock time since run_start
+// (a resumed run's lost time included: its curve's clock_s; files before schema 10 have only the
+// run time, wall_s) and against epoch, and the training loss per epoch, one line per run, the
+// target as a reference.
 #include <cmath>
 
 #include "results/report/plot.hpp"
@@ -7,8 +9,8 @@
 namespace sb::report {
 
 std::vector<Plot> train_plots(const std::vector<Run>& runs, const ReportOptions& options) {
-  Plot by_time{"train-top1-vs-time", "Time to accuracy: top-1 vs wall time from run_start", "wall time (s)",
-               "top-1 accuracy", Scale::linear, Scale::linear};
+  Plot by_time{"train-top1-vs-time", "Time to accuracy: top-1 vs wall-clock time from run_start",
+               "wall-clock time (s), what resumes lost included", "top-1 accuracy", Scale::linear, Scale::linear};
   Plot by_epoch{"train-top1-vs-epoch", "Top-1 vs epoch", "epoch", "top-1 accuracy", Scale::linear, Scale::linear};
   Plot loss{"train-loss-vs-epoch", "Training loss vs epoch", "epoch", "mean training loss", Scale::linear,
             Scale::log10};
@@ -17,17 +19,18 @@ std::vector<Plot> train_plots(const std::vector<Run>& runs, const ReportOptions&
     if (run.program != "sb-train" || !run.root->has("train/curve")) continue;
     const h5::Node train = run.root->open_group("train");
     const h5::Node curve = train.open_group("curve");
-    const std::vector<double> epoch = curve.read_doubles("epoch"), wall = curve.read_doubles("wall_s"),
+    const std::vector<double> epoch = curve.read_doubles("epoch"),
+                              clock = curve.read_doubles(curve.has("clock_s") ? "clock_s" : "wall_s"),
                               top1 = curve.read_doubles("top1"), train_loss = curve.read_doubles("train_loss");
     const std::string title = line_title(run.name + " (" + ranks_text(run.ranks) + ")", run, options);
     Series t{title}, e{title}, l{title};
     for (size_t i = 0; i < epoch.size(); ++i) {
       if (!std::isnan(top1.at(i))) {
-        t.add(wall.at(i), top1[i]);
+        if (!std::isnan(clock.at(i))) t.add(clock[i], top1[i]);
         e.add(epoch[i], top1[i]);
       }
       l.add(epoch[i], train_loss.at(i));
-      last_time = std::max(last_time, wall[i]);
+      if (!std::isnan(clock[i])) last_time = std::max(last_time, clock[i]);
       last_epoch = std::max(last_epoch, epoch[i]);
     }
     const h5::Node config = train.open_group("config");

@@ -51,7 +51,6 @@ done
 check "summary.txt has a table per plot" test "$(grep -c '^## ' "$WORK/report/summary.txt")" -eq $plots
 
 # The data files hold the file's numbers: mpi's busbw at 4 ranks, and the 2-rank training curve.
-h5values() { h5dump -m '%.17g' -y -w 0 -d "$2" "$1" | sed -n '/DATA {/,/}/p' | grep -oE -- '-?[0-9.]+(e[-+]?[0-9]+)?|nan' | tail -n +1; }
 block() { awk -v want="$2" '/^# index/ { on = index($0, want) > 0; next } on && NF { print $2 }' "$1"; }
 same_numbers() {  # same_numbers A B: the same count of numbers, each equal to the 9 significant digits the data files keep
   paste <(echo "$1") <(echo "$2") | awk 'NF != 2 { bad = 1 } NF == 2 { d = $1 - $2; if (d < 0) d = -d; s = $1 < 0 ? -$1 : $1;

@@ -72,3 +72,21 @@ SB_RESTARTS=x SLURM_JOB_ID=7004 bash scripts/slurm/train.sbatch >"$WORK/7004.out
 rc=$?
 check "SB_RESTARTS that is not a number is exit status 2 ($rc) with one line" \
   bash -c "test $rc -eq 2 && grep -q 'SB_RESTARTS and SB_RESTART_DELAY must be whole numbers' '$WORK/7004.err'"
+
+# The curve in wall-clock time: an epoch after a resume is that much later than its run time
+# says (clock_s = wall_s + resume_gap_s), an epoch before it is not. Two epochs of 4 steps on a
+# small ImageFolder, stopped after the first and resumed 2 s later (the attribute as h5dump prints
+# it, to 6 digits: within a millisecond).
+"$SB_BIN/sb-idx2folder" --out "$WORK/folder" --train-limit 256 --val-limit 128 >/dev/null 2>&1
+mkdir -p "$WORK/clock"
+small=(--data "imagefolder:$WORK/folder" --image-size 28 --batch 64 --threads 1 --epochs 2 --print-every 0
+       --checkpoint "$WORK/clock")
+"$SB_BIN/sb-train" "${small[@]}" --steps 4 --out "$WORK/clock1.h5" >/dev/null 2>&1 && sleep 2 &&
+  "$SB_BIN/sb-train" "${small[@]}" --resume --out "$WORK/clock2.h5" >/dev/null 2>&1
+check "two epochs, stopped after the first and resumed: exit status $?" test -s "$WORK/clock2.h5"
+wall=$(h5values "$WORK/clock2.h5" /train/curve/wall_s 2>/dev/null | paste -sd' ')
+clock=$(h5values "$WORK/clock2.h5" /train/curve/clock_s 2>/dev/null | paste -sd' ')
+gap=$(attr "$WORK/clock2.h5" /train/resume_gap_s)
+check "epoch 1 at ${clock%% *} s of wall-clock time, its run time; epoch 2 at ${clock##* } s, its run time ${wall##* } s and the ${gap:-no} s the resume lost" \
+  awk -v w="$wall" -v c="$clock" -v g="${gap:-x}" 'BEGIN { split(w, W, " "); split(c, C, " ");
+    d = C[2] - (W[2] + g); if (d < 0) d = -d; exit !(C[1] == W[1] && g > 2 && d < 1e-3) }'

@@ -69,8 +69,9 @@ class Report : public testing::TempDirTest {
 
   // A minimal sb-train file: throughput, time to target and the batch that says strong or weak.
   // `status`: written when not empty, as sb-train writes it since schema 7.
+  // `clock_s`: the curve's wall-clock times (schema 10), written when not empty.
   void write_train(const std::string& name, int64_t ranks, int64_t batch, double images_per_s, double tta_s,
-                   const std::string& status = "") {
+                   const std::string& status = "", const std::vector<double>& clock_s = {}) {
     ResultsFile out(path(name));
     const h5::Node& root = out.root();
     root.set_attr("program", "sb-train");
@@ -92,6 +93,7 @@ class Report : public testing::TempDirTest {
     curve.write("wall_s", std::vector<double>{10, 20});
     curve.write("train_loss", std::vector<double>{1.0, 0.5});
     curve.write("top1", std::vector<double>{0.8, 0.9});
+    if (!clock_s.empty()) curve.write("clock_s", clock_s);
     out.commit();
   }
 };
@@ -211,6 +213,19 @@ TEST_F(Report, TrainingScalingSaysStrongOrWeakFromTheBatches) {
   const report::Plot& eff = find_plot(weak, "scaling-train-throughput-efficiency");
   EXPECT_NE(eff.series[0].title.find("weak, batch 64 per rank"), std::string::npos) << eff.series[0].title;
   EXPECT_DOUBLE_EQ(eff.series[0].y[1], 3.0 / 4.0);
+}
+
+TEST_F(Report, TimeToAccuracyIsInWallClockTimeWithWhatResumesLost) {
+  write_train("campaign/resumed.h5", 1, 256, 100, 400, "complete", {10, 27.5});  // 7.5 s lost before epoch 2
+  write_train("campaign/older.h5", 2, 256, 180, 250);  // before schema 10: run time only
+  const auto plots = report::build_plots(load_campaign({path("campaign")}).runs, {});
+  const report::Plot& by_time = find_plot(plots, "train-top1-vs-time");
+  ASSERT_EQ(by_time.series.size(), 3u);  // two runs (in path order) and the target
+  EXPECT_EQ(by_time.series[0].title.substr(0, 5), "older");
+  EXPECT_EQ(by_time.series[0].x, (std::vector<double>{10, 20}));
+  EXPECT_EQ(by_time.series[1].title.substr(0, 7), "resumed");
+  EXPECT_EQ(by_time.series[1].x, (std::vector<double>{10, 27.5}));
+  EXPECT_EQ(by_time.series[2].x.back(), 27.5);  // the target line reaches the last point
 }
 
 // A run that ended early is read like the others and said to have ended early; one that ended
