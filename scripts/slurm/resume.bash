@@ -134,8 +134,10 @@ sb_elastic_relaunch() {
   read -r ranks accumulate <<<"$shape"
   local lost
   lost=$(comm -23 <(printf '%s\n' "${elastic_nodes[@]}" | sort) <(printf '%s\n' "${alive[@]}" | sort) | paste -sd, -)
+  local rank_word=ranks
+  ((ranks == 1)) && rank_word=rank
   echo "resume.bash: lost $lost; the next attempt goes on with ${#alive[@]} of ${#elastic_nodes[@]} nodes," \
-    "$ranks ranks x $accumulate micro-batches (was $elastic_ranks x $elastic_accumulate): the same global batch" \
+    "$ranks $rank_word x $accumulate micro-batches (was $elastic_ranks x $elastic_accumulate): the same global batch" \
     "and micro-batches" >&2
   local -a kept=()
   local skip=0 arg

@@ -79,7 +79,7 @@ rc=$?
 check "the lost node's rank (pid ${killed:-not found}) ends attempt 1, and attempt 2 finishes the job (exit status $rc)" \
   test -n "$killed" -a "$rc" -eq 0
 check "the job says which node it lost and how it goes on" \
-  grep -q '^resume.bash: lost fake2; the next attempt goes on with 1 of 2 nodes, 1 ranks x 2 micro-batches (was 2 x 1)' \
+  grep -q '^resume.bash: lost fake2; the next attempt goes on with 1 of 2 nodes, 1 rank x 2 micro-batches (was 2 x 1)' \
   "$WORK/job.err"
 check "attempt 2 ran on the node left, with one rank" \
   test "$(sed -n 2p "$FAKE/launches")" = "launch on fake1: 1 ranks"
