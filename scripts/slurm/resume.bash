@@ -45,6 +45,18 @@ sb_set_aside() {
   fi
 }
 
+# sb_gpu_backend: a job with GPUs (SB_GPUS_PER_NODE, which scripts/campaign --gpus-per-node sets,
+# else Slurm's SLURM_GPUS_ON_NODE) trains on them: --backend cudnn joins the caller's args unless
+# they name a backend, and it is said. Otherwise the ranks of a GPU campaign would train on the
+# CPU cores with oneDNN, and its figures would be the CPU's.
+sb_gpu_backend() {
+  local gpus=${SB_GPUS_PER_NODE:-0}
+  [[ $gpus =~ ^[1-9][0-9]*$ ]] || gpus=${SLURM_GPUS_ON_NODE:-0}
+  [[ $gpus =~ ^[1-9][0-9]*$ && -z $(sb_option_value --backend "${args[@]}") ]] || return 0
+  args+=(--backend cudnn)
+  echo "resume.bash: $gpus GPUs per node: training with --backend cudnn (--backend in the flags chooses another)" >&2
+}
+
 # --- going on without a lost node (SB_ELASTIC=1) ----------------------------------------------
 # A node lost mid-run takes its ranks with it. Rather than wait in the queue for a whole new
 # allocation, the job relaunches on the nodes still answering, with fewer ranks and as many more
@@ -162,6 +174,7 @@ sb_train_resumable() {
   local out=$1
   shift
   local -a args=("$@")
+  sb_gpu_backend
   local base=${out%.h5}
   local checkpoint_dir
   checkpoint_dir=$(sb_option_value --checkpoint "${args[@]}")

@@ -73,6 +73,18 @@ rc=$?
 check "SB_RESTARTS that is not a number is exit status 2 ($rc) with one line" \
   bash -c "test $rc -eq 2 && grep -q 'SB_RESTARTS and SB_RESTART_DELAY must be whole numbers' '$WORK/7004.err'"
 
+# A job with GPUs trains on them: --backend cudnn unless the flags name a backend (here, with no
+# GPU, sb-train then refuses with exit status 2).
+SB_GPUS_PER_NODE=1 SLURM_JOB_ID=7006 bash scripts/slurm/train.sbatch --steps 1 >"$WORK/7006.out" 2>"$WORK/7006.err"
+rc=$?
+check "a job with GPUs trains with --backend cudnn, and says so (exit status $rc without a GPU here)" \
+  bash -c "test $rc -eq 2 && grep -q '^resume.bash: 1 GPUs per node: training with --backend cudnn' '$WORK/7006.err'"
+SB_GPUS_PER_NODE=1 SLURM_JOB_ID=7007 bash scripts/slurm/train.sbatch --backend onednn --steps 2 --threads 1 \
+  >"$WORK/7007.out" 2>"$WORK/7007.err"
+rc=$?
+check "its flags' --backend wins (onednn: exit status $rc, nothing said)" \
+  bash -c "test $rc -eq 0 && ! grep -q 'training with --backend cudnn' '$WORK/7007.err'"
+
 # The curve in wall-clock time: an epoch after a resume is that much later than its run time
 # says (clock_s = wall_s + resume_gap_s), an epoch before it is not. Two epochs of 4 steps on a
 # small ImageFolder, stopped after the first and resumed 2 s later (the attribute as h5dump prints
