@@ -23,7 +23,9 @@ std::vector<Plot> train_plots(const std::vector<Run>& runs, const ReportOptions&
                               clock = curve.read_doubles(curve.has("clock_s") ? "clock_s" : "wall_s"),
                               top1 = curve.read_doubles("top1"), train_loss = curve.read_doubles("train_loss");
     const std::string title = line_title(run.name + " (" + ranks_text(run.ranks) + ")", run, options);
-    Series t{title}, e{title}, l{title};
+    // On the time axis a resumed run's line has the failures' delays in it: said in its title.
+    const int64_t resumes = train.has_attr("resumes") ? train.attr_int("resumes") : 0;
+    Series t{resumes > 0 ? title + ", resumed " + std::to_string(resumes) + "x" : title}, e{title}, l{title};
     for (size_t i = 0; i < epoch.size(); ++i) {
       if (!std::isnan(top1.at(i))) {
         if (!std::isnan(clock.at(i))) t.add(clock[i], top1[i]);

@@ -71,7 +71,7 @@ class Report : public testing::TempDirTest {
   // `status`: written when not empty, as sb-train writes it since schema 7.
   // `clock_s`: the curve's wall-clock times (schema 10), written when not empty.
   void write_train(const std::string& name, int64_t ranks, int64_t batch, double images_per_s, double tta_s,
-                   const std::string& status = "", const std::vector<double>& clock_s = {}) {
+                   const std::string& status = "", const std::vector<double>& clock_s = {}, int64_t resumes = 0) {
     ResultsFile out(path(name));
     const h5::Node& root = out.root();
     root.set_attr("program", "sb-train");
@@ -84,6 +84,7 @@ class Report : public testing::TempDirTest {
     train.set_attr("images_per_s", images_per_s);
     train.set_attr("reached_target", int64_t{1});
     train.set_attr("time_to_target_s", tta_s);
+    if (resumes > 0) train.set_attr("resumes", resumes);
     const h5::Node config = train.create_group("config");
     config.set_attr("model", "resnet20");
     config.set_attr("batch", batch);
@@ -216,14 +217,14 @@ TEST_F(Report, TrainingScalingSaysStrongOrWeakFromTheBatches) {
 }
 
 TEST_F(Report, TimeToAccuracyIsInWallClockTimeWithWhatResumesLost) {
-  write_train("campaign/resumed.h5", 1, 256, 100, 400, "complete", {10, 27.5});  // 7.5 s lost before epoch 2
+  write_train("campaign/resumed.h5", 1, 256, 100, 400, "complete", {10, 27.5}, 1);  // 7.5 s lost before epoch 2
   write_train("campaign/older.h5", 2, 256, 180, 250);  // before schema 10: run time only
   const auto plots = report::build_plots(load_campaign({path("campaign")}).runs, {});
   const report::Plot& by_time = find_plot(plots, "train-top1-vs-time");
   ASSERT_EQ(by_time.series.size(), 3u);  // two runs (in path order) and the target
   EXPECT_EQ(by_time.series[0].title.substr(0, 5), "older");
   EXPECT_EQ(by_time.series[0].x, (std::vector<double>{10, 20}));
-  EXPECT_EQ(by_time.series[1].title.substr(0, 7), "resumed");
+  EXPECT_EQ(by_time.series[1].title, "resumed (1 rank), resumed 1x");
   EXPECT_EQ(by_time.series[1].x, (std::vector<double>{10, 27.5}));
   EXPECT_EQ(by_time.series[2].x.back(), 27.5);  // the target line reaches the last point
 }
