@@ -25,6 +25,13 @@ SB_HD uint32_t below_zero_bit(uint32_t word) { return word - 0x80000001u < 0x7f8
 
 SB_HD size_t onebit_chunks(size_t count) { return (count + kOneBitChunk - 1) / kOneBitChunk; }
 
+// signSGD's majority vote for one value, `negatives` of the `nranks` ranks having sent its sign
+// bit: the ranks' mean magnitude with the sign most of them sent, 0 on a tie.
+SB_HD float majority_value(int negatives, int nranks, float magnitude) {
+  const int vote = nranks - 2 * negatives;
+  return vote > 0 ? magnitude : vote < 0 ? -magnitude : 0.0f;
+}
+
 #if SB_HAVE_CUDA
 // Every call is queued on `stream`; none waits.
 // payload = [mean |x| as fp32][sign bits].

@@ -51,10 +51,10 @@ __global__ void majority_vote_kernel(const unsigned char* payloads, int nranks, 
   for (int r = 0; r < nranks; ++r) scales += read_float(payloads + static_cast<size_t>(r) * payload_bytes);
   const float magnitude = static_cast<float>(scales / nranks);
   for (size_t i = grid_first(); i < count; i += grid_stride()) {
-    int votes = 0;
+    int negatives = 0;
     for (int r = 0; r < nranks; ++r)
-      votes += bit_of(payloads + static_cast<size_t>(r) * payload_bytes + sizeof(float), i) ? -1 : 1;
-    out[i] = votes > 0 ? magnitude : votes < 0 ? -magnitude : 0.0f;
+      negatives += bit_of(payloads + static_cast<size_t>(r) * payload_bytes + sizeof(float), i) ? 1 : 0;
+    out[i] = majority_value(negatives, nranks, magnitude);
   }
 }
 

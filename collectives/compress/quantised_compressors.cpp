@@ -154,13 +154,12 @@ SB_VECTOR_CLONES ChunkSums onebit_chunk(const float* values, size_t count, unsig
 }
 
 // out[i] = magnitude x the sign most of the `nranks` bit arrays give value i (bit set: negative),
-// 0 where they tie.
+// 0 where they tie (majority_value, which the CUDA kernel applies too).
 void majority_vote(const unsigned char* const* bits, int nranks, size_t count, float magnitude, float* out) {
   for (size_t i = 0; i < count; ++i) {
     int negatives = 0;
     for (int r = 0; r < nranks; ++r) negatives += (bits[r][i / 8] >> (i % 8)) & 1u;
-    const int vote = nranks - 2 * negatives;
-    out[i] = vote > 0 ? magnitude : vote < 0 ? -magnitude : 0.0f;
+    out[i] = majority_value(negatives, nranks, magnitude);
   }
 }
 
