@@ -13,6 +13,8 @@
 #  - A failed attempt's results and MLPerf log (the requeued job's predecessor's too) stay beside
 #    the final ones, OUT's name with .attempt<K>.h5 and .attempt<K>.mllog, K = 1, 2, ... The final
 #    results count the resumes and the wall time they cost (/train/resumes, /train/resume_gap_s).
+#  - With SB_KEEP_CHECKPOINTS=0, a run that finished has its checkpoints removed (those under
+#    SB_CHECKPOINTS only: a --checkpoint DIR of ARGS is the user's and stays).
 #  - With SB_ELASTIC=1 inside Slurm, a job that lost nodes goes on with the nodes left (see
 #    sb_elastic_relaunch below; submit it with `sbatch --no-kill`, or Slurm ends the whole job when
 #    a node fails and only a requeue brings it back).
@@ -176,11 +178,17 @@ sb_train_resumable() {
   local -a args=("$@")
   sb_gpu_backend
   local base=${out%.h5}
-  local checkpoint_dir
+  local checkpoint_dir ours=0
   checkpoint_dir=$(sb_option_value --checkpoint "${args[@]}")
   if [[ -z $checkpoint_dir ]]; then
     checkpoint_dir=${SB_CHECKPOINTS:-$(dirname "$SB_RESULTS")/checkpoints}/$(basename "$base")
     args+=(--checkpoint "$checkpoint_dir")
+    ours=1
+  fi
+  local keep=${SB_KEEP_CHECKPOINTS:-1}
+  if [[ $keep != 0 && $keep != 1 ]]; then
+    echo "resume.bash: SB_KEEP_CHECKPOINTS must be 0 or 1, not '$keep'" >&2
+    return 2
   fi
   mkdir -p "$checkpoint_dir"
   # A --resume of ARGS is this function's to give, once.
@@ -210,6 +218,11 @@ sb_train_resumable() {
       fi
     fi
     sb_launch sb-train "${args[@]}" "${resume[@]}" --mllog "$base.mllog" --out "$out" && rc=0 || rc=$?
+    if [[ $rc -eq 0 && $keep == 0 && $ours == 1 ]]; then
+      echo "resume.bash: the run finished; its checkpoints ($(du -sh "$checkpoint_dir" | cut -f1) in" \
+        "$checkpoint_dir) removed (SB_KEEP_CHECKPOINTS=0)" >&2
+      rm -rf "$checkpoint_dir"
+    fi
     if [[ $rc -eq 0 || $rc -eq 2 ]]; then return "$rc"; fi
     if ((attempt > restarts)); then
       echo "resume.bash: sb-train attempt $attempt ended with exit status $rc; no restarts left (SB_RESTARTS=$restarts)" >&2

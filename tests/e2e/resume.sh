@@ -73,6 +73,18 @@ rc=$?
 check "SB_RESTARTS that is not a number is exit status 2 ($rc) with one line" \
   bash -c "test $rc -eq 2 && grep -q 'SB_RESTARTS and SB_RESTART_DELAY must be whole numbers' '$WORK/7004.err'"
 
+# SB_KEEP_CHECKPOINTS=0: a run that finished removes its checkpoints (and says how much they were).
+SB_KEEP_CHECKPOINTS=0 SLURM_JOB_ID=7008 bash scripts/slurm/train.sbatch --steps 2 --threads 1 \
+  >"$WORK/7008.out" 2>"$WORK/7008.err"
+rc=$?
+check "SB_KEEP_CHECKPOINTS=0: the finished run (exit status $rc) removed its checkpoints, as said" \
+  bash -c "test $rc -eq 0 && test ! -e '$WORK/checkpoints/train-n1-np2-7008_1' &&
+           grep -q '^resume.bash: the run finished; its checkpoints (.* in $WORK/checkpoints/train-n1-np2-7008_1) removed' '$WORK/7008.err'"
+SB_KEEP_CHECKPOINTS=no SLURM_JOB_ID=7009 bash scripts/slurm/train.sbatch >"$WORK/7009.out" 2>"$WORK/7009.err"
+rc=$?
+check "SB_KEEP_CHECKPOINTS other than 0 or 1 is exit status 2 ($rc) with one line" \
+  bash -c "test $rc -eq 2 && grep -q \"SB_KEEP_CHECKPOINTS must be 0 or 1, not 'no'\" '$WORK/7009.err'"
+
 # A job with GPUs trains on them: --backend cudnn unless the flags name a backend (here, with no
 # GPU, sb-train then refuses with exit status 2).
 SB_GPUS_PER_NODE=1 SLURM_JOB_ID=7006 bash scripts/slurm/train.sbatch --steps 1 >"$WORK/7006.out" 2>"$WORK/7006.err"
