@@ -46,7 +46,8 @@ sb_launch() {
   if [[ $launcher == auto ]]; then
     if srun --mpi=list 2>&1 | grep -qw pmix; then launcher=srun; else launcher=mpirun; fi
   fi
-  local ranks=$SLURM_NTASKS
+  local ranks
+  ranks=$(sb_ranks)
   local -a on_srun=() on_mpirun=()
   if [[ -n ${SB_LAUNCH_NODES:-} ]]; then
     local -a nodes

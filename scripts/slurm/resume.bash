@@ -148,9 +148,12 @@ sb_elastic_relaunch() {
   read -r ranks accumulate <<<"$shape"
   local lost
   lost=$(comm -23 <(printf '%s\n' "${elastic_nodes[@]}" | sort) <(printf '%s\n' "${alive[@]}" | sort) | paste -sd, -)
+  # The ranks fill the first nodes left (3 one-rank nodes, one lost: 1 rank x 3 on the first of
+  # the two left; the other stays in reserve for a later fault).
+  local -a used=("${alive[@]:0:$(((ranks + elastic_per_node - 1) / elastic_per_node))}")
   local rank_word=ranks
   ((ranks == 1)) && rank_word=rank
-  echo "resume.bash: lost $lost; the next attempt goes on with ${#alive[@]} of ${#elastic_nodes[@]} nodes," \
+  echo "resume.bash: lost $lost; the next attempt goes on with ${#used[@]} of ${#elastic_nodes[@]} nodes," \
     "$ranks $rank_word x $accumulate micro-batches (was $elastic_ranks x $elastic_accumulate): the same global batch" \
     "and micro-batches" >&2
   local -a kept=()
@@ -167,7 +170,7 @@ sb_elastic_relaunch() {
   elastic_nodes=("${alive[@]}")
   elastic_ranks=$ranks
   elastic_accumulate=$accumulate
-  SB_LAUNCH_NODES=$(printf '%s\n' "${alive[@]}" | paste -sd, -)
+  SB_LAUNCH_NODES=$(printf '%s\n' "${used[@]}" | paste -sd, -)
   SB_LAUNCH_RANKS=$ranks
   SB_LAUNCH_PER_NODE=$elastic_per_node
 }

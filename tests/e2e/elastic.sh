@@ -57,6 +57,17 @@ touch "$FAKE/dead/n3"
 alive=$(bash -c 'source scripts/slurm/resume.bash; sb_alive_nodes n1 n2 n3 n4' | paste -sd, -)
 check "alive: a node Slurm drains and one that does not answer its probe are left out (n1,n4: $alive)" \
   test "$alive" = n1,n4
+# Three one-rank nodes, the third lost: 3 micro-batches have no even share on 2 ranks, so 1 rank
+# takes all 3, on the first node left; the second stays in reserve (srun cannot spread 1 task
+# over 2 nodes).
+relaunch=$(bash -c 'source scripts/slurm/resume.bash
+  elastic_nodes=(n1 n2 n3)
+  elastic_ranks=3 elastic_accumulate=1 elastic_per_node=1 attempt=1
+  args=(--steps 5 --accumulate=1)
+  sb_elastic_relaunch 2>/dev/null
+  echo "$SB_LAUNCH_NODES $SB_LAUNCH_RANKS ${args[*]}"')
+check "3 one-rank nodes, 1 lost: 1 rank x 3 on n1, n2 in reserve ($relaunch)" \
+  test "$relaunch" = "n1 1 --steps 5 --accumulate 3"
 rm -f "$FAKE/state/n2" "$FAKE/dead/n3"
 
 # --- the run: two nodes, one lost after the first checkpoint -------------------------------------
