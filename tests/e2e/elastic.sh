@@ -2,7 +2,7 @@
 # two one-rank nodes whose second node dies after the first checkpoint relaunches on the node left
 # with one rank accumulating two micro-batches, and ends with the weights of two ranks straight
 # through, bit for bit. Slurm's commands are stand-ins here (srun runs a local mpirun and answers
-# for the nodes a file says are alive; sinfo and squeue read files; scontrol expands node lists),
+# for the nodes a folder does not list as dead; sinfo reads a state file; scontrol expands node lists),
 # so what is tested is resume.bash's logic and sb-train's equivalence, not a real cluster's
 # handling of a dead node. The node probe, the shape rule and the refusals are tested alone too.
 source "$(dirname "$0")/helpers.bash"
