@@ -38,7 +38,7 @@ sb_launch() {
   shift
   local binder="$SB_ROOT/scripts/slurm/bind-gpu"
   if [[ -n ${SB_LOCAL_NP:-} ]]; then
-    echo "launch.bash: $SB_LOCAL_NP ranks of $program, started by a local mpirun" >&2
+    echo "launch.bash: $SB_LOCAL_NP rank$([[ $SB_LOCAL_NP == 1 ]] || echo s) of $program, started by a local mpirun" >&2
     mpirun --oversubscribe --bind-to none -np "$SB_LOCAL_NP" "$binder" "$SB_BIN/$program" "$@"
     return
   fi
@@ -56,7 +56,7 @@ sb_launch() {
     on_srun=(--nodelist="$SB_LAUNCH_NODES" --nodes="${#nodes[@]}" --ntasks="$ranks")
     on_mpirun=(--host "$(printf "%s:$SB_LAUNCH_PER_NODE," "${nodes[@]}" | sed 's/,$//')")
   fi
-  echo "launch.bash: $ranks ranks of $program, started by $launcher${SB_LAUNCH_NODES:+ on $SB_LAUNCH_NODES}" >&2
+  echo "launch.bash: $ranks rank$([[ $ranks == 1 ]] || echo s) of $program, started by $launcher${SB_LAUNCH_NODES:+ on $SB_LAUNCH_NODES}" >&2
   case $launcher in
     srun) srun --mpi=pmix --kill-on-bad-exit=1 "${on_srun[@]}" "$binder" "$SB_BIN/$program" "$@" ;;
     mpirun) mpirun --bind-to none -np "$ranks" "${on_mpirun[@]}" "$binder" "$SB_BIN/$program" "$@" ;;
