@@ -11,8 +11,6 @@ export SB_ROOT=$PWD SB_BIN=$(cd "$BIN" && pwd) SB_RESULTS=$WORK/results
 unset SB_LOCAL_NP
 TRAIN_ARGS=(--threads 1 --epochs 1 --steps 30 --print-every 5 --checkpoint-steps 10 --timeout 60)
 
-attr() { h5dump -a "$2" "$1" 2>/dev/null | sed -n 's/.*(0): \(.*\)/\1/p' | tr -d '"'; }
-
 # --- Slurm's commands, stood in for ----------------------------------------------------------
 FAKE=$WORK/fake-slurm
 mkdir -p "$FAKE/bin" "$FAKE/dead" "$FAKE/state"
@@ -97,8 +95,8 @@ check "attempt 2 ran on the node left, with one rank" \
 check "sb-train resumed, rescaled from 2 ranks to 1 keeping the global batch" \
   grep -q '^\[resume\] rescaled from 2 ranks to 1, global batch 128 kept: 128 per rank x 2 micro-batches' "$WORK/job.out"
 check "the final results are complete, with all 30 steps and the resume counted" \
-  test "$(attr "$results.h5" /status)" = complete -a "$(attr "$results.h5" /train/steps)" = 30 \
-  -a "$(attr "$results.h5" /train/resumes)" = 1
+  test "$(h5_attr "$results.h5" /status)" = complete -a "$(h5_attr "$results.h5" /train/steps)" = 30 \
+  -a "$(h5_attr "$results.h5" /train/resumes)" = 1
 check "the MLPerf log records the rescaling" grep -q '"key": "elastic_rescale"' "$results.mllog"
 h5diff "$WORK/straight/checkpoint.h5" "$checkpoint" /checkpoint/parameters /checkpoint/parameters >/dev/null 2>&1
 check "the weights at step 30 are bit-identical to two ranks straight through" test $? -eq 0

@@ -98,5 +98,7 @@ kill_rank1_after_checkpoint() {
 # h5values FILE DATASET: the dataset's values, one per line, to 17 significant digits.
 h5values() { h5dump -m '%.17g' -y -w 0 -d "$2" "$1" | sed -n '/DATA {/,/}/p' | grep -oE -- '-?[0-9.]+(e[-+]?[0-9]+)?|nan'; }
 
-# h5_status FILE: the file's /status attribute (empty when there is none to read).
-h5_status() { h5dump -a /status "$1" 2>/dev/null | sed -n 's/.*(0): "\(.*\)".*/\1/p'; }
+# h5_attr FILE NAME: the attribute NAME (e.g. /train/resumes) of FILE, quotes taken off (empty
+# when there is none to read); h5_status FILE: its /status.
+h5_attr() { h5dump -a "$2" "$1" 2>/dev/null | sed -n 's/.*(0): \(.*\)/\1/p' | tr -d '"'; }
+h5_status() { h5_attr "$1" /status; }

@@ -8,8 +8,6 @@ export OMP_NUM_THREADS=1
 export SB_ROOT=$PWD SB_BIN=$(cd "$BIN" && pwd) SB_RESULTS=$WORK/results SB_LOCAL_NP=2 SB_RESTART_DELAY=3
 TRAIN_ARGS=(--threads 1 --epochs 1 --steps 30 --print-every 5 --checkpoint-steps 10 --timeout 60)
 
-attr() { h5dump -a "$2" "$1" 2>/dev/null | sed -n 's/.*(0): \(.*\)/\1/p' | tr -d '"'; }
-
 # job JOB_ID: train.sbatch in the background as that Slurm job (its results and checkpoints are
 # named after it); sets launcher, and results/checkpoint to the paths it uses.
 job() {
@@ -34,12 +32,12 @@ check "and the job did not call its own checkpoint an earlier job's" bash -c "! 
 check "the checkpoints are kept out of the results folder, which sb-report reads" \
   test -e "$checkpoint" -a -z "$(find "$SB_RESULTS" -name 'checkpoint*')"
 check "the final results are complete, with all 30 steps" \
-  test "$(attr "$results.h5" /status)" = complete -a "$(attr "$results.h5" /train/steps)" = 30
-gap=$(attr "$results.h5" /train/resume_gap_s)
+  test "$(h5_attr "$results.h5" /status)" = complete -a "$(h5_attr "$results.h5" /train/steps)" = 30
+gap=$(h5_attr "$results.h5" /train/resume_gap_s)
 check "they count 1 resume and the wall time it cost (${gap:-none} s: the 3 s delay, work redone, relaunch, start-up)" \
-  bash -c "test '$(attr "$results.h5" /train/resumes)' = 1 && awk 'BEGIN { exit !(${gap:-0} > 3 && ${gap:-0} < 60) }'"
+  bash -c "test '$(h5_attr "$results.h5" /train/resumes)' = 1 && awk 'BEGIN { exit !(${gap:-0} > 3 && ${gap:-0} < 60) }'"
 check "attempt 1's results are kept, ended early" \
-  bash -c "test -n '$(attr "$results.attempt1.h5" /status)' -a '$(attr "$results.attempt1.h5" /status)' != complete"
+  bash -c "test -n '$(h5_attr "$results.attempt1.h5" /status)' -a '$(h5_attr "$results.attempt1.h5" /status)' != complete"
 check "each attempt has its MLPerf log" test -s "$results.mllog" -a -s "$results.attempt1.mllog"
 check_schema "$results.h5"
 "$SB_BIN/sb-report" --no-render --out "$WORK/report" "$SB_RESULTS" >/dev/null 2>&1
@@ -61,7 +59,7 @@ rc=$?
 check "the requeued job resumes from the checkpoint and finishes (exit status $rc)" \
   bash -c "test $rc -eq 0 && grep -q 'holds a checkpoint (an earlier job.s: its results: $results.attempt1.h5); attempt 1 resumes from it' '$WORK/7002.err'"
 check "its results count the resume" \
-  test "$(attr "$results.h5" /train/resumes)" = 1 -a "$(attr "$results.h5" /status)" = complete
+  test "$(h5_attr "$results.h5" /train/resumes)" = 1 -a "$(h5_attr "$results.h5" /status)" = complete
 
 # Bad input is not retried: exit status 2 at once.
 SB_RESTARTS=3 SLURM_JOB_ID=7003 bash scripts/slurm/train.sbatch --frobnicate >"$WORK/7003.out" 2>"$WORK/7003.err"
@@ -110,7 +108,7 @@ small=(--data "imagefolder:$WORK/folder" --image-size 28 --batch 64 --threads 1 
 check "two epochs, stopped after the first and resumed: exit status $?" test -s "$WORK/clock2.h5"
 wall=$(h5values "$WORK/clock2.h5" /train/curve/wall_s 2>/dev/null | paste -sd' ')
 clock=$(h5values "$WORK/clock2.h5" /train/curve/clock_s 2>/dev/null | paste -sd' ')
-gap=$(attr "$WORK/clock2.h5" /train/resume_gap_s)
+gap=$(h5_attr "$WORK/clock2.h5" /train/resume_gap_s)
 check "epoch 1 at ${clock%% *} s of wall-clock time, its run time; epoch 2 at ${clock##* } s, its run time ${wall##* } s and the ${gap:-no} s the resume lost" \
   awk -v w="$wall" -v c="$clock" -v g="${gap:-x}" 'BEGIN { split(w, W, " "); split(c, C, " ");
     d = C[2] - (W[2] + g); if (d < 0) d = -d; exit !(C[1] == W[1] && g > 2 && d < 1e-3) }'
