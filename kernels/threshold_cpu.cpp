@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/magnitude_scan.hpp"
 #include "kernels/random.hpp"
 
 namespace sb {
@@ -37,10 +38,10 @@ float sampled_threshold(const float* values, size_t count, double ratio, size_t 
 }
 
 void select_at_least(const float* values, size_t count, float threshold, std::vector<uint32_t>& indices) {
-  for (size_t i = 0; i < count; ++i) {
-    const float m = std::fabs(values[i]);
-    if (m >= threshold || std::isnan(m)) indices.push_back(static_cast<uint32_t>(i));
-  }
+  // |x| >= threshold (>= 0) exactly when x's magnitude key is at least the threshold's; NaN's
+  // key is above every number's.
+  for_each_at_least(values, count, magnitude_key(threshold),
+                    [&](size_t i, uint32_t) { indices.push_back(static_cast<uint32_t>(i)); });
 }
 
 }  // namespace sb

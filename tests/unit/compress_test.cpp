@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <random>
 #include <vector>
 
 #include "collectives/compress/compressor.hpp"
@@ -71,6 +72,23 @@ TEST(Threshold, TheSampledThresholdIsTheQuantileAndTheSelectionEverythingAboveIt
   select_at_least(g.data(), g.size(), sampled, above);
   EXPECT_GT(above.size(), 100u);
   EXPECT_LT(above.size(), 400u);
+}
+
+TEST(Threshold, SelectsEveryMagnitudeAtOrAboveTheThresholdAndEveryNan) {
+  // Lengths around the scan's chunk of 16, so that hits fall in whole chunks and in the tail.
+  const std::vector<float> specials = {0.0f, -0.0f, 0.5f, -0.5f, 1.0f, -2.0f, INFINITY, -INFINITY, std::nanf("")};
+  std::mt19937 rng(9);
+  for (size_t n : {size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{47}, size_t{1000}}) {
+    std::vector<float> v(n);
+    for (float& x : v) x = specials[rng() % specials.size()];
+    for (float threshold : {0.0f, 0.5f, 1.0f, 2.0f, INFINITY}) {
+      std::vector<uint32_t> want, got;
+      for (size_t i = 0; i < n; ++i)
+        if (std::fabs(v[i]) >= threshold || std::isnan(v[i])) want.push_back(static_cast<uint32_t>(i));
+      select_at_least(v.data(), n, threshold, got);
+      ASSERT_EQ(got, want) << "n=" << n << " threshold=" << threshold;
+    }
+  }
 }
 
 TEST(Threshold, SendsExactlyTheTopKWhenTheSampleOvershootsAndASubsetOfItOtherwise) {
