@@ -9,7 +9,7 @@
 namespace sb {
 
 CompressedAllreduce::CompressedAllreduce(std::unique_ptr<Compressor> compressor, bool error_feedback, MPI_Comm comm)
-    : compressor_(std::move(compressor)), error_feedback_(error_feedback), comm_(comm) {
+    : compressor_(std::move(compressor)), error_feedback_(error_feedback && !compressor_->lossless()), comm_(comm) {
   SB_MPI_CHECK(MPI_Comm_size(comm_, &nranks_));
 }
 

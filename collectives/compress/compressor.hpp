@@ -37,6 +37,9 @@ class Compressor {
   virtual Carrier carrier() const = 0;
   // For an allreduce carrier: the element type the payload is summed as.
   virtual DataType payload_type() const { return DataType::float32; }
+  // Decodes to exactly what it encoded (none): error feedback would carry a residual of zeros
+  // and cost two passes over the gradient a step, so the compressed allreduces skip it.
+  virtual bool lossless() const { return false; }
   virtual size_t payload_bytes(size_t count) const = 0;
   // Encodes `values` into `payload` (payload_bytes(count) of them). `step` varies the random
   // choices from one call to the next, the same way on every rank.

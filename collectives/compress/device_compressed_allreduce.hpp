@@ -19,7 +19,8 @@ class NcclContext;
 class DeviceCompressedAllreduce {
  public:
   // params.stream seeds this rank's stochastic rounding, as on the host. UsageError for an
-  // unknown compressor or a parameter out of range.
+  // unknown compressor or a parameter out of range. A lossless compressor (none) runs without
+  // error feedback, as on the host.
   DeviceCompressedAllreduce(const std::string& compressor, const CompressorParams& params, bool error_feedback,
                             NcclContext& nccl);
   ~DeviceCompressedAllreduce();
@@ -31,7 +32,7 @@ class DeviceCompressedAllreduce {
   // must be the same on every rank.
   void run(float* gradient, size_t count, uint64_t step);
   // The residual carried to the next step, copied to the host (waits); empty before the first
-  // run. restore_residual() sets it from a checkpoint (count values).
+  // run and without error feedback. restore_residual() sets it from a checkpoint (count values).
   std::vector<float> residual() const;
   void restore_residual(const std::vector<float>& residual);
   bool error_feedback() const { return error_feedback_; }

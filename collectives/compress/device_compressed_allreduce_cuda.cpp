@@ -14,7 +14,9 @@ struct DeviceCompressedAllreduce::Buffers {
 
 DeviceCompressedAllreduce::DeviceCompressedAllreduce(const std::string& compressor, const CompressorParams& params,
                                                      bool error_feedback, NcclContext& nccl)
-    : compressor_(make_device_compressor(compressor, params)), error_feedback_(error_feedback), nccl_(nccl),
+    : compressor_(make_device_compressor(compressor, params)),
+      error_feedback_(error_feedback && !compressor_->layout().lossless()),
+      nccl_(nccl),
       buffers_(std::make_unique<Buffers>()) {
   SB_NCCL_CHECK(ncclCommCount(nccl_.comm(), &nranks_));
 }
@@ -27,10 +29,12 @@ void DeviceCompressedAllreduce::ensure(size_t count) {
   auto fresh = std::make_unique<Buffers>();
   const Compressor& layout = compressor_->layout();
   fresh->count = count;
-  fresh->residual.resize(count);
-  SB_CUDA_CHECK(cudaMemsetAsync(fresh->residual.data(), 0, count * sizeof(float), nccl_.stream()));
-  fresh->corrected.resize(count);
-  fresh->sent.resize(count);
+  if (error_feedback_) {
+    fresh->residual.resize(count);
+    SB_CUDA_CHECK(cudaMemsetAsync(fresh->residual.data(), 0, count * sizeof(float), nccl_.stream()));
+    fresh->corrected.resize(count);
+    fresh->sent.resize(count);
+  }
   // Every round's payload fits in payload_bytes, the sum over the rounds.
   const size_t bytes = layout.payload_bytes(count);
   fresh->payload.resize(bytes);
@@ -84,6 +88,7 @@ void DeviceCompressedAllreduce::run(float* gradient, size_t count, uint64_t step
 
 // The stream is non-blocking: the plain copies below wait for its work explicitly.
 std::vector<float> DeviceCompressedAllreduce::residual() const {
+  if (!error_feedback_) return {};
   SB_CUDA_CHECK(cudaStreamSynchronize(nccl_.stream()));
   std::vector<float> host(buffers_->count);
   if (!host.empty()) nccl_.download(host.data(), buffers_->residual.data(), host.size() * sizeof(float));
@@ -91,6 +96,7 @@ std::vector<float> DeviceCompressedAllreduce::residual() const {
 }
 
 void DeviceCompressedAllreduce::restore_residual(const std::vector<float>& residual) {
+  if (!error_feedback_) return;  // none kept, as on the host
   ensure(residual.size());
   SB_CUDA_CHECK(cudaStreamSynchronize(nccl_.stream()));  // ensure()'s zeroing first
   if (!residual.empty()) nccl_.upload(buffers_->residual.data(), residual.data(), residual.size() * sizeof(float));

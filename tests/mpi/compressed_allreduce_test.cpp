@@ -93,6 +93,18 @@ TEST(ErrorFeedback, SentPlusResidualAddsUpToEveryGradientGiven) {
   }
 }
 
+TEST(ErrorFeedback, ALosslessCompressorKeepsNoResidualAndSendsTheGradientAsItIs) {
+  // none decodes to what it encoded: error feedback would keep zeros, at two passes a step.
+  CompressedAllreduce allreduce(make_compressor("none", {}), /*error_feedback=*/true, MPI_COMM_SELF);
+  for (uint64_t step = 0; step < 3; ++step) {
+    std::vector<float> g = heavy_tailed_gradient(1000, 7 + static_cast<unsigned>(step));
+    const std::vector<float> given = g;
+    allreduce.run(g.data(), g.size(), step);
+    EXPECT_EQ(g, given) << "step " << step;
+    EXPECT_TRUE(allreduce.residual().empty());
+  }
+}
+
 }  // namespace
 }  // namespace sb
 
