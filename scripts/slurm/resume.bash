@@ -33,6 +33,22 @@ sb_option_value() {
   done
 }
 
+# sb_drop_option NAME: the caller's args without option NAME and its value (--name VALUE or
+# --name=VALUE).
+sb_drop_option() {
+  local name=$1 skip=0 arg
+  local -a kept=()
+  for arg in "${args[@]}"; do
+    if ((skip)); then skip=0; continue; fi
+    case $arg in
+      "$name") skip=1 ;;
+      "$name"=*) ;;
+      *) kept+=("$arg") ;;
+    esac
+  done
+  args=("${kept[@]}")
+}
+
 # sb_set_aside BASE: BASE.h5 and BASE.mllog, where there, to BASE.attempt<K>.* with the first K
 # free; says where the results went ("no results file" when there was none).
 sb_set_aside() {
@@ -121,6 +137,15 @@ sb_elastic_start() {
     echo "resume.bash: --accumulate must be a whole number of at least 1, not '$elastic_accumulate'" >&2
     return 2
   fi
+  # Batch norm over groups of --bn-span ranks cannot be kept by fewer ranks taking more
+  # micro-batches each (sb-train refuses --bn-span with --accumulate): say so now, not after a fault.
+  local bn_span
+  bn_span=$(sb_option_value --bn-span "${args[@]}")
+  if [[ -n $bn_span && $bn_span != 1 ]]; then
+    echo "resume.bash: SB_ELASTIC=1 cannot go on with fewer ranks under --bn-span $bn_span (batch norm over" \
+      "groups of ranks, which --accumulate cannot keep): use one or the other" >&2
+    return 2
+  fi
   elastic=1
   elastic_ranks=$SLURM_NTASKS
   elastic_per_node=$(((elastic_ranks + ${#elastic_nodes[@]} - 1) / ${#elastic_nodes[@]}))
@@ -156,17 +181,16 @@ sb_elastic_relaunch() {
   echo "resume.bash: lost $lost; the next attempt goes on with ${#used[@]} of ${#elastic_nodes[@]} nodes," \
     "$ranks $rank_word x $accumulate micro-batches (was $elastic_ranks x $elastic_accumulate): the same global batch" \
     "and micro-batches" >&2
-  local -a kept=()
-  local skip=0 arg
-  for arg in "${args[@]}"; do
-    if ((skip)); then skip=0; continue; fi
-    case $arg in
-      --accumulate) skip=1 ;;
-      --accumulate=*) ;;
-      *) kept+=("$arg") ;;
-    esac
-  done
-  args=("${kept[@]}" --accumulate "$accumulate")
+  sb_drop_option --accumulate
+  args+=(--accumulate "$accumulate")
+  # An injected straggler on a rank the smaller job does not have would make sb-train refuse the
+  # flags (exit status 2, not retried): it goes, and is said; one on a rank still there stays.
+  local straggler
+  straggler=$(sb_option_value --straggler "${args[@]}")
+  if [[ $straggler =~ ^([0-9]+): ]] && ((10#${BASH_REMATCH[1]} >= ranks)); then
+    sb_drop_option --straggler
+    echo "resume.bash: --straggler $straggler names a rank the next attempt does not have ($ranks $rank_word): dropped" >&2
+  fi
   elastic_nodes=("${alive[@]}")
   elastic_ranks=$ranks
   elastic_accumulate=$accumulate

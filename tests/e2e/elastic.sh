@@ -66,6 +66,20 @@ relaunch=$(bash -c 'source scripts/slurm/resume.bash
   echo "$SB_LAUNCH_NODES $SB_LAUNCH_RANKS ${args[*]}"')
 check "3 one-rank nodes, 1 lost: 1 rank x 3 on n1, n2 in reserve ($relaunch)" \
   test "$relaunch" = "n1 1 --steps 5 --accumulate 3"
+# An injected straggler on a rank that is gone is dropped (sb-train would refuse it), and said;
+# one on a rank still there stays.
+for straggler in 2:3 0:3; do
+  relaunch=$(bash -c 'source scripts/slurm/resume.bash
+    elastic_nodes=(n1 n2 n3)
+    elastic_ranks=3 elastic_accumulate=1 elastic_per_node=1 attempt=1
+    args=(--straggler "$1" --steps 5)
+    sb_elastic_relaunch 2>"$2"
+    grep -c "straggler $1 names a rank the next attempt does not have" "$2"
+    echo "${args[*]}"' relaunch "$straggler" "$WORK/relaunch.err" | paste -sd' ' -)
+  want="1 --steps 5 --accumulate 3"
+  [[ $straggler == 0:3 ]] && want="0 --straggler 0:3 --steps 5 --accumulate 3"
+  check "a relaunch to 1 rank with --straggler $straggler: ($relaunch)" test "$relaunch" = "$want"
+done
 rm -f "$FAKE/state/n2" "$FAKE/dead/n3"
 
 # --- the run: two nodes, one lost after the first checkpoint -------------------------------------
@@ -106,6 +120,16 @@ SB_ELASTIC=yes bash scripts/slurm/train.sbatch >"$WORK/bad.out" 2>"$WORK/bad.err
 rc=$?
 check "SB_ELASTIC other than 0 or 1 is exit status 2 ($rc) with one line" \
   bash -c "test $rc -eq 2 && grep -q \"SB_ELASTIC must be 0 or 1, not 'yes'\" '$WORK/bad.err'"
+bash scripts/slurm/train.sbatch --bn-span 2 >"$WORK/bn.out" 2>"$WORK/bn.err"
+rc=$?
+check "SB_ELASTIC=1 with --bn-span 2 is exit status 2 ($rc) before any launch, with one line" \
+  bash -c "test $rc -eq 2 && grep -q 'SB_ELASTIC=1 cannot go on with fewer ranks under --bn-span 2' '$WORK/bn.err' &&
+    test \$(wc -l <'$FAKE/launches') -eq 2"
+scripts/campaign --programs train --nodes 1 --elastic --local --args train='--steps 2 --bn-span=2' --out "$WORK/c" \
+  >"$WORK/campaign.out" 2>"$WORK/campaign.err"
+rc=$?
+check "campaign --elastic with --bn-span 2 is exit status 2 ($rc) with one line" \
+  bash -c "test $rc -eq 2 && grep -q -- '--elastic cannot go on with fewer ranks under --bn-span 2' '$WORK/campaign.err'"
 SB_LOCAL_NP=1 bash scripts/slurm/train.sbatch --help >"$WORK/local.out" 2>"$WORK/local.err"
 check "outside Slurm SB_ELASTIC=1 says it needs a Slurm job and goes on without it" \
   grep -q 'SB_ELASTIC=1 needs a Slurm job' "$WORK/local.err"
