@@ -1,36 +1,76 @@
 #include "kernels/reduce.hpp"
 
-namespace sb {
+#include <algorithm>
+#include <type_traits>
 
-void reduce_into_cpu(void* accumulator, const void* input, size_t count, DataType type,
-                     RedOp op) {
-  dispatch(type, [&](auto tag) {
-    using T = decltype(tag);
-    T* acc = static_cast<T*>(accumulator);
-    const T* in = static_cast<const T*>(input);
-    dispatch_op(op, [&](auto op_tag) {
-      for (size_t i = 0; i < count; ++i) acc[i] = combine(op_tag.value, acc[i], in[i]);
-    });
-  });
+#include "kernels/convert.hpp"
+#include "kernels/vector_clones.hpp"
+
+namespace sb {
+namespace {
+
+template <class T>
+constexpr bool is_16bit_float = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
+
+void narrow(const float* in, float16* out, size_t count) { to_float16_cpu(in, out, count); }
+void narrow(const float* in, bfloat16* out, size_t count) { to_bfloat16_cpu(in, out, count); }
+
+// fp16 and bf16, a block at a time: both inputs widened into fp32 scratch by the array
+// conversions (F16C where the CPU has it), combined there, and rounded back. That is combine()'s
+// own arithmetic on 16-bit values (widen exactly, combine in fp32, round once), bit for bit, but
+// at vector speed: the element loop, which widens and rounds through selects, stays scalar (fp16
+// sums at 1 GB/s, 3% of memcpy in cache). `out` may be `a` or `b`: a block is read before it is
+// written.
+template <class Half, class Combine>
+void blockwise_16bit(Half* out, const Half* a, const Half* b, size_t count, Combine combine_floats) {
+  constexpr size_t kBlock = 512;  // two 2 KiB scratch blocks, in L1
+  float x[kBlock], y[kBlock];
+  for (size_t start = 0; start < count; start += kBlock) {
+    const size_t n = std::min(kBlock, count - start);
+    to_float_cpu(a + start, x, n);
+    if (b) to_float_cpu(b + start, y, n);
+    combine_floats(x, y, n);
+    narrow(x, out + start, n);
+  }
 }
 
-void reduce_cpu(void* out, const void* a, const void* b, size_t count, DataType type, RedOp op) {
+}  // namespace
+
+SB_VECTOR_CLONES void reduce_into_cpu(void* accumulator, const void* input, size_t count, DataType type,
+                                      RedOp op) {
+  reduce_cpu(accumulator, accumulator, input, count, type, op);
+}
+
+SB_VECTOR_CLONES void reduce_cpu(void* out, const void* a, const void* b, size_t count, DataType type, RedOp op) {
   dispatch(type, [&](auto tag) {
     using T = decltype(tag);
     T* result = static_cast<T*>(out);
     const T* x = static_cast<const T*>(a);
     const T* y = static_cast<const T*>(b);
     dispatch_op(op, [&](auto op_tag) {
-      for (size_t i = 0; i < count; ++i) result[i] = combine(op_tag.value, x[i], y[i]);
+      if constexpr (is_16bit_float<T>) {
+        blockwise_16bit(result, x, y, count, [&](float* p, const float* q, size_t n) {
+          for (size_t i = 0; i < n; ++i) p[i] = combine(op_tag.value, p[i], q[i]);
+        });
+      } else {
+        for (size_t i = 0; i < count; ++i) result[i] = combine(op_tag.value, x[i], y[i]);
+      }
     });
   });
 }
 
-void divide_cpu(void* buffer, size_t count, DataType type, int divisor) {
+SB_VECTOR_CLONES void divide_cpu(void* buffer, size_t count, DataType type, int divisor) {
   dispatch(type, [&](auto tag) {
     using T = decltype(tag);
     T* values = static_cast<T*>(buffer);
-    for (size_t i = 0; i < count; ++i) values[i] = divide(values[i], divisor);
+    if constexpr (is_16bit_float<T>) {
+      const float d = static_cast<float>(divisor);
+      blockwise_16bit(values, values, static_cast<const T*>(nullptr), count, [&](float* p, const float*, size_t n) {
+        for (size_t i = 0; i < n; ++i) p[i] = p[i] / d;
+      });
+    } else {
+      for (size_t i = 0; i < count; ++i) values[i] = divide(values[i], divisor);
+    }
   });
 }
 
