@@ -116,6 +116,10 @@ void write_plot_script(const Plot& plot, const ImageFormats& formats, const std:
   axis_scale(out, "y", plot.y_scale);
   out << x_tics(plot);
   if (plot.y_scale == Scale::linear && plot.y_from_zero) out << "set yrange [0:*]\n";
+  // Labels are written right of and above their points: room for those of the rightmost and
+  // topmost ones, which would otherwise run off the frame.
+  if (std::any_of(plot.series.begin(), plot.series.end(), [](const Series& s) { return !s.point_labels.empty(); }))
+    out << "set offsets graph 0.03, graph 0.12, graph 0.08, 0\n";
   std::ostringstream command;
   command << "plot \\\n";
   // A predicted line (line_title's " (predicted)") takes the colour of the measured line of the
