@@ -150,7 +150,6 @@ $(BUILD)/obj/kernels/convert_cpu.cpp.o: CXXFLAGS += -fno-trapping-math
 $(BUILD)/obj/collectives/compress/quantised_compressors.cpp.o: CXXFLAGS += -fno-trapping-math
 $(BUILD)/obj/collectives/compress/dense_compressors.cpp.o: CXXFLAGS += -fno-trapping-math
 $(BUILD)/obj/kernels/quantise_cpu.cpp.o: CXXFLAGS += -fno-trapping-math
-$(BUILD)/obj/kernels/reduce_cpu.cpp.o: CXXFLAGS += -fno-trapping-math
 
 # The model code's own loops (element-wise ops, layout changes) share oneDNN's OpenMP pool.
 $(BUILD)/obj/models/%.cpp.o: CXXFLAGS += -fopenmp

@@ -17,9 +17,10 @@ class CompressedAllreduce {
   CompressedAllreduce(std::unique_ptr<Compressor> compressor, bool error_feedback, MPI_Comm comm);
 
   // Collective. gradient <- the average over ranks of their decoded payloads (the compressor's
-  // combine: signSGD's majority vote instead of the average); with error
-  // feedback each rank's payload encodes gradient + residual, and the residual becomes what the
-  // payload missed. A lossless compressor (none) misses nothing, and runs without it. `step` must be the same on every rank (random-k draws its indices from it).
+  // combine: signSGD's majority vote instead of the average); with error feedback each rank's
+  // payload encodes gradient + residual, and the residual becomes what the payload missed. A
+  // lossless compressor (none) misses nothing, and runs without it. `step` must be the same on
+  // every rank (random-k draws its indices from it).
   void run(float* gradient, size_t count, uint64_t step);
 
   const Compressor& compressor() const { return *compressor_; }

@@ -141,7 +141,7 @@ sb_elastic_start() {
   # micro-batches each (sb-train refuses --bn-span with --accumulate): say so now, not after a fault.
   local bn_span
   bn_span=$(sb_option_value --bn-span "${args[@]}")
-  if [[ -n $bn_span && $bn_span != 1 ]]; then
+  if [[ $bn_span =~ ^[0-9]+$ ]] && ((10#$bn_span > 1)); then
     echo "resume.bash: SB_ELASTIC=1 cannot go on with fewer ranks under --bn-span $bn_span (batch norm over" \
       "groups of ranks, which --accumulate cannot keep): use one or the other" >&2
     return 2
