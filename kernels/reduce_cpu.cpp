@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "kernels/convert.hpp"
+#include "kernels/f16c.hpp"
 #include "kernels/vector_clones.hpp"
 
 namespace sb {
@@ -34,6 +35,22 @@ void blockwise_16bit(Half* out, const Half* a, const Half* b, size_t count, Comb
   }
 }
 
+#if defined(__x86_64__)
+// fp16 sums, gradients' common case, in one pass where the CPU has F16C: widen 8 of each, add,
+// round, with the element functions' bits (kernels/f16c.hpp). Returns how many it did (a multiple
+// of 8); the rest goes the block way.
+__attribute__((target("avx2,f16c"))) size_t sum_fp16_f16c(float16* out, const float16* a, const float16* b,
+                                                           size_t count) {
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m256 x = f16c_widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
+    const __m256 y = f16c_widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), f16c_narrow(_mm256_add_ps(x, y)));
+  }
+  return i;
+}
+#endif
+
 }  // namespace
 
 SB_VECTOR_CLONES void reduce_into_cpu(void* accumulator, const void* input, size_t count, DataType type,
@@ -49,7 +66,13 @@ SB_VECTOR_CLONES void reduce_cpu(void* out, const void* a, const void* b, size_t
     const T* y = static_cast<const T*>(b);
     dispatch_op(op, [&](auto op_tag) {
       if constexpr (is_16bit_float<T>) {
-        blockwise_16bit(result, x, y, count, [&](float* p, const float* q, size_t n) {
+        size_t done = 0;
+#if defined(__x86_64__)
+        constexpr bool fp16_sum = std::is_same_v<T, float16> && (op_tag.value == RedOp::sum || op_tag.value == RedOp::avg);
+        if constexpr (fp16_sum)
+          if (has_f16c()) done = sum_fp16_f16c(result, x, y, count);
+#endif
+        blockwise_16bit(result + done, x + done, y + done, count - done, [&](float* p, const float* q, size_t n) {
           for (size_t i = 0; i < n; ++i) p[i] = combine(op_tag.value, p[i], q[i]);
         });
       } else {

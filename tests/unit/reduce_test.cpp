@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -88,9 +89,12 @@ TEST(ReduceCpu, ThreeOperandFormMatchesReduceInto) {
 TEST(ReduceCpu, SixteenBitTypesMatchTheElementFunctionOnEveryKindOfValue) {
   // Random bit patterns: normals, subnormals, zeros of both signs, infinities, quiet and
   // signalling NaNs, sums that overflow or round. The host widens and rounds these a block at a
-  // time through the array conversions (F16C where there is one); the results must be the
-  // element function's, bit for bit, across block boundaries and in the tail, with the output in
-  // place of either input.
+  // time through the array conversions (fp16 sums in one F16C pass where there is one); the
+  // results must be the element function's, bit for bit, across block boundaries and in the
+  // tail, with the output in place of either input. The one exception: which NaN a NaN operand
+  // pair passes on is IEEE's to leave open, and even the element function's answer moves with
+  // the compiler's choice of operand order (bf16 NaN + -NaN: -NaN at -O3, NaN at -O0), so a NaN
+  // only has to be a NaN.
   std::mt19937 rng(17);
   const size_t n = 3 * 512 + 77;
   for (DataType type : {DataType::float16, DataType::bfloat16}) {
@@ -102,18 +106,37 @@ TEST(ReduceCpu, SixteenBitTypesMatchTheElementFunctionOnEveryKindOfValue) {
           a[i].bits = static_cast<uint16_t>(rng());
           b[i].bits = static_cast<uint16_t>(rng());
         }
+        // And for certain, in the first vector: NaNs of opposite signs on both sides (whose sign
+        // wins), a signalling NaN, inf - inf, the largest finite plus itself.
+        const uint16_t nan = std::is_same_v<T, float16> ? 0x7e00 : 0x7fc0, snan = std::is_same_v<T, float16> ? 0x7c01 : 0x7f81;
+        const uint16_t inf = std::is_same_v<T, float16> ? 0x7c00 : 0x7f80, top = std::is_same_v<T, float16> ? 0x7bff : 0x7f7f;
+        const uint16_t first[][2] = {{nan, uint16_t(0x8000 | nan)}, {uint16_t(0x8000 | nan), snan}, {inf, uint16_t(0x8000 | inf)}, {top, top}};
+        for (size_t i = 0; i < 4; ++i) {
+          a[i].bits = first[i][0];
+          b[i].bits = first[i][1];
+        }
+        // How many of `got` are neither want's bits nor, where want is a NaN, a NaN.
+        auto differing = [](const std::vector<T>& got, const std::vector<T>& want) {
+          size_t count = 0;
+          for (size_t i = 0; i < got.size(); ++i)
+            count += got[i].bits != want[i].bits && !(std::isnan(to_float(got[i])) && std::isnan(to_float(want[i])));
+          return count;
+        };
+        size_t nans = 0;
         for (RedOp op : kAllRedOps) {
           std::vector<T> want(n), out(n), into_b = b;
           for (size_t i = 0; i < n; ++i) want[i] = combine(op, a[i], b[i]);
+          for (const T& w : want) nans += std::isnan(to_float(w));
           reduce_cpu(out.data(), a.data(), b.data(), n, type, op);
-          EXPECT_EQ(std::memcmp(out.data(), want.data(), sizeof(T) * n), 0) << name_of(type) << " " << name_of(op);
+          EXPECT_EQ(differing(out, want), 0u) << name_of(type) << " " << name_of(op);
           reduce_cpu(into_b.data(), a.data(), into_b.data(), n, type, op);
-          EXPECT_EQ(std::memcmp(into_b.data(), want.data(), sizeof(T) * n), 0) << name_of(type) << " " << name_of(op) << " into b";
+          EXPECT_EQ(differing(into_b, want), 0u) << name_of(type) << " " << name_of(op) << " into b";
         }
+        EXPECT_LT(nans, n * std::size(kAllRedOps) / 10);  // NaN is the exception, not the rule
         std::vector<T> divided = a, want(n);
         for (size_t i = 0; i < n; ++i) want[i] = divide(a[i], 3);
         divide_cpu(divided.data(), n, type, 3);
-        EXPECT_EQ(std::memcmp(divided.data(), want.data(), sizeof(T) * n), 0) << name_of(type) << " divide";
+        EXPECT_EQ(differing(divided, want), 0u) << name_of(type) << " divide";
       }
     });
   }
