@@ -9,7 +9,8 @@ namespace sb {
 namespace {
 
 // inout = combine(inout, in), through the host's reduction (fp16/bf16 widened, combined and
-// rounded a block at a time): the same bits as combine() element by element, at vector speed.
+// rounded at vector speed): combine()'s bits element by element, but for which of two NaN
+// operands passes on (kernels/reduce_cpu.cpp).
 template <DataType Type, RedOp Op>
 void reduce_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
   reduce_into_cpu(inout, in, static_cast<size_t>(*len), Type, Op);

@@ -18,10 +18,11 @@ void narrow(const float* in, bfloat16* out, size_t count) { to_bfloat16_cpu(in, 
 
 // fp16 and bf16, a block at a time: both inputs widened into fp32 scratch by the array
 // conversions (F16C where the CPU has it), combined there, and rounded back. That is combine()'s
-// own arithmetic on 16-bit values (widen exactly, combine in fp32, round once), bit for bit, but
-// at vector speed: the element loop, which widens and rounds through selects, stays scalar (fp16
-// sums at 1 GB/s, 3% of memcpy in cache). `out` may be `a` or `b`: a block is read before it is
-// written.
+// own arithmetic on 16-bit values (widen exactly, combine in fp32, round once), bit for bit but
+// for which of two NaN operands passes on (IEEE leaves it open, and the compiler's operand order
+// decides it in the element function too), at vector speed: the element loop, which widens and
+// rounds through selects, stays scalar (fp16 sums at 1 GB/s, 3% of memcpy in cache). `out` may
+// be `a` or `b`: a block is read before it is written.
 template <class Half, class Combine>
 void blockwise_16bit(Half* out, const Half* a, const Half* b, size_t count, Combine combine_floats) {
   constexpr size_t kBlock = 512;  // two 2 KiB scratch blocks, in L1
@@ -37,8 +38,8 @@ void blockwise_16bit(Half* out, const Half* a, const Half* b, size_t count, Comb
 
 #if defined(__x86_64__)
 // fp16 sums, gradients' common case, in one pass where the CPU has F16C: widen 8 of each, add,
-// round, with the element functions' bits (kernels/f16c.hpp). Returns how many it did (a multiple
-// of 8); the rest goes the block way.
+// round, with the element functions' bits (kernels/f16c.hpp; NaN pairs as above). Returns how
+// many it did (a multiple of 8); the rest goes the block way.
 __attribute__((target("avx2,f16c"))) size_t sum_fp16_f16c(float16* out, const float16* a, const float16* b,
                                                            size_t count) {
   size_t i = 0;
