@@ -68,8 +68,11 @@ check "the table says where" grep -q "^# Partial results: $WORK/term.h5" "$WORK/
 check_schema "$WORK/term.h5" none
 
 # SIGKILL to rank 0 itself once the second compressor's first row is out: no handler runs; what is
-# left is the snapshot rank 0 saved after the first compressor's rows, with all of them.
-$MPIRUN -np 2 "$BIN/sb-compress" --compressor none,fp16 -b 64K -e 1M -f 2 -n 20 --out "$WORK/killed.h5" \
+# left is the snapshot rank 0 saved after the first compressor's rows, with all of them. 500
+# iterations a row keep the second compressor's other four rows (a second or more) from all
+# finishing between its first row and the kill (about 1 s here); at 20, once fp16 got faster, they
+# could all finish first, and the snapshot was the second's.
+$MPIRUN -np 2 "$BIN/sb-compress" --compressor none,fp16 -b 64K -e 1M -f 2 -n 500 --out "$WORK/killed.h5" \
   >"$WORK/killed.txt" 2>&1 &
 kill_rank0_when $! "$WORK/killed.txt" '^ +65536 +fp16 ' "sb-compress .*--out $WORK/killed.h5"
 status=$(h5_status "$WORK/killed.h5")
