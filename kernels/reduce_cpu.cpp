@@ -38,14 +38,16 @@ void blockwise_16bit(Half* out, const Half* a, const Half* b, size_t count, Comb
 
 #if defined(__x86_64__)
 // fp16 sums, gradients' common case, in one pass where the CPU has F16C: widen 8 of each, add,
-// round, with the element functions' bits (kernels/f16c.hpp; NaN pairs as above). Returns how
-// many it did (a multiple of 8); the rest goes the block way.
+// round, with the element functions' bits (NaN pairs as above). The widening is F16C's own,
+// without f16c_widen's NaN fix-up: a NaN operand makes the sum a NaN of the same sign either way,
+// and f16c_narrow turns every NaN into sign | 0x7e00. Returns how many it did (a multiple of 8);
+// the rest goes the block way.
 __attribute__((target("avx2,f16c"))) size_t sum_fp16_f16c(float16* out, const float16* a, const float16* b,
                                                            size_t count) {
   size_t i = 0;
   for (; i + 8 <= count; i += 8) {
-    const __m256 x = f16c_widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
-    const __m256 y = f16c_widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
+    const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
+    const __m256 y = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), f16c_narrow(_mm256_add_ps(x, y)));
   }
   return i;
