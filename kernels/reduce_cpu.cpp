@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "kernels/bf16_avx2.hpp"
 #include "kernels/convert.hpp"
 #include "kernels/f16c.hpp"
 #include "kernels/vector_clones.hpp"
@@ -52,6 +53,21 @@ __attribute__((target("avx2,f16c"))) size_t sum_fp16_f16c(float16* out, const fl
   }
   return i;
 }
+
+// bf16 sums the same way with AVX2 alone: widening is a shift, and bf16_narrow rounds as
+// to_bfloat16 does (a NaN sum keeps its upper half, quieted). The block way runs at a third of
+// memcpy's rate in cache. Returns how many it did (a multiple of 16).
+__attribute__((target("avx2"))) size_t sum_bf16_avx2(bfloat16* out, const bfloat16* a, const bfloat16* b,
+                                                     size_t count) {
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const Bf16Pair x = bf16_widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i)));
+    const Bf16Pair y = bf16_widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i)));
+    const Bf16Pair sum = {_mm256_add_ps(x.low, y.low), _mm256_add_ps(x.high, y.high)};
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), bf16_narrow16(sum));
+  }
+  return i;
+}
 #endif
 
 }  // namespace
@@ -71,9 +87,11 @@ SB_VECTOR_CLONES void reduce_cpu(void* out, const void* a, const void* b, size_t
       if constexpr (is_16bit_float<T>) {
         size_t done = 0;
 #if defined(__x86_64__)
-        constexpr bool fp16_sum = std::is_same_v<T, float16> && (op_tag.value == RedOp::sum || op_tag.value == RedOp::avg);
-        if constexpr (fp16_sum)
+        constexpr bool sum = op_tag.value == RedOp::sum || op_tag.value == RedOp::avg;
+        if constexpr (sum && std::is_same_v<T, float16>)
           if (has_f16c()) done = sum_fp16_f16c(result, x, y, count);
+        if constexpr (sum && std::is_same_v<T, bfloat16>)
+          if (has_avx2()) done = sum_bf16_avx2(result, x, y, count);
 #endif
         blockwise_16bit(result + done, x + done, y + done, count - done, [&](float* p, const float* q, size_t n) {
           for (size_t i = 0; i < n; ++i) p[i] = combine(op_tag.value, p[i], q[i]);

@@ -89,7 +89,7 @@ TEST(ReduceCpu, ThreeOperandFormMatchesReduceInto) {
 TEST(ReduceCpu, SixteenBitTypesMatchTheElementFunctionOnEveryKindOfValue) {
   // Random bit patterns: normals, subnormals, zeros of both signs, infinities, quiet and
   // signalling NaNs, sums that overflow or round. The host widens and rounds these a block at a
-  // time through the array conversions (fp16 sums in one F16C pass where there is one); the
+  // time through the array conversions (fp16 and bf16 sums in one AVX2 pass where there is one); the
   // results must be the element function's, bit for bit, across block boundaries and in the
   // tail, with the output in place of either input. The one exception: which NaN a NaN operand
   // pair passes on is IEEE's to leave open, and even the element function's answer moves with
