@@ -50,6 +50,9 @@ class Compressor {
   // values instead of a whole decoded copy.
   virtual void decompress_add(const unsigned char* payload, size_t count, uint64_t step, float weight,
                               float* out) const = 0;
+  // out[i] = weight x decoded value i: by default zeros, then decompress_add. The dense payloads
+  // (none, fp16, bf16) decode in one pass instead of two; the aggregates start with it.
+  virtual void decompress(const unsigned char* payload, size_t count, uint64_t step, float weight, float* out) const;
   // Compressors whose later payloads depend on the aggregate of earlier ones (PowerSGD: Q = M^T P
   // needs the summed P) run several rounds, each an allreduce: compress() makes round 0's payload,
   // next_round() round r's from round r-1's aggregate; decompress_add() decodes the last round's.

@@ -19,6 +19,14 @@ SB_VECTOR_CLONES void add_widened(const bfloat16* sent, size_t count, float weig
   for (size_t i = 0; i < count; ++i) out[i] += weight * to_float(sent[i]);
 }
 
+// out[i] = weight x sent[i] widened: the aggregate of a summed 16-bit payload, in one pass.
+SB_VECTOR_CLONES void scale_widened(const float16* sent, size_t count, float weight, float* out) {
+  for (size_t i = 0; i < count; ++i) out[i] = weight * to_float(sent[i]);
+}
+SB_VECTOR_CLONES void scale_widened(const bfloat16* sent, size_t count, float weight, float* out) {
+  for (size_t i = 0; i < count; ++i) out[i] = weight * to_float(sent[i]);
+}
+
 class NoCompression final : public Compressor {
  public:
   std::string_view name() const override { return "none"; }
@@ -31,6 +39,10 @@ class NoCompression final : public Compressor {
   void decompress_add(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
     const float* sent = reinterpret_cast<const float*>(payload);
     for (size_t i = 0; i < count; ++i) out[i] += weight * sent[i];
+  }
+  void decompress(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
+    const float* sent = reinterpret_cast<const float*>(payload);
+    for (size_t i = 0; i < count; ++i) out[i] = weight * sent[i];
   }
 };
 
@@ -48,6 +60,9 @@ class HalfPrecision final : public Compressor {
   }
   void decompress_add(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
     add_widened(reinterpret_cast<const Half*>(payload), count, weight, out);
+  }
+  void decompress(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
+    scale_widened(reinterpret_cast<const Half*>(payload), count, weight, out);
   }
 };
 

@@ -11,12 +11,17 @@ const std::vector<std::string_view>& compressor_names() {
   return names;
 }
 
+void Compressor::decompress(const unsigned char* payload, size_t count, uint64_t step, float weight, float* out) const {
+  std::fill(out, out + count, 0.0f);
+  decompress_add(payload, count, step, weight, out);
+}
+
 void Compressor::aggregate(const unsigned char* received, size_t count, uint64_t step, int nranks, float* out) {
   const float average = 1.0f / static_cast<float>(nranks);
-  std::fill(out, out + count, 0.0f);
-  if (carrier() == Carrier::allreduce) return decompress_add(received, count, step, average, out);
+  if (carrier() == Carrier::allreduce) return decompress(received, count, step, average, out);
   const size_t bytes = payload_bytes(count);
-  for (int r = 0; r < nranks; ++r) decompress_add(received + static_cast<size_t>(r) * bytes, count, step, 1.0f, out);
+  decompress(received, count, step, 1.0f, out);
+  for (int r = 1; r < nranks; ++r) decompress_add(received + static_cast<size_t>(r) * bytes, count, step, 1.0f, out);
   for (size_t i = 0; i < count; ++i) out[i] *= average;
 }
 

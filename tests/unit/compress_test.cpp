@@ -148,6 +148,23 @@ TEST(Compressors, DecodingWithAWeightAddsThatMultipleExactly) {
   }
 }
 
+TEST(Compressors, DecompressOverwritesWithWhatDecompressAddAddsToZeros) {
+  // The one-pass decoding of the dense payloads, and the default for the others: whatever was
+  // in `out` before, the weighted decoded values (equal as floats: +0 and -0 may differ).
+  const std::vector<float> g = heavy_tailed_gradient(3001, 9);
+  for (std::string_view name : compressor_names()) {
+    CompressorParams params;
+    params.ratio = 0.05;
+    auto c = make_compressor(name, params);
+    std::vector<unsigned char> payload;
+    compress_alone(*c, g.data(), g.size(), 0, payload);
+    std::vector<float> want(g.size(), 0.0f), got(g.size(), 99.0f);
+    c->decompress_add(payload.data(), g.size(), 0, 0.25f, want.data());
+    c->decompress(payload.data(), g.size(), 0, 0.25f, got.data());
+    for (size_t i = 0; i < g.size(); ++i) ASSERT_EQ(got[i], want[i]) << name << " " << i;
+  }
+}
+
 TEST(Compressors, TheAggregateOverwritesWithTheAverageOfTheDecodedPayloads) {
   const std::vector<float> a = heavy_tailed_gradient(1000, 6), b = heavy_tailed_gradient(1000, 7);
   // An allreduce carrier: the summed payload (none's is the sum itself), decoded and averaged.
