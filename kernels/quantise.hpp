@@ -2,9 +2,8 @@
 // Stochastic rounding to levels, as QSGD and TernGrad quantise: level[i] = sign(x) min(floor(
 // |x| unit_inverse + u_i), s) with unit_inverse = s / scale (0 for a zero scale) and u_i uniform
 // in [0, 1), an unbiased rounding of x / scale * s to an integer in [-s, s]. The uniforms come
-// from (key, i) alone (kernels/random.hpp), so the CPU loop (quantise_cpu.cpp, which draws a block
-// at a time so that it vectorises) and the CUDA kernel (quantise_cuda.cu, a thread per value)
-// give the same levels bit for bit.
+// from (key, i) alone, a hash, so the CPU loop (quantise_cpu.cpp, vectorised) and the CUDA kernel
+// (quantise_cuda.cu, a thread per value) give the same levels bit for bit.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -18,23 +17,23 @@ struct CUstream_st;  // cudaStream_t, without the CUDA headers
 
 namespace sb {
 
-// One 64-bit draw serves two values: those at j and j + half of a block of kQuantiseBlock values
-// (half = ceil(values in the block / 2)), taking its top and its middle 24 bits.
-inline constexpr size_t kQuantiseBlock = 512;
+// u_i: the top 24 bits of a 32-bit hash of i ^ the key's 32 bits (lowbias32, from C. Wellons'
+// hash prospector). Two 32-bit multiplies, which every vector ISA has: the 64-bit mixer of
+// kernels/random.hpp took four 64-bit ones per pair of values, which AVX2 emulates, and held the
+// CPU loop to a tenth of memcpy's rate. Another key permutes the inputs, which the hash then
+// decorrelates. The counter is i's low 32 bits: past 2^32 values (16 GiB of fp32) the uniforms
+// repeat, which leaves every rounding unbiased.
+SB_HD uint32_t quantise_key(uint64_t key) { return static_cast<uint32_t>(key ^ (key >> 32)); }
 
-SB_HD float uniform_from_bits(uint64_t bits, bool top) {
+SB_HD float stochastic_uniform(uint32_t key, uint32_t i) {
+  uint32_t x = i ^ key;
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
   // 24-bit integers: exact through int32, which converts to float in every vector ISA.
-  const uint32_t v = top ? static_cast<uint32_t>(bits >> 40) : static_cast<uint32_t>((bits >> 16) & 0xffffffu);
-  return static_cast<float>(static_cast<int32_t>(v)) * (1.0f / 16777216.0f);
-}
-
-// u_i of value i of count.
-SB_HD float stochastic_uniform(uint64_t key, size_t i, size_t count) {
-  const size_t begin = i / kQuantiseBlock * kQuantiseBlock;
-  const size_t n = count - begin < kQuantiseBlock ? count - begin : kQuantiseBlock;
-  const size_t half = (n + 1) / 2, local = i - begin;
-  const bool top = local < half;
-  return uniform_from_bits(random_bits(key, begin / 2 + (top ? local : local - half)), top);
+  return static_cast<float>(static_cast<int32_t>(x >> 8)) * (1.0f / 16777216.0f);
 }
 
 SB_HD int8_t stochastic_level(float x, float unit_inverse, float s, float u) {

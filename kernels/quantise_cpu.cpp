@@ -4,20 +4,18 @@
 
 namespace sb {
 
-// A block at a time: its uniforms first (integer mixing), then the rounding (float work), two
-// loops that each vectorise on their own.
+// The hash and the rounding vectorise together on a 32-bit counter (a 64-bit one costs lane
+// shuffles to narrow), in chunks of 2^31 so that it never overflows.
 SB_VECTOR_CLONES void stochastic_levels_cpu(const float* values, size_t count, float unit_inverse, float s, uint64_t key,
                                             int8_t* level) {
-  float uniform[kQuantiseBlock];
-  for (size_t begin = 0; begin < count; begin += kQuantiseBlock) {
-    const size_t n = count - begin < kQuantiseBlock ? count - begin : kQuantiseBlock;
-    const size_t half = (n + 1) / 2;
-    for (size_t j = 0; j < half; ++j) {
-      const uint64_t bits = random_bits(key, begin / 2 + j);
-      uniform[j] = uniform_from_bits(bits, true);
-      uniform[j + half] = uniform_from_bits(bits, false);
-    }
-    for (size_t i = 0; i < n; ++i) level[begin + i] = stochastic_level(values[begin + i], unit_inverse, s, uniform[i]);
+  constexpr size_t kChunk = size_t{1} << 31;
+  const uint32_t key32 = quantise_key(key);
+  for (size_t begin = 0; begin < count; begin += kChunk) {
+    const uint32_t n = static_cast<uint32_t>(count - begin < kChunk ? count - begin : kChunk);
+    const uint32_t first = static_cast<uint32_t>(begin);  // i's low 32 bits
+    const float* x = values + begin;
+    int8_t* out = level + begin;
+    for (uint32_t j = 0; j < n; ++j) out[j] = stochastic_level(x[j], unit_inverse, s, stochastic_uniform(key32, first + j));
   }
 }
 

@@ -9,8 +9,9 @@ namespace {
 
 __global__ void stochastic_levels_kernel(const float* values, size_t count, float unit_inverse, float s, uint64_t key,
                                          int8_t* level) {
+  const uint32_t key32 = quantise_key(key);
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count; i += size_t{gridDim.x} * blockDim.x)
-    level[i] = stochastic_level(values[i], unit_inverse, s, stochastic_uniform(key, i, count));
+    level[i] = stochastic_level(values[i], unit_inverse, s, stochastic_uniform(key32, static_cast<uint32_t>(i)));
 }
 
 }  // namespace

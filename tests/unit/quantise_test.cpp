@@ -1,5 +1,5 @@
 // Stochastic rounding (kernels/quantise.hpp): the vectorised CPU loop draws exactly the uniforms
-// the element function names for each position (ragged blocks included), the levels are the
+// the element function names for each position, the uniforms are even and unrelated, the levels are the
 // rounding's definition, and the CUDA kernel gives the same levels bit for bit (CUDA builds with a
 // GPU; skipped otherwise).
 #include <gtest/gtest.h>
@@ -27,7 +27,7 @@ TEST(Quantise, CpuLoopMatchesTheElementFunctionAtEveryPosition) {
     const float s = 16, unit_inverse = s / 5.0f;
     stochastic_levels_cpu(v.data(), count, unit_inverse, s, key, level.data());
     for (size_t i = 0; i < count; ++i) {
-      const float u = stochastic_uniform(key, i, count);
+      const float u = stochastic_uniform(quantise_key(key), static_cast<uint32_t>(i));
       ASSERT_EQ(level[i], stochastic_level(v[i], unit_inverse, s, u)) << count << " " << i;
       // The definition: floor(|x| s / scale + u), clamped to s, with x's sign.
       const float want = std::min(std::floor(std::fabs(v[i]) * unit_inverse + u), s);
@@ -36,24 +36,45 @@ TEST(Quantise, CpuLoopMatchesTheElementFunctionAtEveryPosition) {
   }
 }
 
-TEST(Quantise, EachDrawServesTwoPositionsAndNoDrawIsReused) {
-  // Within a block of 512, positions j and j + 256 share a draw (top and middle bits); blocks
-  // use disjoint counters, so no two positions get the same (draw, half).
-  const uint64_t key = 99;
-  const size_t count = 1024 + 9;
-  std::vector<float> u(count);
-  for (size_t i = 0; i < count; ++i) u[i] = stochastic_uniform(key, i, count);
-  for (size_t i = 0; i < count; ++i) {
-    ASSERT_GE(u[i], 0.0f);
-    ASSERT_LT(u[i], 1.0f);
+TEST(Quantise, UniformsAreEvenAndUnrelatedAcrossPositionsAndKeys) {
+  // 2^18 draws under one key: in [0, 1), spread evenly over 64 bins (chi-square with 63 degrees
+  // of freedom: mean 63, sd 11.2; the bound is 5 sd above), and uncorrelated with the next
+  // position's draw and with the same position's under other keys: the next step's key, and the
+  // key one bit away, whose draws are this key's at i ^ 1, the hash's closest inputs. Each
+  // correlation's sd is 1 / sqrt(n) = 0.002; the bound is 5 sd.
+  const size_t n = size_t{1} << 18;
+  const uint32_t key = quantise_key(random_key(3, 16, 7)), next_step = quantise_key(random_key(3, 16, 8));
+  std::vector<double> u(n), v(n), w(n);
+  std::vector<size_t> bins(64, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const float x = stochastic_uniform(key, static_cast<uint32_t>(i));
+    ASSERT_GE(x, 0.0f);
+    ASSERT_LT(x, 1.0f);
+    u[i] = x;
+    v[i] = stochastic_uniform(next_step, static_cast<uint32_t>(i));
+    w[i] = stochastic_uniform(key ^ 1u, static_cast<uint32_t>(i));
+    ++bins[static_cast<size_t>(x * 64)];
   }
-  EXPECT_EQ(u[0], uniform_from_bits(random_bits(key, 0), true));
-  EXPECT_EQ(u[256], uniform_from_bits(random_bits(key, 0), false));
-  EXPECT_EQ(u[512], uniform_from_bits(random_bits(key, 256), true));
-  EXPECT_EQ(u[1024 + 5], uniform_from_bits(random_bits(key, 512), false));  // last block: half = 5
-  double mean = 0;
-  for (float x : u) mean += x / count;
-  EXPECT_NEAR(mean, 0.5, 0.05);
+  double chi2 = 0;
+  const double expected = static_cast<double>(n) / 64;
+  for (size_t b : bins) chi2 += (b - expected) * (b - expected) / expected;
+  EXPECT_LT(chi2, 63 + 5 * 11.2);
+  auto correlation = [](const std::vector<double>& a, const std::vector<double>& b, size_t lag) {
+    const size_t m = a.size() - lag;
+    double sa = 0, sb = 0, sab = 0, saa = 0, sbb = 0;
+    for (size_t i = 0; i < m; ++i) {
+      sa += a[i], sb += b[i + lag], sab += a[i] * b[i + lag], saa += a[i] * a[i], sbb += b[i + lag] * b[i + lag];
+    }
+    const double cov = sab / m - sa / m * sb / m;
+    return cov / std::sqrt((saa / m - sa / m * sa / m) * (sbb / m - sb / m * sb / m));
+  };
+  const double bound = 5 / std::sqrt(static_cast<double>(n));
+  EXPECT_LT(std::fabs(correlation(u, u, 1)), bound);
+  EXPECT_LT(std::fabs(correlation(u, v, 0)), bound);
+  EXPECT_LT(std::fabs(correlation(u, w, 0)), bound);
+  double same = 0;  // and the keys' draws differ, not just their correlations
+  for (size_t i = 0; i < n; ++i) same += u[i] == v[i];
+  EXPECT_LT(same, n / 1000.0);
 }
 
 TEST(QuantiseCuda, MatchesTheCpuBitForBit) {
