@@ -21,7 +21,12 @@ double sum_of_squares_cuda(const float* x, size_t count, CUstream_st* stream);
 float max_magnitude_cuda(const float* x, size_t count, CUstream_st* stream);
 // out[i] += payload[i] widened to fp32; payload of float32, float16 or bfloat16.
 void add_widened_cuda(const void* payload, DataType type, size_t count, float* out, CUstream_st* stream);
-// One [fp32 scale][count int8 levels] payload (at any byte): out[i] += (scale / levels) level[i].
-void add_levels_cuda(const unsigned char* payload, size_t count, float levels, float* out, CUstream_st* stream);
+// norms[b] = ||x[b span, (b + 1) span)||_2 as fp32, for every bucket of `span` values (the last
+// one may be short): QSGD's scales, written on the device (norms 4-byte aligned).
+void bucket_norms_cuda(const float* x, size_t count, size_t span, float* norms, CUstream_st* stream);
+// One [fp32 scale per bucket][count int8 levels] payload (at any byte; `bucket` as QSGD's,
+// kernels/quantise.hpp): out[i] += (its bucket's scale / levels) level[i].
+void add_levels_cuda(const unsigned char* payload, size_t count, size_t bucket, float levels, float* out,
+                     CUstream_st* stream);
 
 }  // namespace sb

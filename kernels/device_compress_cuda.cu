@@ -9,6 +9,7 @@
 #include "kernels/device_compress.hpp"
 #include "kernels/device_sum.cuh"
 #include "kernels/float16.hpp"
+#include "kernels/quantise.hpp"
 
 namespace sb {
 namespace {
@@ -43,6 +44,24 @@ __global__ void max_magnitude_kernel(const float* x, size_t count, unsigned* lar
   if (threadIdx.x == 0) atomicMax(largest_bits, __float_as_uint(partial[0]));
 }
 
+// QSGD's bucket norms, one block per bucket: each thread sums its strided squares in double, the
+// block adds the partial sums, and thread 0 rounds the root to fp32 as the host does (the host
+// adds in another order, which can move the double sum's last bit, and rarely the float's).
+__global__ void bucket_norms_kernel(const float* x, size_t count, size_t span, float* norms) {
+  __shared__ double partial[kCudaThreads];
+  const size_t begin = blockIdx.x * span;
+  const size_t end = begin + span < count ? begin + span : count;
+  double sum = 0;
+  for (size_t i = begin + threadIdx.x; i < end; i += blockDim.x) sum += static_cast<double>(x[i]) * x[i];
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) norms[blockIdx.x] = static_cast<float>(sqrt(partial[0]));
+}
+
 template <class Narrow>
 __global__ void add_widened_kernel(const Narrow* payload, size_t count, float* out) {
   for (size_t i = grid_first(); i < count; i += grid_stride()) out[i] += to_float(payload[i]);
@@ -51,12 +70,14 @@ __global__ void add_float_kernel(const float* payload, size_t count, float* out)
   for (size_t i = grid_first(); i < count; i += grid_stride()) out[i] += payload[i];
 }
 
-__global__ void add_levels_kernel(const unsigned char* payload, size_t count, float levels, float* out) {
-  float scale;  // payloads of 4 + count bytes: another rank's scale need not be aligned
-  memcpy(&scale, payload, sizeof scale);
-  const float unit = scale / levels;
-  const int8_t* level = reinterpret_cast<const int8_t*>(payload + sizeof(float));
-  for (size_t i = grid_first(); i < count; i += grid_stride()) out[i] += unit * static_cast<float>(level[i]);
+__global__ void add_levels_kernel(const unsigned char* payload, size_t count, size_t span, size_t scales, float levels,
+                                  float* out) {
+  const int8_t* level = reinterpret_cast<const int8_t*>(payload + scales * sizeof(float));
+  for (size_t i = grid_first(); i < count; i += grid_stride()) {
+    float scale;  // payloads of 4 B + count bytes: another rank's scales need not be aligned
+    memcpy(&scale, payload + i / span * sizeof(float), sizeof scale);
+    out[i] += scale / levels * static_cast<float>(level[i]);
+  }
 }
 
 int blocks(size_t count) { return cuda_blocks_for(count); }
@@ -118,9 +139,19 @@ void add_widened_cuda(const void* payload, DataType type, size_t count, float* o
   SB_CUDA_CHECK(cudaGetLastError());
 }
 
-void add_levels_cuda(const unsigned char* payload, size_t count, float levels, float* out, cudaStream_t stream) {
+void bucket_norms_cuda(const float* x, size_t count, size_t span, float* norms, cudaStream_t stream) {
+  const size_t buckets = (count + span - 1) / span;
+  if (buckets == 0) return;
+  SB_CHECK(buckets <= 0x7fffffff, "QSGD: more than 2^31 buckets in one tensor");
+  bucket_norms_kernel<<<static_cast<unsigned>(buckets), kCudaThreads, 0, stream>>>(x, count, span, norms);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+void add_levels_cuda(const unsigned char* payload, size_t count, size_t bucket, float levels, float* out,
+                     cudaStream_t stream) {
   if (count == 0) return;
-  add_levels_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(payload, count, levels, out);
+  add_levels_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(payload, count, scale_span(bucket, count),
+                                                                scale_count(bucket, count), levels, out);
   SB_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // Stochastic rounding to levels, as QSGD and TernGrad quantise: level[i] = sign(x) min(floor(
 // |x| unit_inverse + u_i), s) with unit_inverse = s / scale (0 for a zero scale) and u_i uniform
-// in [0, 1), an unbiased rounding of x / scale * s to an integer in [-s, s]. The uniforms come
+// in [0, 1), an unbiased rounding of x / scale * s to an integer in [-s, s]. Each bucket of
+// `bucket` consecutive values has its own scale (QSGD's buckets; one bucket of all the values for
+// a scale per tensor). The uniforms come
 // from (key, i) alone, a hash, so the CPU loop (quantise_cpu.cpp, vectorised) and the CUDA kernel
 // (quantise_cuda.cu, a thread per value) give the same levels bit for bit.
 #include <cmath>
@@ -43,10 +45,22 @@ SB_HD int8_t stochastic_level(float x, float unit_inverse, float s, float u) {
   return static_cast<int8_t>(x < 0 ? -clamped : clamped);
 }
 
-void stochastic_levels_cpu(const float* values, size_t count, float unit_inverse, float s, uint64_t key, int8_t* level);
+// QSGD's buckets: `bucket` consecutive values share a scale, 0 meaning one scale for the whole
+// tensor. The span of a bucket, and how many scales a payload of count values carries, for the
+// host quantisers and their device twins alike.
+SB_HD size_t scale_span(size_t bucket, size_t count) { return bucket ? bucket : count ? count : 1; }
+SB_HD size_t scale_count(size_t bucket, size_t count) { return bucket ? (count + bucket - 1) / bucket : 1; }
+
+// The rounding's unit for a scale: s / scale, 0 for a zero scale (every level 0 then).
+SB_HD float unit_inverse_of(float scale, float s) { return scale > 0 ? s / scale : 0.0f; }
+
+// level[i] for value i of count, with the scale of its bucket, scales[i / bucket] (bucket >= 1).
+// The CUDA version takes device pointers.
+void stochastic_levels_cpu(const float* values, size_t count, size_t bucket, const float* scales, float s, uint64_t key,
+                           int8_t* level);
 #if SB_HAVE_CUDA
-void stochastic_levels_cuda(const float* values, size_t count, float unit_inverse, float s, uint64_t key, int8_t* level,
-                            CUstream_st* stream);
+void stochastic_levels_cuda(const float* values, size_t count, size_t bucket, const float* scales, float s, uint64_t key,
+                            int8_t* level, CUstream_st* stream);
 #endif
 
 }  // namespace sb

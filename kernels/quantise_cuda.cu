@@ -7,19 +7,21 @@
 namespace sb {
 namespace {
 
-__global__ void stochastic_levels_kernel(const float* values, size_t count, float unit_inverse, float s, uint64_t key,
-                                         int8_t* level) {
+__global__ void stochastic_levels_kernel(const float* values, size_t count, size_t bucket, const float* scales, float s,
+                                         uint64_t key, int8_t* level) {
   const uint32_t key32 = quantise_key(key);
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count; i += size_t{gridDim.x} * blockDim.x)
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count; i += size_t{gridDim.x} * blockDim.x) {
+    const float unit_inverse = unit_inverse_of(scales[i / bucket], s);  // the host's division, IEEE-rounded
     level[i] = stochastic_level(values[i], unit_inverse, s, stochastic_uniform(key32, static_cast<uint32_t>(i)));
+  }
 }
 
 }  // namespace
 
-void stochastic_levels_cuda(const float* values, size_t count, float unit_inverse, float s, uint64_t key, int8_t* level,
-                            cudaStream_t stream) {
+void stochastic_levels_cuda(const float* values, size_t count, size_t bucket, const float* scales, float s, uint64_t key,
+                            int8_t* level, cudaStream_t stream) {
   if (count == 0) return;
-  stochastic_levels_kernel<<<cuda_blocks_for(count), kCudaThreads, 0, stream>>>(values, count, unit_inverse, s, key,
+  stochastic_levels_kernel<<<cuda_blocks_for(count), kCudaThreads, 0, stream>>>(values, count, bucket, scales, s, key,
                                                                                 level);
   SB_CUDA_CHECK(cudaGetLastError());
 }

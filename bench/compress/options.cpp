@@ -38,6 +38,7 @@ std::optional<CompressOptions> parse_compress_options(int argc, char** argv, boo
   app.add_option("--batch", o.batch, "--model: batch of the backward pass [8]");
   app.add_option("--ratio", o.params.ratio, "top-k, threshold and random-k: fraction of values sent, in (0, 1] [0.01]");
   app.add_option("--levels", o.params.levels, "QSGD's quantisation levels, 1..127 [16]");
+  app.add_option("--qsgd-bucket", o.params.bucket, "QSGD: values that share a norm (0: one per tensor) [512]");
   app.add_option("--rank", o.params.rank, "PowerSGD's rank, at least 1 [4]");
   app.add_option("--seed", o.params.seed, "shared seed of random-k's indices [42]");
   app.add_option("--error-feedback", error_feedback, "1: carry what compression drops into the next step [1]");

@@ -15,6 +15,7 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const Compres
   const h5::Node compress = root.create_group("compress");
   compress.set_attr("ratio", o.params.ratio);
   compress.set_attr("levels", static_cast<int64_t>(o.params.levels));
+  compress.set_attr("qsgd_bucket", static_cast<int64_t>(o.params.bucket));
   compress.set_attr("rank", static_cast<int64_t>(o.params.rank));
   compress.set_attr("seed", static_cast<int64_t>(o.params.seed));
   compress.set_attr("error_feedback", static_cast<int64_t>(o.error_feedback));

@@ -81,6 +81,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
                  "compress each gradient bucket: none, fp16, bf16, topk, threshold, randomk, sign, efsign, onebit, qsgd, terngrad, powersgd [none]");
   app.add_option("--ratio", c.exchange.compressor_params.ratio, "top-k, threshold and random-k: fraction of values sent [0.01]");
   app.add_option("--levels", c.exchange.compressor_params.levels, "QSGD's quantisation levels [16]");
+  app.add_option("--qsgd-bucket", c.exchange.compressor_params.bucket, "QSGD: values that share a norm (0: one per bucket of gradients) [512]");
   app.add_option("--rank", c.exchange.compressor_params.rank, "PowerSGD's rank [4]");
   app.add_option("--error-feedback", error_feedback, "1: carry what compression drops into the next step [1]");
   app.add_option("--accumulate", c.accumulate, "micro-batches per step on each rank (gradient accumulation) [1]");

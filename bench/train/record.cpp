@@ -51,6 +51,7 @@ void write_config(const h5::Node& group, const models::TrainConfig& c) {
   group.set_attr("compressor", c.exchange.compressor);
   group.set_attr("compressor_ratio", c.exchange.compressor_params.ratio);
   group.set_attr("compressor_levels", static_cast<int64_t>(c.exchange.compressor_params.levels));
+  group.set_attr("compressor_qsgd_bucket", static_cast<int64_t>(c.exchange.compressor_params.bucket));
   group.set_attr("error_feedback", static_cast<int64_t>(c.exchange.error_feedback));
   group.set_attr("straggler_rank", static_cast<int64_t>(c.straggler_rank));
   group.set_attr("straggler_factor", c.straggler_factor);

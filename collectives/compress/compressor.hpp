@@ -25,6 +25,7 @@ enum class Carrier { allreduce, allgather };
 struct CompressorParams {
   double ratio = 0.01;  // top-k, threshold, random-k: fraction of the values sent, in (0, 1]
   int levels = 16;      // QSGD: quantisation levels s, 1..127
+  size_t bucket = 512;  // QSGD: values that share a norm (0: one norm for the whole tensor)
   int rank = 4;         // PowerSGD: rank of the approximation, >= 1
   uint64_t seed = 42;   // shared by all ranks: random-k's choice of indices
   uint64_t stream = 0;  // this rank's own random stream (stochastic rounding): set to the rank

@@ -1,10 +1,12 @@
-// The quantisers: every value is sent, in a few bits, with one fp32 scale per tensor.
+// The quantisers: every value is sent, in a few bits, with fp32 scales (one per tensor, or per
+// bucket of values for QSGD).
 //   efsign   sign bits and the mean magnitude (the scaled sign of EF-signSGD; run it with error
 //            feedback, which is what makes it converge);
 //   sign     the same payload aggregated by majority vote (signSGD, Bernstein et al. 2018): each
 //            value becomes the sign most ranks sent (0 on a tie) times the ranks' mean magnitude;
 //   qsgd     s levels of |x| / ||x||_2, stochastically rounded so that the decoding is unbiased,
-//            one signed byte per value (s <= 127);
+//            one signed byte per value (s <= 127), the norm taken per bucket of values (Alistarh
+//            et al. 2017 quantise buckets of d values, e.g. 512, each with its own norm);
 //   terngrad -1, 0 or +1 times max |x|, +-1 with probability |x| / max |x| (unbiased);
 //   onebit   1-bit SGD (Seide et al. 2014): one bit per value, decoded per chunk of 512 values to
 //            the mean of the chunk's non-negative values or to the mean of its negative ones
@@ -223,56 +225,70 @@ class OneBit final : public Compressor {
   }
 };
 
-// One signed byte per value and a scale: the layout QSGD and TernGrad share.
+// A signed byte per value after one fp32 scale per bucket of values (kernels/quantise.hpp): the
+// layout QSGD and TernGrad share, [scale 0 .. scale B-1][level 0 .. level count-1].
 class ByteQuantiser : public Compressor {
  public:
-  explicit ByteQuantiser(uint64_t stream) : stream_(stream) {}
+  ByteQuantiser(size_t bucket, uint64_t stream) : bucket_(bucket), stream_(stream) {}
   Carrier carrier() const override { return Carrier::allgather; }
-  size_t payload_bytes(size_t count) const override { return sizeof(float) + count; }
+  size_t payload_bytes(size_t count) const override { return sizeof(float) * scale_count(bucket_, count) + count; }
+  void compress(const float* values, size_t count, uint64_t step, unsigned char* payload) override {
+    const size_t span = scale_span(bucket_, count);
+    scales_.resize(scale_count(bucket_, count));
+    for (size_t b = 0; b < scales_.size(); ++b) {
+      const size_t begin = b * span;
+      scales_[b] = scale_of(values + begin, std::min(span, count - begin));
+      write_scale(payload + b * sizeof(float), scales_[b]);
+    }
+    stochastic_levels_cpu(values, count, span, scales_.data(), static_cast<float>(levels()),
+                          random_key(stream_, static_cast<uint64_t>(levels()), step),
+                          reinterpret_cast<int8_t*>(payload + scales_.size() * sizeof(float)));
+  }
   void decompress_add(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
-    const float unit = weight * (read_scale(payload) / static_cast<float>(levels()));
-    const int8_t* level = reinterpret_cast<const int8_t*>(payload + sizeof(float));
-    for (size_t i = 0; i < count; ++i) out[i] += unit * static_cast<float>(level[i]);
+    const size_t span = scale_span(bucket_, count), scales = scale_count(bucket_, count);
+    const int8_t* level = reinterpret_cast<const int8_t*>(payload + scales * sizeof(float));
+    for (size_t b = 0, begin = 0; b < scales; ++b, begin += span) {
+      const float unit = weight * (read_scale(payload + b * sizeof(float)) / static_cast<float>(levels()));
+      const size_t end = std::min(begin + span, count);
+      for (size_t i = begin; i < end; ++i) out[i] += unit * static_cast<float>(level[i]);
+    }
   }
 
  protected:
   virtual int levels() const = 0;
-  // Writes scale and levels: |level| = floor(|x| s / scale + u), u uniform in [0, 1).
-  void quantise(const float* values, size_t count, uint64_t step, float scale, unsigned char* payload) const {
-    write_scale(payload, scale);
-    const float s = static_cast<float>(levels());
-    stochastic_levels_cpu(values, count, scale > 0 ? s / scale : 0.0f, s,
-                          random_key(stream_, static_cast<uint64_t>(levels()), step),
-                          reinterpret_cast<int8_t*>(payload + sizeof(float)));
-  }
+  // A bucket's scale: |level| = floor(|x| s / scale + u), u uniform in [0, 1).
+  virtual float scale_of(const float* values, size_t count) const = 0;
 
  private:
+  size_t bucket_;
   uint64_t stream_;
+  std::vector<float> scales_;  // compress's, aligned for the rounding loop
 };
 
+// QSGD with the paper's buckets: each bucket of values is scaled by its own norm, which bounds
+// the variance by the bucket's size instead of the tensor's.
 class Qsgd final : public ByteQuantiser {
  public:
-  Qsgd(int levels, uint64_t stream) : ByteQuantiser(stream), levels_(levels) {}
+  Qsgd(int levels, size_t bucket, uint64_t stream) : ByteQuantiser(bucket, stream), levels_(levels) {}
   std::string_view name() const override { return "qsgd"; }
-  void compress(const float* values, size_t count, uint64_t step, unsigned char* payload) override {
-    quantise(values, count, step, static_cast<float>(std::sqrt(sum_of_squares(values, count))), payload);
-  }
 
  private:
   int levels() const override { return levels_; }
+  float scale_of(const float* values, size_t count) const override {
+    return static_cast<float>(std::sqrt(sum_of_squares(values, count)));
+  }
   int levels_;
 };
 
+// TernGrad, scaled per tensor (layer) as its paper does.
 class TernGrad final : public ByteQuantiser {
  public:
-  explicit TernGrad(uint64_t stream) : ByteQuantiser(stream) {}
+  explicit TernGrad(uint64_t stream) : ByteQuantiser(0, stream) {}
   std::string_view name() const override { return "terngrad"; }
-  void compress(const float* values, size_t count, uint64_t step, unsigned char* payload) override {
-    quantise(values, count, step, max_magnitude(values, count), payload);
-  }
 
  private:
   int levels() const override { return 1; }
+  float scale_of(const float* values, size_t count) const override { return max_magnitude(values, count); }
 };
 
 }  // namespace
@@ -282,7 +298,7 @@ std::unique_ptr<Compressor> make_sign_compressor() { return std::make_unique<Sca
 std::unique_ptr<Compressor> make_efsign_compressor() { return std::make_unique<ScaledSign>(false); }
 std::unique_ptr<Compressor> make_onebit_compressor() { return std::make_unique<OneBit>(); }
 std::unique_ptr<Compressor> make_qsgd_compressor(const CompressorParams& params) {
-  return std::make_unique<Qsgd>(params.levels, params.stream);
+  return std::make_unique<Qsgd>(params.levels, params.bucket, params.stream);
 }
 std::unique_ptr<Compressor> make_terngrad_compressor(const CompressorParams& params) {
   return std::make_unique<TernGrad>(params.stream);

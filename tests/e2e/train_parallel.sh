@@ -46,6 +46,15 @@ topk_loss=$(grep -E 'step 100/468 loss' "$WORK/topk.txt" | sed 's/.* loss \([0-9
 check "top-k training brings the loss from ln 10 = 2.30 below 1.2 in 100 steps ($topk_loss)" \
   awk -v l="$topk_loss" 'BEGIN { exit !(l > 0 && l < 1.2) }'
 
+# --- QSGD with its norm per bucket of 512 values trains; one norm per gradient bucket diverged --
+$TRAIN 2 $SB --epochs 1 --steps 100 --print-every 50 --seed 4 --compressor qsgd \
+  --out "$WORK/qsgd.h5" >"$WORK/qsgd.txt" 2>&1
+check "2 ranks with QSGD buckets exit 0" test $? -eq 0
+qsgd_loss=$(grep -E 'step 100/468 loss' "$WORK/qsgd.txt" | sed 's/.* loss \([0-9.]*\) .*/\1/')
+check "QSGD training brings the loss from ln 10 = 2.30 below 1.2 in 100 steps ($qsgd_loss)" \
+  awk -v l="$qsgd_loss" 'BEGIN { exit !(l > 0 && l < 1.2) }'
+check "the run records its QSGD bucket" test "$(h5dump -a /train/config/compressor_qsgd_bucket "$WORK/qsgd.h5" | grep -o '(0): [0-9]*')" = "(0): 512"
+
 # --- polled progress: MPI_Iallreduce tested between layers instead of a communication thread --
 # At 2 ranks every sum is a + b, whichever algorithm MPI picks, so both runs train identically.
 $TRAIN 2 $SB --epochs 1 --steps 20 --print-every 20 --seed 5 --out "$WORK/thread.h5" >"$WORK/thread.txt" 2>&1 &&

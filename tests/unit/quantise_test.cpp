@@ -1,6 +1,6 @@
 // Stochastic rounding (kernels/quantise.hpp): the vectorised CPU loop draws exactly the uniforms
-// the element function names for each position, the uniforms are even and unrelated, the levels are the
-// rounding's definition, and the CUDA kernel gives the same levels bit for bit (CUDA builds with a
+// the element function names for each position, each bucket under its own scale, the uniforms are
+// even and unrelated, the levels are the rounding's definition, and the CUDA kernel gives the same levels bit for bit (CUDA builds with a
 // GPU; skipped otherwise).
 #include <gtest/gtest.h>
 
@@ -19,21 +19,32 @@ std::vector<float> values_for(size_t count) {
   return v;
 }
 
+// A scale per bucket, with a zero scale among them (all its levels 0).
+std::vector<float> scales_for(size_t count, size_t bucket) {
+  std::vector<float> scales(scale_count(bucket, count));
+  for (size_t b = 0; b < scales.size(); ++b) scales[b] = b % 4 == 3 ? 0.0f : 2.0f + static_cast<float>(b % 5);
+  return scales;
+}
+
 TEST(Quantise, CpuLoopMatchesTheElementFunctionAtEveryPosition) {
   const uint64_t key = random_key(7, 16, 3);
-  for (size_t count : {1u, 2u, 7u, 511u, 512u, 513u, 1500u}) {
-    const std::vector<float> v = values_for(count);
-    std::vector<int8_t> level(count);
-    const float s = 16, unit_inverse = s / 5.0f;
-    stochastic_levels_cpu(v.data(), count, unit_inverse, s, key, level.data());
-    for (size_t i = 0; i < count; ++i) {
-      const float u = stochastic_uniform(quantise_key(key), static_cast<uint32_t>(i));
-      ASSERT_EQ(level[i], stochastic_level(v[i], unit_inverse, s, u)) << count << " " << i;
-      // The definition: floor(|x| s / scale + u), clamped to s, with x's sign.
-      const float want = std::min(std::floor(std::fabs(v[i]) * unit_inverse + u), s);
-      ASSERT_EQ(level[i], static_cast<int8_t>(v[i] < 0 ? -want : want)) << count << " " << i;
+  const float s = 16;
+  for (size_t bucket : {size_t{0}, size_t{1}, size_t{100}, size_t{512}})
+    for (size_t count : {0u, 1u, 2u, 7u, 511u, 512u, 513u, 1500u}) {
+      const std::vector<float> v = values_for(count), scales = scales_for(count, bucket);
+      const size_t span = scale_span(bucket, count);
+      std::vector<int8_t> level(count, 99);
+      stochastic_levels_cpu(v.data(), count, span, scales.data(), s, key, level.data());
+      for (size_t i = 0; i < count; ++i) {
+        const float u = stochastic_uniform(quantise_key(key), static_cast<uint32_t>(i));
+        const float scale = scales[i / span];
+        const float unit_inverse = scale > 0 ? s / scale : 0.0f;
+        ASSERT_EQ(level[i], stochastic_level(v[i], unit_inverse, s, u)) << bucket << " " << count << " " << i;
+        // The definition: floor(|x| s / scale + u), clamped to s, with x's sign.
+        const float want = std::min(std::floor(std::fabs(v[i]) * unit_inverse + u), s);
+        ASSERT_EQ(level[i], static_cast<int8_t>(v[i] < 0 ? -want : want)) << bucket << " " << count << " " << i;
+      }
     }
-  }
 }
 
 TEST(Quantise, UniformsAreEvenAndUnrelatedAcrossPositionsAndKeys) {
@@ -82,19 +93,26 @@ TEST(QuantiseCuda, MatchesTheCpuBitForBit) {
 #if SB_HAVE_CUDA
   const size_t count = 100003;
   const std::vector<float> v = values_for(count);
-  std::vector<int8_t> want(count), got(count);
   const uint64_t key = random_key(1, 2, 3);
-  stochastic_levels_cpu(v.data(), count, 3.0f, 16.0f, key, want.data());
-  float* dv = nullptr;
-  int8_t* dl = nullptr;
-  ASSERT_EQ(cudaMalloc(&dv, count * sizeof(float)), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dl, count), cudaSuccess);
-  cudaMemcpy(dv, v.data(), count * sizeof(float), cudaMemcpyHostToDevice);
-  stochastic_levels_cuda(dv, count, 3.0f, 16.0f, key, dl, nullptr);
-  cudaMemcpy(got.data(), dl, count, cudaMemcpyDeviceToHost);
-  cudaFree(dv);
-  cudaFree(dl);
-  EXPECT_EQ(got, want);
+  for (size_t bucket : {size_t{0}, size_t{512}}) {
+    const std::vector<float> scales = scales_for(count, bucket);
+    const size_t span = scale_span(bucket, count);
+    std::vector<int8_t> want(count), got(count);
+    stochastic_levels_cpu(v.data(), count, span, scales.data(), 16.0f, key, want.data());
+    float *dv = nullptr, *dscales = nullptr;
+    int8_t* dl = nullptr;
+    ASSERT_EQ(cudaMalloc(&dv, count * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dscales, scales.size() * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dl, count), cudaSuccess);
+    cudaMemcpy(dv, v.data(), count * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemcpy(dscales, scales.data(), scales.size() * sizeof(float), cudaMemcpyHostToDevice);
+    stochastic_levels_cuda(dv, count, span, dscales, 16.0f, key, dl, nullptr);
+    cudaMemcpy(got.data(), dl, count, cudaMemcpyDeviceToHost);
+    cudaFree(dv);
+    cudaFree(dscales);
+    cudaFree(dl);
+    EXPECT_EQ(got, want) << "bucket " << bucket;
+  }
 #endif
 }
 
