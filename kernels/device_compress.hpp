@@ -16,7 +16,9 @@ namespace sb {
 void add_cuda(const float* a, const float* b, float* out, size_t count, CUstream_st* stream);
 void subtract_cuda(const float* a, const float* b, float* out, size_t count, CUstream_st* stream);
 void scale_cuda(float* x, size_t count, float factor, CUstream_st* stream);
-// sum x^2 (in double, deterministic) and max |x|, returned to the host: these wait for the stream.
+// sum x, sum x^2 (in double, deterministic) and max |x|, returned to the host: these wait for the
+// stream.
+double sum_cuda(const float* x, size_t count, CUstream_st* stream);
 double sum_of_squares_cuda(const float* x, size_t count, CUstream_st* stream);
 float max_magnitude_cuda(const float* x, size_t count, CUstream_st* stream);
 // out[i] += payload[i] widened to fp32; payload of float32, float16 or bfloat16.

@@ -24,6 +24,11 @@ __global__ void scale_kernel(float* x, size_t count, float factor) {
   for (size_t i = grid_first(); i < count; i += grid_stride()) x[i] *= factor;
 }
 
+struct Value {
+  const float* x;
+  __device__ double operator()(size_t i) const { return x[i]; }
+};
+
 struct Square {
   const float* x;
   __device__ double operator()(size_t i) const { return static_cast<double>(x[i]) * x[i]; }
@@ -101,6 +106,8 @@ void scale_cuda(float* x, size_t count, float factor, cudaStream_t stream) {
   scale_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(x, count, factor);
   SB_CUDA_CHECK(cudaGetLastError());
 }
+
+double sum_cuda(const float* x, size_t count, cudaStream_t stream) { return device_sum_to_host(count, Value{x}, stream); }
 
 double sum_of_squares_cuda(const float* x, size_t count, cudaStream_t stream) {
   return device_sum_to_host(count, Square{x}, stream);

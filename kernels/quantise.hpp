@@ -51,6 +51,17 @@ SB_HD int8_t stochastic_level(float x, float unit_inverse, float s, float u) {
 SB_HD size_t scale_span(size_t bucket, size_t count) { return bucket ? bucket : count ? count : 1; }
 SB_HD size_t scale_count(size_t bucket, size_t count) { return bucket ? (count + bucket - 1) / bucket : 1; }
 
+// TernGrad's scale from a tensor's sum, sum of squares and max |x|: the max clipped at 2.5
+// standard deviations, as its paper clips gradients. Values beyond it round to +-1 with
+// certainty, which is the clipping. For the host quantiser and its device twin alike.
+inline float terngrad_scale(double sum, double sum_of_squares, float largest, size_t count) {
+  if (count == 0) return 0.0f;
+  const double n = static_cast<double>(count), mean = sum / n;
+  const double variance = sum_of_squares / n - mean * mean;
+  const float clip = static_cast<float>(2.5 * std::sqrt(variance > 0 ? variance : 0.0));
+  return largest < clip ? largest : clip;
+}
+
 // The rounding's unit for a scale: s / scale, 0 for a zero scale (every level 0 then).
 SB_HD float unit_inverse_of(float scale, float s) { return scale > 0 ? s / scale : 0.0f; }
 

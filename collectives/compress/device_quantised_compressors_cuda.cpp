@@ -45,7 +45,7 @@ class DeviceOneBit final : public DeviceCompressor {
 };
 
 // QSGD (levels s, scaled by ||x||_2 per bucket of values) and TernGrad (one level, scaled by max
-// |x| per tensor). The scales go into the payload's head, where the rounding reads them. A single
+// |x| clipped at 2.5 standard deviations, per tensor). The scales go into the payload's head, where the rounding reads them. A single
 // scale is reduced to the host (and copied back), so that tensor-wide compress waits for the
 // stream once; bucket norms stay on the device.
 class DeviceByteQuantiser final : public DeviceCompressor {
@@ -57,8 +57,10 @@ class DeviceByteQuantiser final : public DeviceCompressor {
     float* scales = reinterpret_cast<float*>(payload);
     const size_t span = scale_span(bucket_, count), scale_total = scale_count(bucket_, count);
     if (scale_total == 1) {
-      scale_ = layout().name() == "qsgd" ? static_cast<float>(std::sqrt(sum_of_squares_cuda(values, count, stream)))
-                                         : max_magnitude_cuda(values, count, stream);
+      const double squares = sum_of_squares_cuda(values, count, stream);
+      scale_ = layout().name() == "qsgd" ? static_cast<float>(std::sqrt(squares))
+                                         : terngrad_scale(sum_cuda(values, count, stream), squares,
+                                                          max_magnitude_cuda(values, count, stream), count);
       // From pageable memory the copy is staged before the call returns; scale_ outlives it anyway.
       SB_CUDA_CHECK(cudaMemcpyAsync(scales, &scale_, sizeof scale_, cudaMemcpyHostToDevice, stream));
     } else {

@@ -7,7 +7,8 @@
 //   qsgd     s levels of |x| / ||x||_2, stochastically rounded so that the decoding is unbiased,
 //            one signed byte per value (s <= 127), the norm taken per bucket of values (Alistarh
 //            et al. 2017 quantise buckets of d values, e.g. 512, each with its own norm);
-//   terngrad -1, 0 or +1 times max |x|, +-1 with probability |x| / max |x| (unbiased);
+//   terngrad -1, 0 or +1 times a scale, max |x| clipped at 2.5 standard deviations, +-1 with
+//            probability |x| / scale (unbiased below the clip);
 //   onebit   1-bit SGD (Seide et al. 2014): one bit per value, decoded per chunk of 512 values to
 //            the mean of the chunk's non-negative values or to the mean of its negative ones
 //            (with error feedback, as the paper runs it).
@@ -61,16 +62,28 @@ SB_VECTOR_CLONES double sum_of_squares(const float* values, size_t count) {
   return sum;
 }
 
-// max |x| in sixteen lanes (TernGrad's scale); max is exact in any order.
-SB_VECTOR_CLONES float max_magnitude(const float* values, size_t count) {
-  float lanes[16] = {};
+// TernGrad's scale (kernels/quantise.hpp) from one pass of sums, squares and magnitudes, in
+// eight lanes each.
+SB_VECTOR_CLONES float terngrad_scale_of(const float* values, size_t count) {
+  double sums[8] = {}, squares[8] = {};
+  float largest[8] = {};
   size_t i = 0;
-  for (; i + 16 <= count; i += 16)
-    for (int k = 0; k < 16; ++k) lanes[k] = std::max(lanes[k], std::fabs(values[i + k]));
-  float largest = 0;
-  for (; i < count; ++i) largest = std::max(largest, std::fabs(values[i]));
-  for (float lane : lanes) largest = std::max(largest, lane);
-  return largest;
+  for (; i + 8 <= count; i += 8)
+    for (int k = 0; k < 8; ++k) {
+      const float x = values[i + k];
+      sums[k] += x;
+      squares[k] += static_cast<double>(x) * x;
+      largest[k] = std::max(largest[k], std::fabs(x));
+    }
+  double sum = 0, square = 0;
+  float top = 0;
+  for (; i < count; ++i) {
+    sum += values[i];
+    square += static_cast<double>(values[i]) * values[i];
+    top = std::max(top, std::fabs(values[i]));
+  }
+  for (int k = 0; k < 8; ++k) sum += sums[k], square += squares[k], top = std::max(top, largest[k]);
+  return terngrad_scale(sum, square, top, count);
 }
 
 // Bit k of byte j: the sign bit of value 8j + k (so -0 counts as negative).
@@ -280,7 +293,10 @@ class Qsgd final : public ByteQuantiser {
   int levels_;
 };
 
-// TernGrad, scaled per tensor (layer) as its paper does.
+// TernGrad, scaled per tensor (layer) and clipped at 2.5 standard deviations, as its paper does
+// (Wen et al. 2017): values beyond the scale take level +-1 with certainty, which is the clipping.
+// Without it one outlier sets the scale, and nearly every other value rounds to 0 or to the
+// outlier's size.
 class TernGrad final : public ByteQuantiser {
  public:
   explicit TernGrad(uint64_t stream) : ByteQuantiser(0, stream) {}
@@ -288,7 +304,7 @@ class TernGrad final : public ByteQuantiser {
 
  private:
   int levels() const override { return 1; }
-  float scale_of(const float* values, size_t count) const override { return max_magnitude(values, count); }
+  float scale_of(const float* values, size_t count) const override { return terngrad_scale_of(values, count); }
 };
 
 }  // namespace

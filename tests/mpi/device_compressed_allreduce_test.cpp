@@ -24,9 +24,10 @@ namespace {
 
 #if SB_HAVE_CUDA
 // How far the device average and residual may be from the host's, and on how many values.
-// Exact: the dense and sparse compressors, TernGrad (max is exact in any order). A last-bit
-// change of a scale summed in another order (QSGD's norm, sign's mean, onebit's chunk means)
-// moves a value by one level of QSGD, or by a last bit of the mean; PowerSGD's cuBLAS products
+// Exact: the dense and sparse compressors. A last-bit change of a scale summed in another order
+// (QSGD's norms, TernGrad's clip at 2.5 standard deviations, sign's mean, onebit's chunk means)
+// moves a few values by one level of QSGD or TernGrad (at most max |x| of gradient + residual,
+// under the norm), or by a last bit of the mean; PowerSGD's cuBLAS products
 // round differently in every value, by a few ulps of the gradient's scale.
 struct Agreement {
   double tolerance;       // absolute
@@ -34,6 +35,7 @@ struct Agreement {
 };
 Agreement agreement(const std::string& name, double norm, size_t n, int levels) {
   if (name == "qsgd") return {2 * std::sqrt(norm) / levels + 1e-6, 0.01};
+  if (name == "terngrad") return {2 * std::sqrt(norm) + 1e-6, 0.01};
   if (name == "sign" || name == "efsign" || name == "onebit") return {1e-5 * std::sqrt(norm / static_cast<double>(n)) + 1e-7, 1.0};
   if (name == "powersgd") return {1e-4 * std::sqrt(norm / static_cast<double>(n)) + 1e-6, 1.0};
   return {0.0, 0.0};

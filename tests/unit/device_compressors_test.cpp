@@ -3,6 +3,7 @@
 // order on the device, and a payload decodes to the same values on either side.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -61,13 +62,16 @@ std::vector<unsigned char> device_compress_alone(DeviceCompressor& c, const floa
 TEST(DeviceCompressors, MakeTheHostsPayloadsAndDecodeThem) {
   SB_SKIP_WITHOUT_GPU();
 #if SB_HAVE_CUDA
-  // A device sum in another order can change a scale's last bit in these (and a QSGD level).
-  const std::set<std::string> rounded = {"sign", "efsign", "onebit", "qsgd", "powersgd"};
+  // A device sum in another order can change a scale's last bit in these (and, rarely, a QSGD or
+  // TernGrad level: the scale moves a value across a rounding boundary).
+  const std::set<std::string> rounded = {"sign", "efsign", "onebit", "qsgd", "terngrad", "powersgd"};
   const size_t n = 70001;  // several onebit chunks and blocks, a ragged end, not a square
   const std::vector<float> g = heavy_tailed_gradient(n, 9);
   double norm = 0;
   for (float v : g) norm += static_cast<double>(v) * v;
   const double rms = std::sqrt(norm / n);
+  double largest = 0;
+  for (float v : g) largest = std::max(largest, static_cast<double>(std::fabs(v)));
   float* values = to_device(g);
   for (std::string_view name_view : compressor_names()) {
     const std::string name(name_view);
@@ -93,11 +97,19 @@ TEST(DeviceCompressors, MakeTheHostsPayloadsAndDecodeThem) {
       const std::vector<float> device_decoded = to_host(out, n);
       cudaFree(payload);
       cudaFree(out);
-      const double tolerance = name == "qsgd" ? 2 * std::sqrt(norm) / params.levels
-                               : rounded.count(name) ? 1e-4 * rms : 0.0;
+      // Within float rounding; for the stochastic quantisers a few values (1 in 10,000) may be a
+      // level apart, at most twice the largest level (QSGD's whole-tensor norm / levels, TernGrad's
+      // max |x|).
+      const bool stochastic = name == "qsgd" || name == "terngrad";
+      const double close = rounded.count(name) ? 1e-4 * rms : 0.0;
+      const double level = name == "qsgd" ? std::sqrt(norm) / params.levels : largest;
+      size_t moved = 0;
       for (size_t i = 0; i < n; ++i) {
-        ASSERT_NEAR(device_decoded[i], decoded[i], tolerance) << "value " << i;
+        const double apart = std::fabs(static_cast<double>(device_decoded[i]) - decoded[i]);
+        ASSERT_LE(apart, stochastic ? 2 * level : close) << "value " << i;
+        moved += apart > close;
       }
+      EXPECT_LE(moved, n / 10000) << "values a level apart";
     }
   }
   cudaFree(values);
