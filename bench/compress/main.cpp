@@ -155,9 +155,10 @@ int run(int argc, char** argv, const WorldLayout& layout) {
       gradients.push_back(heavy_tailed_gradient(bytes / sizeof(float), 1000 + static_cast<uint64_t>(layout.rank)));
   }
   if (root) {
-    std::printf("# %s: %d ranks, ratio %g, levels %d, rank %d, error feedback %s, %d iterations (median of the slowest rank)\n",
-                kProgram, layout.nranks, o.params.ratio, o.params.levels, o.params.rank, o.error_feedback ? "on" : "off",
-                o.iters);
+    std::printf("# %s: %d ranks, ratio %g, levels %d, qsgd bucket %zu, rank %d, error feedback %s, %d iterations (median of "
+                "the slowest rank)\n",
+                kProgram, layout.nranks, o.params.ratio, o.params.levels, o.params.bucket, o.params.rank,
+                o.error_feedback ? "on" : "off", o.iters);
     std::printf("# %12s  %-9s  %10s  %9s  %10s  %8s  %10s  %11s  %11s  %8s%s\n", "size(B)", "compressor", "ratio", "rel_err",
                 "comp(GB/s)", "x_memcpy", "decomp", "allred(us)", "mpi(us)", "speedup",
                 o.device ? "      gpu(us)     nccl(us)  gpu_speedup" : "");
