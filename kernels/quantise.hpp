@@ -3,9 +3,9 @@
 // |x| unit_inverse + u_i), s) with unit_inverse = s / scale (0 for a zero scale) and u_i uniform
 // in [0, 1), an unbiased rounding of x / scale * s to an integer in [-s, s]. Each bucket of
 // `bucket` consecutive values has its own scale (QSGD's buckets; one bucket of all the values for
-// a scale per tensor). The uniforms come
-// from (key, i) alone, a hash, so the CPU loop (quantise_cpu.cpp, vectorised) and the CUDA kernel
-// (quantise_cuda.cu, a thread per value) give the same levels bit for bit.
+// a scale per tensor). The uniforms are a hash of (key, i), so the CPU loop (quantise_cpu.cpp,
+// vectorised) and the CUDA kernel (quantise_cuda.cu, a thread per value) give the same levels bit
+// for bit.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -53,20 +53,22 @@ SB_HD size_t scale_count(size_t bucket, size_t count) { return bucket ? (count +
 
 // TernGrad's scale from a tensor's sum, sum of squares and max |x|: the max clipped at 2.5
 // standard deviations, as its paper clips gradients. Values beyond it round to +-1 with
-// certainty, which is the clipping. For the host quantiser and its device twin alike.
+// certainty, which is the clipping. Values that do not vary (one value, a constant tensor) keep
+// the max: a clip at 0 would send nothing. For the host quantiser and its device twin alike.
 inline float terngrad_scale(double sum, double sum_of_squares, float largest, size_t count) {
   if (count == 0) return 0.0f;
   const double n = static_cast<double>(count), mean = sum / n;
   const double variance = sum_of_squares / n - mean * mean;
-  const float clip = static_cast<float>(2.5 * std::sqrt(variance > 0 ? variance : 0.0));
+  if (!(variance > 0)) return largest;
+  const float clip = static_cast<float>(2.5 * std::sqrt(variance));
   return largest < clip ? largest : clip;
 }
 
 // The rounding's unit for a scale: s / scale, 0 for a zero scale (every level 0 then).
 SB_HD float unit_inverse_of(float scale, float s) { return scale > 0 ? s / scale : 0.0f; }
 
-// level[i] for value i of count, with the scale of its bucket, scales[i / bucket] (bucket >= 1).
-// The CUDA version takes device pointers.
+// level[i] for value i of count, with the scale of its bucket, scales[i / bucket] (bucket 0: one
+// bucket of all the values). The CUDA version takes device pointers.
 void stochastic_levels_cpu(const float* values, size_t count, size_t bucket, const float* scales, float s, uint64_t key,
                            int8_t* level);
 #if SB_HAVE_CUDA

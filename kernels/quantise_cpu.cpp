@@ -22,8 +22,9 @@ SB_VECTOR_CLONES static void levels_of_run(const float* values, size_t count, si
 void stochastic_levels_cpu(const float* values, size_t count, size_t bucket, const float* scales, float s, uint64_t key,
                            int8_t* level) {
   const uint32_t key32 = quantise_key(key);
-  for (size_t begin = 0, b = 0; begin < count; begin += bucket, ++b) {
-    const size_t n = count - begin < bucket ? count - begin : bucket;
+  const size_t span = scale_span(bucket, count);
+  for (size_t begin = 0, b = 0; begin < count; begin += span, ++b) {
+    const size_t n = count - begin < span ? count - begin : span;
     levels_of_run(values + begin, n, begin, unit_inverse_of(scales[b], s), s, key32, level + begin);
   }
 }

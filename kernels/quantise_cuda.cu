@@ -21,8 +21,8 @@ __global__ void stochastic_levels_kernel(const float* values, size_t count, size
 void stochastic_levels_cuda(const float* values, size_t count, size_t bucket, const float* scales, float s, uint64_t key,
                             int8_t* level, cudaStream_t stream) {
   if (count == 0) return;
-  stochastic_levels_kernel<<<cuda_blocks_for(count), kCudaThreads, 0, stream>>>(values, count, bucket, scales, s, key,
-                                                                                level);
+  stochastic_levels_kernel<<<cuda_blocks_for(count), kCudaThreads, 0, stream>>>(
+      values, count, scale_span(bucket, count), scales, s, key, level);
   SB_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -45,9 +45,10 @@ class DeviceOneBit final : public DeviceCompressor {
 };
 
 // QSGD (levels s, scaled by ||x||_2 per bucket of values) and TernGrad (one level, scaled by max
-// |x| clipped at 2.5 standard deviations, per tensor). The scales go into the payload's head, where the rounding reads them. A single
-// scale is reduced to the host (and copied back), so that tensor-wide compress waits for the
-// stream once; bucket norms stay on the device.
+// |x| clipped at 2.5 standard deviations, per tensor). The scales go into the payload's head,
+// where the rounding reads them. A single scale is reduced to the host (QSGD's one norm waits for
+// the stream once, TernGrad's three reductions three times) and copied back; bucket norms stay on
+// the device.
 class DeviceByteQuantiser final : public DeviceCompressor {
  public:
   DeviceByteQuantiser(std::unique_ptr<Compressor> twin, int levels, size_t bucket, uint64_t stream)

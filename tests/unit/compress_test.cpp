@@ -253,6 +253,16 @@ TEST(Compressors, QsgdAndTernGradAreUnbiased) {
   }
 }
 
+TEST(Compressors, TernGradSendsValuesThatDoNotVary) {
+  // One value, or a constant tensor: no spread to clip at, so the scale is the max and every
+  // value decodes to itself (a clip at 2.5 x 0 would send nothing, every step).
+  auto terngrad = make_compressor("terngrad", {});
+  for (const std::vector<float>& g : {std::vector<float>{3.0f}, std::vector<float>(100, -2.5f)}) {
+    const auto out = round_trip(*terngrad, g);
+    for (size_t i = 0; i < g.size(); ++i) ASSERT_EQ(out[i], g[i]) << g.size() << " " << i;
+  }
+}
+
 TEST(Compressors, QsgdScalesEachBucketByItsOwnNormAndSoErrsLess) {
   // [one fp32 norm per bucket][a signed byte per value], the last bucket short; bucket 0 is one
   // norm for the whole tensor. Per-bucket norms bound the error by the bucket's size rather than
