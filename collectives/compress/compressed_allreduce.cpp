@@ -13,14 +13,11 @@ CompressedAllreduce::CompressedAllreduce(std::unique_ptr<Compressor> compressor,
   SB_MPI_CHECK(MPI_Comm_size(comm_, &nranks_));
 }
 
-// With error feedback, residual_ holds the corrected gradient that was compressed; taking away
-// what the payload carries leaves what it missed. The subtraction decodes in place (weight -1):
-// one pass for a dense payload, k values for a sparse one.
+// This rank's payload is made: sent() decodes it on request.
 void CompressedAllreduce::payload_made(size_t count, uint64_t step) {
   count_ = count;
   step_ = step;
   sent_decoded_ = false;
-  if (error_feedback_) compressor_->decompress_add(payload_.data(), count, step, -1.0f, residual_.data());
 }
 
 void CompressedAllreduce::allreduce_payload(size_t bytes) {
@@ -45,21 +42,27 @@ void CompressedAllreduce::run_rounds(const float* input, float* gradient, size_t
     allreduce_payload(payload_.size());
   }
   payload_made(count, step);
+  // The residual (the corrected gradient, `input`) keeps what the last round's payload missed.
+  if (error_feedback_) compressor_->decompress_add(payload_.data(), count, step, -1.0f, residual_.data());
   compressor_->aggregate(received_.data(), count, step, nranks_, gradient);
 }
 
 void CompressedAllreduce::run(float* gradient, size_t count, uint64_t step) {
-  const float* input = gradient;
-  if (error_feedback_) {  // the residual becomes the corrected gradient, compressed in its place
-    residual_.resize(count, 0.0f);
+  if (error_feedback_) residual_.resize(count, 0.0f);
+  if (compressor_->rounds() > 1) {
+    if (!error_feedback_) return run_rounds(gradient, gradient, count, step);
+    // The residual becomes the corrected gradient, compressed in its place.
     for (size_t i = 0; i < count; ++i) residual_[i] += gradient[i];
-    input = residual_.data();
+    return run_rounds(residual_.data(), gradient, count, step);
   }
-  if (compressor_->rounds() > 1) return run_rounds(input, gradient, count, step);
   const size_t bytes = compressor_->payload_bytes(count);
   SB_CHECK(bytes * static_cast<size_t>(nranks_) <= INT_MAX, "compressed allreduce: payloads over 2 GiB");
   payload_.resize(bytes);
-  compressor_->compress(input, count, step, payload_.data());
+  if (error_feedback_) {
+    compressor_->compress_with_feedback(residual_.data(), gradient, count, step, payload_.data());
+  } else {
+    compressor_->compress(gradient, count, step, payload_.data());
+  }
   payload_made(count, step);
 
   // The collective leaves this rank's payload as it is, so that sent() can still decode it.

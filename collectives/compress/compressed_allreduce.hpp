@@ -34,8 +34,7 @@ class CompressedAllreduce {
   Compressor& compressor() { return *compressor_; }
 
  private:
-  // This rank's (last) payload is in payload_: what sent() decodes, and with error feedback the
-  // residual is what it missed.
+  // This rank's (last) payload is in payload_: what sent() decodes.
   void payload_made(size_t count, uint64_t step);
   void allreduce_payload(size_t bytes);  // payload_ -> received_, summed over ranks
   void run_rounds(const float* input, float* gradient, size_t count, uint64_t step);

@@ -11,6 +11,13 @@ const std::vector<std::string_view>& compressor_names() {
   return names;
 }
 
+void Compressor::compress_with_feedback(float* residual, const float* gradient, size_t count, uint64_t step,
+                                        unsigned char* payload) {
+  for (size_t i = 0; i < count; ++i) residual[i] += gradient[i];
+  compress(residual, count, step, payload);
+  decompress_add(payload, count, step, -1.0f, residual);
+}
+
 void Compressor::decompress(const unsigned char* payload, size_t count, uint64_t step, float weight, float* out) const {
   std::fill(out, out + count, 0.0f);
   decompress_add(payload, count, step, weight, out);
