@@ -159,6 +159,22 @@ void BM_topk(benchmark::State& state) {
   state.counters["x_nth_element"] = nth[1] / (seconds / static_cast<double>(state.iterations()));
 }
 
+// Error feedback through a 16-bit compressor (residual += gradient, encode, residual -= decoded):
+// its one-pass form, with the traffic of one pass (read residual and gradient, write residual and
+// payload), beside the three calls it replaces on the same data (x_three_calls).
+void BM_feedback(benchmark::State& state, const char* compressor) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const std::vector<float> gradient = heavy_tailed_gradient(n, 1, 1.5f, 1e-3f);
+  std::vector<float> residual(n, 0.0f);
+  const auto c = make_compressor(compressor, {});
+  std::vector<unsigned char> payload(c->payload_bytes(n));
+  auto fused = [&] { c->compress_with_feedback(residual.data(), gradient.data(), n, 0, payload.data()); };
+  auto three_calls = [&] { c->Compressor::compress_with_feedback(residual.data(), gradient.data(), n, 0, payload.data()); };
+  const double ratio = median_seconds(three_calls) / median_seconds(fused);
+  run_memory_bound(state, n * 3 * sizeof(float) + payload.size(), fused);
+  state.counters["x_three_calls"] = ratio;
+}
+
 // DGC's selection (the threshold compressor: sampled threshold, candidates, exact top-k among
 // them) at density range(1) per mille, against the exact top-k compressor on the same data.
 void BM_threshold_select(benchmark::State& state) {
@@ -196,6 +212,8 @@ BENCHMARK(BM_from_16bit<float16, one_half>)->Name("BM_fp16_to_fp32")->Arg(kInCac
 BENCHMARK(BM_to_16bit<bfloat16, to_bfloat16_cpu>)->Name("BM_fp32_to_bf16")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
 BENCHMARK(BM_from_16bit<bfloat16, one_bf16>)->Name("BM_bf16_to_fp32")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
 BENCHMARK(BM_stochastic_levels)->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
+BENCHMARK_CAPTURE(BM_feedback, fp16, "fp16")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
+BENCHMARK_CAPTURE(BM_feedback, bf16, "bf16")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
 BENCHMARK(BM_topk)->Args({kPastCache, 10})->Args({kPastCache, 1})->Args({kInCache, 10})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_threshold_select)->Args({kPastCache, 10})->Args({kPastCache, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 
