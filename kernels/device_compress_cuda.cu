@@ -147,7 +147,7 @@ void add_widened_cuda(const void* payload, DataType type, size_t count, float* o
 }
 
 void bucket_norms_cuda(const float* x, size_t count, size_t span, float* norms, cudaStream_t stream) {
-  const size_t buckets = (count + span - 1) / span;
+  const size_t buckets = scale_count(span, count);
   if (buckets == 0) return;
   SB_CHECK(buckets <= 0x7fffffff, "QSGD: more than 2^31 buckets in one tensor");
   bucket_norms_kernel<<<static_cast<unsigned>(buckets), kCudaThreads, 0, stream>>>(x, count, span, norms);

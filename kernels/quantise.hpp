@@ -49,7 +49,9 @@ SB_HD int8_t stochastic_level(float x, float unit_inverse, float s, float u) {
 // tensor. The span of a bucket, and how many scales a payload of count values carries, for the
 // host quantisers and their device twins alike.
 SB_HD size_t scale_span(size_t bucket, size_t count) { return bucket ? bucket : count ? count : 1; }
-SB_HD size_t scale_count(size_t bucket, size_t count) { return bucket ? (count + bucket - 1) / bucket : 1; }
+SB_HD size_t scale_count(size_t bucket, size_t count) {
+  return bucket ? count / bucket + (count % bucket != 0) : 1;  // count + bucket - 1 could wrap
+}
 
 // TernGrad's scale from a tensor's sum, sum of squares and max |x|: the max clipped at 2.5
 // standard deviations, as its paper clips gradients. Values beyond it round to +-1 with

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -317,6 +318,13 @@ TEST(Compressors, QsgdScalesEachBucketByItsOwnNormAndSoErrsLess) {
     return std::sqrt(error / norm);
   };
   EXPECT_LT(relative_error(512), relative_error(0) / 3);
+  // A bucket past the tensor's size is one norm for all of it, as 0 is (the largest too, whose
+  // count + bucket would wrap).
+  for (size_t huge : {g.size() + 1, SIZE_MAX}) {
+    params.bucket = huge;
+    EXPECT_EQ(make_compressor("qsgd", params)->payload_bytes(g.size()), sizeof(float) + g.size()) << huge;
+    EXPECT_EQ(relative_error(huge), relative_error(0)) << huge;
+  }
 }
 
 TEST(Compressors, BadParametersAreUsageErrors) {
