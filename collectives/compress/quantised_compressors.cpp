@@ -168,13 +168,29 @@ SB_VECTOR_CLONES ChunkSums onebit_chunk(const float* values, size_t count, unsig
   return sums;
 }
 
+// Adds rank r's bits of one block to the block's counts of negatives: a byte (8 values) at a time.
+SB_VECTOR_CLONES void count_negatives(const unsigned char* bits, size_t bytes, int32_t* negatives) {
+  for (size_t j = 0; j < bytes; ++j)
+    for (int k = 0; k < 8; ++k) negatives[8 * j + static_cast<size_t>(k)] += (bits[j] >> k) & 1;
+}
+
+// The votes of one block of counts, without branches (the signs are coin flips to a predictor).
+SB_VECTOR_CLONES void vote(const int32_t* negatives, size_t count, int nranks, float magnitude, float* out) {
+  for (size_t i = 0; i < count; ++i) out[i] = majority_value(negatives[i], nranks, magnitude);
+}
+
 // out[i] = magnitude x the sign most of the `nranks` bit arrays give value i (bit set: negative),
-// 0 where they tie (majority_value, which the CUDA kernel applies too).
+// 0 where they tie (majority_value, which the CUDA kernel applies too). A block of values at a
+// time: every rank's bits counted into the block's tallies, then the block voted.
 void majority_vote(const unsigned char* const* bits, int nranks, size_t count, float magnitude, float* out) {
-  for (size_t i = 0; i < count; ++i) {
-    int negatives = 0;
-    for (int r = 0; r < nranks; ++r) negatives += (bits[r][i / 8] >> (i % 8)) & 1u;
-    out[i] = majority_value(negatives, nranks, magnitude);
+  constexpr size_t kBlock = 2048;  // values; its tallies stay in L1
+  int32_t negatives[kBlock];
+  for (size_t start = 0; start < count; start += kBlock) {
+    const size_t n = std::min(kBlock, count - start);
+    const size_t bytes = (n + 7) / 8;  // the last byte's spare bits count into tallies not voted
+    std::fill(negatives, negatives + 8 * bytes, 0);
+    for (int r = 0; r < nranks; ++r) count_negatives(bits[r] + start / 8, bytes, negatives);
+    vote(negatives, n, nranks, magnitude, out + start);
   }
 }
 
