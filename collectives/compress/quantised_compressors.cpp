@@ -168,10 +168,22 @@ SB_VECTOR_CLONES ChunkSums onebit_chunk(const float* values, size_t count, unsig
   return sums;
 }
 
-// Adds rank r's bits of one block to the block's counts of negatives: a byte (8 values) at a time.
+// Each byte's 8 bits as 8 counts of 0 or 1: a byte of votes becomes one vector add.
+struct BitsAsCounts {
+  int32_t counts[256][8];
+  constexpr BitsAsCounts() : counts() {
+    for (int byte = 0; byte < 256; ++byte)
+      for (int k = 0; k < 8; ++k) counts[byte][k] = (byte >> k) & 1;
+  }
+};
+constexpr BitsAsCounts kBitsAsCounts;
+
+// Adds one rank's bits of a block to the block's counts of negatives, a byte (8 values) at a time.
 SB_VECTOR_CLONES void count_negatives(const unsigned char* bits, size_t bytes, int32_t* negatives) {
-  for (size_t j = 0; j < bytes; ++j)
-    for (int k = 0; k < 8; ++k) negatives[8 * j + static_cast<size_t>(k)] += (bits[j] >> k) & 1;
+  for (size_t j = 0; j < bytes; ++j) {
+    const int32_t* add = kBitsAsCounts.counts[bits[j]];
+    for (int k = 0; k < 8; ++k) negatives[8 * j + static_cast<size_t>(k)] += add[k];
+  }
 }
 
 // The votes of one block of counts, without branches (the signs are coin flips to a predictor).
