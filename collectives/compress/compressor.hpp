@@ -53,8 +53,8 @@ class Compressor {
                               float* out) const = 0;
   // Error feedback's step in one call: residual += gradient; payload = the residual encoded;
   // residual -= the payload decoded (what it missed stays). By default those three calls; the
-  // 16-bit compressors do them a block at a time, one pass over memory instead of three, with
-  // the same bits. Single-round compressors only.
+  // 16-bit compressors do all three on 8 values at a time, one pass over memory instead of three,
+  // with the same bits. Single-round compressors only.
   virtual void compress_with_feedback(float* residual, const float* gradient, size_t count, uint64_t step,
                                       unsigned char* payload);
   // out[i] = weight x decoded value i: by default zeros, then decompress_add. The dense payloads
