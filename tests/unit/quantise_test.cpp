@@ -1,7 +1,7 @@
 // Stochastic rounding (kernels/quantise.hpp): the vectorised CPU loop draws exactly the uniforms
-// the element function names for each position, each bucket under its own scale, the uniforms are
-// even and unrelated, the levels are the rounding's definition, and the CUDA kernel gives the same levels bit for bit (CUDA builds with a
-// GPU; skipped otherwise).
+// the element function names for each position, each bucket under its own scale; the uniforms are
+// even and unrelated; the levels are the rounding's definition; and the CUDA kernel gives the same
+// levels bit for bit (CUDA builds with a GPU; skipped otherwise).
 #include <gtest/gtest.h>
 
 #include <cmath>
