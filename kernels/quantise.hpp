@@ -11,7 +11,6 @@
 #include <cstdint>
 
 #include "kernels/host_device.hpp"
-#include "kernels/random.hpp"
 
 #if SB_HAVE_CUDA
 struct CUstream_st;  // cudaStream_t, without the CUDA headers

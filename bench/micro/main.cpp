@@ -16,6 +16,7 @@
 #include "collectives/compress/synthetic_gradient.hpp"
 #include "kernels/convert.hpp"
 #include "kernels/quantise.hpp"
+#include "kernels/random.hpp"
 #include "kernels/reduce.hpp"
 #include "kernels/topk.hpp"
 

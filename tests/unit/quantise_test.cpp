@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/quantise.hpp"
+#include "kernels/random.hpp"
 #include "tests/unit/gpu_skip.hpp"
 
 namespace sb {
