@@ -73,9 +73,11 @@ DeviceGradientExchange::DeviceGradientExchange(MPI_Comm comm, BucketPlan plan, s
     SB_MPI_CHECK(MPI_Comm_rank(comm, &rank));
     CompressorParams params = options.params;
     params.stream = static_cast<uint64_t>(rank);
-    for (size_t b = 0; b < plan_.buckets.size(); ++b)
+    for (size_t b = 0; b < plan_.buckets.size(); ++b) {
+      params.tensors = bucket_tensor_views(plan_, b);
       state_->compressed.push_back(
           std::make_unique<DeviceCompressedAllreduce>(options.compressor, params, error_feedback_, state_->nccl));
+    }
   }
   for (const Bucket& b : plan_.buckets) {
     state_->fused.push_back(state_->nccl.allocate(b.count * gpu::element_size(bucket_type_)));

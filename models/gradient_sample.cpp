@@ -32,6 +32,7 @@ GradientSample sample_gradients(const std::string& model_name, int64_t image_siz
     backend.read(p->grad, std::span<float>(sample.values.data() + at, count));
     sample.names.push_back(p->name);
     sample.counts.push_back(count);
+    sample.rows.push_back(static_cast<size_t>(p->grad.shape().n));
   }
   return sample;
 }

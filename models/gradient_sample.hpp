@@ -12,6 +12,7 @@ struct GradientSample {
   std::vector<float> values;       // every parameter's gradient, one after another
   std::vector<std::string> names;  // the parameters, in that order
   std::vector<size_t> counts;
+  std::vector<size_t> rows;        // each one's first dimension (1 for a vector)
 };
 
 // `seed` varies the images and labels (a rank's own), not the weights (the same on every rank).

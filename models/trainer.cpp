@@ -152,7 +152,8 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
 
   if (nranks_ > 1) {
     std::vector<GradientTensor> tensors;
-    for (Parameter* p : model_->parameters()) tensors.push_back({p->name, static_cast<size_t>(p->grad.count())});
+    for (Parameter* p : model_->parameters())
+      tensors.push_back({p->name, static_cast<size_t>(p->grad.count()), static_cast<size_t>(p->grad.shape().n)});
     BucketPlan plan = plan_buckets(tensors, config.bucket_strategy, config.bucket_mb);
     // The exchange works on the backend's own memory and stream, not through the profiler.
     Backend& own = profiler_ ? profiler_->inner() : *backend_;

@@ -56,7 +56,7 @@ double median_slowest_device_us(const CompressOptions& o, Enqueue&& enqueue) {
 }  // namespace
 
 std::optional<DeviceTimes> measure_on_device(const std::string& compressor, const std::vector<float>& gradient,
-                                             const CompressOptions& o, int rank) {
+                                             const std::vector<TensorView>& tensors, const CompressOptions& o, int rank) {
   NcclContext& nccl = context();
   const size_t count = gradient.size(), bytes = count * sizeof(float);
   float* original = static_cast<float*>(nccl.allocate(bytes));
@@ -64,6 +64,7 @@ std::optional<DeviceTimes> measure_on_device(const std::string& compressor, cons
   nccl.upload(original, gradient.data(), bytes);
   CompressorParams params = o.params;
   params.stream = static_cast<uint64_t>(rank);
+  params.tensors = tensors;
   DeviceCompressedAllreduce allreduce(compressor, params, o.error_feedback, nccl);
   int nranks = 1;
   SB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
@@ -85,7 +86,8 @@ std::optional<DeviceTimes> measure_on_device(const std::string& compressor, cons
   return t;
 }
 #else
-std::optional<DeviceTimes> measure_on_device(const std::string&, const std::vector<float>&, const CompressOptions&, int) {
+std::optional<DeviceTimes> measure_on_device(const std::string&, const std::vector<float>&, const std::vector<TensorView>&,
+                                             const CompressOptions&, int) {
   return std::nullopt;
 }
 #endif

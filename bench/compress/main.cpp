@@ -61,12 +61,14 @@ double mean_over_ranks(double mine) {
   return sum / nranks;
 }
 
-CompressRow measure(const std::string& name, const std::vector<float>& gradient, const CompressOptions& o, int rank,
-                    int nranks, Watchdog& watchdog) {
+// `tensors`: what the gradient is made of, for PowerSGD's per-tensor matrices (empty: synthetic, one tensor).
+CompressRow measure(const std::string& name, const std::vector<float>& gradient, const std::vector<TensorView>& tensors,
+                    const CompressOptions& o, int rank, int nranks, Watchdog& watchdog) {
   const size_t count = gradient.size();
   const uint64_t bytes = count * sizeof(float);
   CompressorParams params = o.params;
   params.stream = static_cast<uint64_t>(rank);
+  params.tensors = tensors;
   std::unique_ptr<Compressor> compressor = make_compressor(name, params);
   CompressRow row;
   row.bytes = bytes;
@@ -115,7 +117,7 @@ CompressRow measure(const std::string& name, const std::vector<float>& gradient,
   });
   row.speedup = row.mpi_allreduce_us / row.allreduce_us;
   if (o.device)
-    if (const std::optional<DeviceTimes> t = measure_on_device(name, gradient, o, rank)) {
+    if (const std::optional<DeviceTimes> t = measure_on_device(name, gradient, tensors, o, rank)) {
       row.device_allreduce_us = t->compressed_us;
       row.nccl_allreduce_us = t->nccl_us;
       row.device_speedup = t->nccl_us / t->compressed_us;
@@ -144,8 +146,12 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   // The gradients: a model's, from one backward pass on this rank's own random batch, or synthetic
   // ones at each size.
   std::vector<std::vector<float>> gradients;
+  std::vector<TensorView> model_tensors;  // the model's parameters, for PowerSGD
   if (!o.model.empty()) {
-    gradients.push_back(models::sample_gradients(o.model, o.image_size, o.batch, 1000 + static_cast<uint64_t>(layout.rank), 1).values);
+    models::GradientSample sample =
+        models::sample_gradients(o.model, o.image_size, o.batch, 1000 + static_cast<uint64_t>(layout.rank), 1);
+    for (size_t t = 0; t < sample.counts.size(); ++t) model_tensors.push_back({sample.counts[t], sample.rows[t]});
+    gradients.push_back(std::move(sample.values));
     if (root)
       std::printf("# gradients: %s, one backward pass at batch %lld, %lld px, random images (each rank its own): %zu values\n",
                   o.model.c_str(), static_cast<long long>(o.batch), static_cast<long long>(o.image_size),
@@ -176,7 +182,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     for (const std::vector<float>& gradient : gradients) {
       const uint64_t bytes = gradient.size() * sizeof(float);
       watchdog.phase("measuring " + name + " at " + std::to_string(bytes) + " bytes");
-      const CompressRow row = measure(name, gradient, o, layout.rank, layout.nranks, watchdog);
+      const CompressRow row = measure(name, gradient, model_tensors, o, layout.rank, layout.nranks, watchdog);
       saver.add_row(row);
       if (root) {
         std::printf("  %12llu  %-9s  %9.1fx  %9.2e  %10.2f  %8.2f  %10.2f  %11.1f  %11.1f  %7.2fx",

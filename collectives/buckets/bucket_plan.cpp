@@ -1,6 +1,8 @@
 #include "collectives/buckets/bucket_plan.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "common/usage_error.hpp"
 
@@ -66,8 +68,13 @@ BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrate
                         size_t partition_elements) {
   if (bucket_mb < 0) throw UsageError("--bucket-mb must not be negative");
   if (partition_elements == 0) throw UsageError("partitions need at least one element");
+  for (const GradientTensor& t : tensors)
+    if (t.rows > 0 && t.count % t.rows != 0)
+      throw std::invalid_argument("tensor " + t.name + ": " + std::to_string(t.count) + " values are not " +
+                                  std::to_string(t.rows) + " rows");
   BucketPlan plan;
   plan.strategy = strategy;
+  plan.tensors = tensors;
   Builder builder(plan);
   const size_t cap = static_cast<size_t>(bucket_mb * kMiB / sizeof(float));
   const size_t first_cap = static_cast<size_t>(1.0 * kMiB / sizeof(float));
@@ -105,6 +112,22 @@ BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrate
       if (plan.buckets_of_tensor[piece.tensor].empty() || plan.buckets_of_tensor[piece.tensor].back() != b)
         plan.buckets_of_tensor[piece.tensor].push_back(b);
   return plan;
+}
+
+std::vector<TensorView> bucket_tensor_views(const BucketPlan& plan, size_t bucket) {
+  std::vector<TensorView> views;
+  for (const BucketPiece& piece : plan.buckets.at(bucket).pieces) {
+    const GradientTensor& t = plan.tensors.at(piece.tensor);
+    size_t rows = 0;
+    if (t.rows == 1) {
+      rows = 1;
+    } else if (t.rows > 1) {
+      const size_t cols = t.count / t.rows;
+      if (piece.offset % cols == 0 && piece.count % cols == 0) rows = piece.count / cols;
+    }
+    views.push_back({piece.count, rows});
+  }
+  return views;
 }
 
 BucketPlan plan_buckets_swept(const std::vector<GradientTensor>& tensors, BucketStrategy strategy, double bucket_mb) {

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "collectives/compress/compressor.hpp"
+
 namespace sb {
 
 enum class BucketStrategy { per_tensor, fixed, ddp, partition };
@@ -27,6 +29,9 @@ double default_bucket_mb(BucketStrategy strategy);
 struct GradientTensor {
   std::string name;
   size_t count = 0;  // fp32 elements
+  // Its first dimension, the rows of the matrix a low-rank compressor sees (a convolution's K of
+  // K x C x R x S); 1 for a vector; 0 when not known.
+  size_t rows = 0;
 };
 
 // A contiguous range of one tensor, at an offset of its bucket's fused buffer.
@@ -49,11 +54,16 @@ struct BucketPlan {
   // Which buckets hold a piece of each tensor.
   std::vector<std::vector<size_t>> buckets_of_tensor;
   size_t total_count = 0;
+  std::vector<GradientTensor> tensors;  // forward order, as planned
 };
 
 // tensors in forward (model) order; backward order is the reverse. bucket_mb in MiB of fp32.
 BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrategy strategy, double bucket_mb,
                         size_t partition_elements = size_t{1} << 20);
+// The tensors of a bucket in its fused buffer's order, as PowerSGD compresses them: a piece that
+// is whole rows of a matrix is a matrix of those rows; a vector stays a vector; a piece cut
+// between rows (partition) or of a tensor of unknown shape is viewed near-square.
+std::vector<TensorView> bucket_tensor_views(const BucketPlan& plan, size_t bucket);
 // As sb-buckets sweeps them: one size, which is also partition's partition size.
 BucketPlan plan_buckets_swept(const std::vector<GradientTensor>& tensors, BucketStrategy strategy, double bucket_mb);
 

@@ -40,9 +40,11 @@ GradientExchange::GradientExchange(MPI_Comm comm, const ExchangeConfig& config, 
     SB_MPI_CHECK(MPI_Comm_rank(comm_, &rank));
     CompressorParams params = config.compressor_params;
     params.stream = static_cast<uint64_t>(rank);
-    for (size_t b = 0; b < plan_.buckets.size(); ++b)
+    for (size_t b = 0; b < plan_.buckets.size(); ++b) {
+      params.tensors = bucket_tensor_views(plan_, b);
       compressed_.push_back(
           std::make_unique<CompressedAllreduce>(make_compressor(config.compressor, params), config.error_feedback, comm_));
+    }
   }
   pieces_left_.resize(plan_.buckets.size());
   bucket_start_.assign(plan_.buckets.size(), 0);

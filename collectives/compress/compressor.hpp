@@ -22,6 +22,15 @@ namespace sb {
 
 enum class Carrier { allreduce, allgather };
 
+// One tensor of a fused gradient buffer: `count` values row by row, `rows` rows as PowerSGD
+// views it (a convolution's K x CRS, torch's view(shape[0], -1)); 1 for a vector (a bias, a
+// batch-norm parameter); 0 when the shape is not known (viewed near-square).
+struct TensorView {
+  size_t count = 0;
+  size_t rows = 0;
+  bool operator==(const TensorView&) const = default;
+};
+
 struct CompressorParams {
   double ratio = 0.01;  // top-k, threshold, random-k: fraction of the values sent, in (0, 1]
   int levels = 16;      // QSGD: quantisation levels s, 1..127
@@ -29,6 +38,9 @@ struct CompressorParams {
   int rank = 4;         // PowerSGD: rank of the approximation, >= 1
   uint64_t seed = 42;   // shared by all ranks: random-k's choice of indices
   uint64_t stream = 0;  // this rank's own random stream (stochastic rounding): set to the rank
+  // PowerSGD: the tensors the values are, in order (their counts add up to the count it is given):
+  // each matrix compressed on its own, vectors sent as they are. Empty: one tensor of unknown shape.
+  std::vector<TensorView> tensors;
 };
 
 class Compressor {

@@ -1,6 +1,6 @@
 // PowerSGD on device memory, with its host twin's rounds and payloads (lowrank_compressors.cpp
-// explains the method): the products through cuBLAS, the orthogonalisation by one kernel, the
-// warm-start Q kept on the device between steps.
+// explains the method and powersgd.hpp the layout): the products through cuBLAS, the
+// orthogonalisation by one kernel, the warm-start Q's kept on the device between steps.
 #include <cublas_v2.h>
 
 #include <vector>
@@ -18,92 +18,128 @@ namespace {
 
 class DevicePowerSgd final : public DeviceCompressor {
  public:
-  DevicePowerSgd(std::unique_ptr<Compressor> twin, int rank, uint64_t seed)
-      : DeviceCompressor(std::move(twin)), rank_(static_cast<size_t>(rank)), seed_(seed) {
+  DevicePowerSgd(std::unique_ptr<Compressor> twin, int rank, uint64_t seed, std::vector<TensorView> tensors)
+      : DeviceCompressor(std::move(twin)), rank_(static_cast<size_t>(rank)), seed_(seed), tensors_(std::move(tensors)) {
     SB_CUBLAS_CHECK(cublasCreate(&cublas_));
     // Plain fp32 products, as on the host: the default math mode, which never uses TF32.
     SB_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
   }
   ~DevicePowerSgd() override { cublasDestroy(cublas_); }
 
-  // Round 0: P_i = M_i Q, from the warm-started Q.
+  // Round 0: P_i = M_i Q for each matrix, from the warm-started Q's.
   void compress(const float* values, size_t count, uint64_t, unsigned char* payload, cudaStream_t stream) override {
-    const PowerSgdShape s = powersgd_shape(count, rank_);
-    start_q(s, stream);
+    const PowerSgdLayout& l = layout(count);
+    start_q(l, stream);
     SB_CUBLAS_CHECK(cublasSetStream(cublas_, stream));
-    matmul_cuda(cublas_, padded(values, count, s, stream), s.rows, s.cols, q_.data(), s.r,
-                reinterpret_cast<float*>(payload));
+    float* p = reinterpret_cast<float*>(payload);
+    for (const PowerSgdBlock& b : l.blocks)
+      if (b.compressed())
+        matmul_cuda(cublas_, matrix(values, b, stream), b.rows, b.cols, q_.data() + b.q_offset, b.r, p + b.p_offset);
   }
-  // Round 1: P = orthonormalised sum of the P_i; Q_i = M_i^T P.
+  // Round 1: each P = its orthonormalised sum of the P_i; Q_i = M_i^T P; then the vectors.
   void next_round(const float* values, size_t count, int, const unsigned char* aggregate, unsigned char* payload,
                   cudaStream_t stream) override {
-    const PowerSgdShape s = powersgd_shape(count, rank_);
-    p_.resize(s.rows * s.r);
-    SB_CUDA_CHECK(cudaMemcpyAsync(p_.data(), aggregate, p_.size() * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-    orthonormalise_columns_cuda(p_.data(), s.rows, s.r, stream);
+    const PowerSgdLayout& l = layout(count);
+    p_.resize(l.p_floats);
+    if (l.p_floats > 0)
+      SB_CUDA_CHECK(cudaMemcpyAsync(p_.data(), aggregate, l.p_floats * sizeof(float), cudaMemcpyDeviceToDevice, stream));
     SB_CUBLAS_CHECK(cublasSetStream(cublas_, stream));
-    matmul_transposed_cuda(cublas_, padded(values, count, s, stream), s.rows, s.cols, p_.data(), s.r,
-                           reinterpret_cast<float*>(payload));
+    float* out = reinterpret_cast<float*>(payload);
+    for (const PowerSgdBlock& b : l.blocks) {
+      if (!b.compressed()) {
+        SB_CUDA_CHECK(cudaMemcpyAsync(out + b.q_offset, values + b.offset, b.count * sizeof(float),
+                                      cudaMemcpyDeviceToDevice, stream));
+        continue;
+      }
+      orthonormalise_columns_cuda(p_.data() + b.p_offset, b.rows, b.r, stream);
+      matmul_transposed_cuda(cublas_, matrix(values, b, stream), b.rows, b.cols, p_.data() + b.p_offset, b.r,
+                             out + b.q_offset);
+    }
   }
-  // out += P Q^T for a round-1 payload (one rank's Q_i, or their sum).
+  // out += P Q^T per matrix, and the vectors, for a round-1 payload (one rank's, or their sum).
   void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out, cudaStream_t stream) override {
-    const PowerSgdShape s = powersgd_shape(count, rank_);
-    const float* q = reinterpret_cast<const float*>(payload);
+    const PowerSgdLayout& l = layout(count);
+    const float* in = reinterpret_cast<const float*>(payload);
     SB_CUBLAS_CHECK(cublasSetStream(cublas_, stream));
-    if (s.rows * s.cols == count) return add_outer_cuda(cublas_, p_.data(), q, s.rows, s.cols, s.r, out);
-    decoded_.resize(s.rows * s.cols);
-    SB_CUDA_CHECK(cudaMemsetAsync(decoded_.data(), 0, decoded_.size() * sizeof(float), stream));
-    add_outer_cuda(cublas_, p_.data(), q, s.rows, s.cols, s.r, decoded_.data());
-    add_cuda(out, decoded_.data(), out, count, stream);
+    for (const PowerSgdBlock& b : l.blocks) {
+      float* o = out + b.offset;
+      if (!b.compressed()) {
+        add_cuda(o, in + b.q_offset, o, b.count, stream);
+      } else if (!b.padded()) {
+        add_outer_cuda(cublas_, p_.data() + b.p_offset, in + b.q_offset, b.rows, b.cols, b.r, o);
+      } else {
+        decoded_.reserve(b.rows * b.cols);
+        SB_CUDA_CHECK(cudaMemsetAsync(decoded_.data(), 0, b.rows * b.cols * sizeof(float), stream));
+        add_outer_cuda(cublas_, p_.data() + b.p_offset, in + b.q_offset, b.rows, b.cols, b.r, decoded_.data());
+        add_cuda(o, decoded_.data(), o, b.count, stream);
+      }
+    }
   }
   std::vector<float> carried() const override {
     std::vector<float> q(q_.size());
     SB_CUDA_CHECK(cudaDeviceSynchronize());  // combine() may still be writing it
-    SB_CUDA_CHECK(cudaMemcpy(q.data(), q_.data(), q.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    if (!q.empty()) SB_CUDA_CHECK(cudaMemcpy(q.data(), q_.data(), q.size() * sizeof(float), cudaMemcpyDeviceToHost));
     return q;
   }
   void restore_carried(const std::vector<float>& state) override {
     q_.resize(state.size());
-    SB_CUDA_CHECK(cudaMemcpy(q_.data(), state.data(), state.size() * sizeof(float), cudaMemcpyHostToDevice));
+    if (!state.empty())
+      SB_CUDA_CHECK(cudaMemcpy(q_.data(), state.data(), state.size() * sizeof(float), cudaMemcpyHostToDevice));
   }
-  // The average, and the averaged Q (divided, as the host does) kept as the next step's start.
+  // The average, and the averaged Q's (divided, as the host does) kept as the next step's start.
   void combine(const unsigned char* payloads, size_t count, int nranks, float* out, cudaStream_t stream) override {
     DeviceCompressor::combine(payloads, count, nranks, out, stream);
-    const PowerSgdShape s = powersgd_shape(count, rank_);
-    SB_CUDA_CHECK(cudaMemcpyAsync(q_.data(), payloads, s.cols * s.r * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-    divide_cuda(q_.data(), s.cols * s.r, DataType::float32, nranks, stream);
+    const size_t q_floats = layout(count).q_floats;
+    if (q_floats == 0) return;
+    SB_CUDA_CHECK(cudaMemcpyAsync(q_.data(), payloads, q_floats * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    divide_cuda(q_.data(), q_floats, DataType::float32, nranks, stream);
   }
 
  private:
-  // The first Q of this shape: the host's standard normal values, uploaded.
-  void start_q(const PowerSgdShape& s, cudaStream_t stream) {
-    if (q_.size() == s.cols * s.r) return;
-    start_.resize(s.cols * s.r);
+  const PowerSgdLayout& layout(size_t count) {
+    if (!layout_known_ || layout_count_ != count) {
+      layout_ = powersgd_layout(tensors_, count, rank_);
+      layout_count_ = count;
+      layout_known_ = true;
+    }
+    return layout_;
+  }
+  // The first Q's of this layout: the host's standard normal values, uploaded.
+  void start_q(const PowerSgdLayout& l, cudaStream_t stream) {
+    if (q_.size() == l.q_floats) return;
+    start_.resize(l.q_floats);
     standard_normal_cpu(start_.data(), start_.size(), powersgd_start_key(seed_, start_.size()));
     q_.resize(start_.size());
-    SB_CUDA_CHECK(cudaMemcpyAsync(q_.data(), start_.data(), start_.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+    if (!start_.empty())
+      SB_CUDA_CHECK(cudaMemcpyAsync(q_.data(), start_.data(), start_.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
   }
-  // The values as the zero-padded matrix (no copy when count fills it).
-  const float* padded(const float* values, size_t count, const PowerSgdShape& s, cudaStream_t stream) {
-    if (s.rows * s.cols == count) return values;
-    matrix_.resize(s.rows * s.cols);
-    SB_CUDA_CHECK(cudaMemcpyAsync(matrix_.data(), values, count * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-    SB_CUDA_CHECK(cudaMemsetAsync(matrix_.data() + count, 0, (matrix_.size() - count) * sizeof(float), stream));
+  // A block's values as its matrix (a zero-padded copy when its shape was not known). The copy is
+  // reused by the next padded block: the stream orders the product before the next overwrite; it
+  // only grows (a smaller resize would free memory queued work may still read).
+  const float* matrix(const float* values, const PowerSgdBlock& b, cudaStream_t stream) {
+    if (!b.padded()) return values + b.offset;
+    matrix_.reserve(b.rows * b.cols);
+    SB_CUDA_CHECK(cudaMemcpyAsync(matrix_.data(), values + b.offset, b.count * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    SB_CUDA_CHECK(cudaMemsetAsync(matrix_.data() + b.count, 0, (b.rows * b.cols - b.count) * sizeof(float), stream));
     return matrix_.data();
   }
 
   size_t rank_;
   uint64_t seed_;
+  std::vector<TensorView> tensors_;
   cublasHandle_t cublas_ = nullptr;
-  std::vector<float> start_;                  // the first Q on the host, kept while its upload is queued
-  DeviceArray<float> q_, p_, matrix_, decoded_;  // q_: the warm start, replaced by combine()
+  std::vector<float> start_;                     // the first Q's on the host, kept while their upload is queued
+  DeviceArray<float> q_, p_, matrix_, decoded_;  // q_: the warm starts, replaced by combine()
+  PowerSgdLayout layout_;                        // of the last count seen
+  size_t layout_count_ = 0;
+  bool layout_known_ = false;
 };
 
 }  // namespace
 
 std::unique_ptr<DeviceCompressor> make_device_lowrank_compressor(std::unique_ptr<Compressor> twin,
                                                                  const CompressorParams& params) {
-  return std::make_unique<DevicePowerSgd>(std::move(twin), params.rank, params.seed);
+  return std::make_unique<DevicePowerSgd>(std::move(twin), params.rank, params.seed, params.tensors);
 }
 
 }  // namespace sb

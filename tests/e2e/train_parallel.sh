@@ -55,6 +55,14 @@ check "QSGD training brings the loss from ln 10 = 2.30 below 1.2 in 100 steps ($
   awk -v l="$qsgd_loss" 'BEGIN { exit !(l > 0 && l < 1.2) }'
 check "the run records its QSGD bucket" test "$(h5dump -a /train/config/compressor_qsgd_bucket "$WORK/qsgd.h5" | grep -o '(0): [0-9]*')" = "(0): 512"
 
+# --- PowerSGD with a matrix per tensor (and vectors uncompressed) trains; one matrix per bucket lagged --
+$TRAIN 2 $SB --epochs 1 --steps 100 --print-every 50 --seed 4 --compressor powersgd --rank 4 \
+  --out "$WORK/powersgd.h5" >"$WORK/powersgd.txt" 2>&1
+check "2 ranks with PowerSGD exit 0" test $? -eq 0
+powersgd_loss=$(grep -E 'step 100/468 loss' "$WORK/powersgd.txt" | sed 's/.* loss \([0-9.]*\) .*/\1/')
+check "PowerSGD rank 4 training brings the loss from ln 10 = 2.30 below 1.2 in 100 steps ($powersgd_loss)" \
+  awk -v l="$powersgd_loss" 'BEGIN { exit !(l > 0 && l < 1.2) }'
+
 # --- polled progress: MPI_Iallreduce tested between layers instead of a communication thread --
 # At 2 ranks every sum is a + b, whichever algorithm MPI picks, so both runs train identically.
 $TRAIN 2 $SB --epochs 1 --steps 20 --print-every 20 --seed 5 --out "$WORK/thread.h5" >"$WORK/thread.txt" 2>&1 &&

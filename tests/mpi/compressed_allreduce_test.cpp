@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "collectives/compress/compressed_allreduce.hpp"
@@ -17,10 +19,47 @@ namespace sb {
 namespace {
 
 
-TEST(CompressedAllreduce, EveryRankGetsTheAverageOfTheDecodedPayloads) {
-  int rank = 0, nranks = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+// Values of `g` that are not the average of every rank's decoded payload (gathered and summed in
+// rank order in double), or for signSGD their majority vote.
+size_t wrong_against_the_decoded_payloads(std::string_view name, const CompressedAllreduce& allreduce,
+                                          const std::vector<float>& g) {
+  int nranks = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  const size_t n = g.size();
+  std::vector<float> all(n * static_cast<size_t>(nranks));
+  MPI_Allgather(allreduce.sent().data(), static_cast<int>(n), MPI_FLOAT, all.data(), static_cast<int>(n), MPI_FLOAT,
+                MPI_COMM_WORLD);
+  // PowerSGD's result is P (sum of Q_i)^T / ranks, the reference the sum of the P Q_i^T: the
+  // same up to the rounding of r-term dot products, relative to the largest decoded value.
+  double largest = 0;
+  for (float sent : all) largest = std::max(largest, static_cast<double>(std::fabs(sent)));
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double sum = 0, magnitude = 0;
+    int votes = 0;
+    for (int r = 0; r < nranks; ++r) {
+      const float sent = all[static_cast<size_t>(r) * n + i];
+      sum += sent;
+      magnitude += std::fabs(sent);
+      votes += sent < 0 ? -1 : 1;
+    }
+    if (name == "sign") {  // the sign most ranks sent, times their mean magnitude; 0 on a tie
+      const float mean = static_cast<float>(magnitude / nranks);
+      if (g[i] != (votes > 0 ? mean : votes < 0 ? -mean : 0.0f)) ++wrong;
+      continue;
+    }
+    // fp16/bf16 payloads are summed in their own precision by the allreduce, one rounding
+    // per rank; the others in fp32.
+    const double unit = name == "fp16" ? 0x1p-10 : name == "bf16" ? 0x1p-7 : 0x1p-22;
+    const double tolerance = unit * magnitude + (name == "powersgd" ? 0x1p-18 * largest : 0.0);
+    if (std::fabs(g[i] - sum / nranks) > tolerance) ++wrong;
+  }
+  return wrong;
+}
+
+TEST(CompressedAllreduce, EveryRankGetsTheAverageOfTheDecodedPayloads) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const size_t n = 4097;
   for (std::string_view name : compressor_names()) {
     for (bool error_feedback : {false, true}) {
@@ -31,37 +70,29 @@ TEST(CompressedAllreduce, EveryRankGetsTheAverageOfTheDecodedPayloads) {
       for (uint64_t step = 0; step < 3; ++step) {
         std::vector<float> g = heavy_tailed_gradient(n, 10 * static_cast<unsigned>(rank) + static_cast<unsigned>(step));
         allreduce.run(g.data(), n, step);
-        // The reference: every rank's decoded payload, summed in rank order in double.
-        std::vector<float> all(n * static_cast<size_t>(nranks));
-        MPI_Allgather(allreduce.sent().data(), static_cast<int>(n), MPI_FLOAT, all.data(), static_cast<int>(n),
-                      MPI_FLOAT, MPI_COMM_WORLD);
-        // PowerSGD's result is P (sum of Q_i)^T / ranks, the reference the sum of the P Q_i^T: the
-        // same up to the rounding of r-term dot products, relative to the largest decoded value.
-        double largest = 0;
-        for (float sent : all) largest = std::max(largest, static_cast<double>(std::fabs(sent)));
-        size_t wrong = 0;
-        for (size_t i = 0; i < n; ++i) {
-          double sum = 0, magnitude = 0;
-          int votes = 0;
-          for (int r = 0; r < nranks; ++r) {
-            const float sent = all[static_cast<size_t>(r) * n + i];
-            sum += sent;
-            magnitude += std::fabs(sent);
-            votes += sent < 0 ? -1 : 1;
-          }
-          if (name == "sign") {  // the sign most ranks sent, times their mean magnitude; 0 on a tie
-            const float mean = static_cast<float>(magnitude / nranks);
-            if (g[i] != (votes > 0 ? mean : votes < 0 ? -mean : 0.0f)) ++wrong;
-            continue;
-          }
-          // fp16/bf16 payloads are summed in their own precision by the allreduce, one rounding
-          // per rank; the others in fp32.
-          const double unit = name == "fp16" ? 0x1p-10 : name == "bf16" ? 0x1p-7 : 0x1p-22;
-          const double tolerance = unit * magnitude + (name == "powersgd" ? 0x1p-18 * largest : 0.0);
-          if (std::fabs(g[i] - sum / nranks) > tolerance) ++wrong;
-        }
-        EXPECT_EQ(wrong, 0u) << name << (error_feedback ? " with error feedback" : "") << " step " << step;
+        EXPECT_EQ(wrong_against_the_decoded_payloads(name, allreduce, g), 0u)
+            << name << (error_feedback ? " with error feedback" : "") << " step " << step;
       }
+    }
+  }
+}
+
+// PowerSGD on a bucket of several tensors (a matrix, a vector, a matrix too small to compress, one
+// of unknown shape): the same, each matrix with its own factors.
+TEST(CompressedAllreduce, PowerSgdPerTensorGivesTheAverageOfTheDecodedPayloads) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  CompressorParams params;
+  params.stream = static_cast<uint64_t>(rank);
+  params.tensors = {{64 * 36, 64}, {64, 1}, {6 * 5, 6}, {1000, 0}};
+  const size_t n = 64 * 36 + 64 + 30 + 1000;
+  for (bool error_feedback : {false, true}) {
+    CompressedAllreduce allreduce(make_compressor("powersgd", params), error_feedback, MPI_COMM_WORLD);
+    for (uint64_t step = 0; step < 3; ++step) {
+      std::vector<float> g = heavy_tailed_gradient(n, 10 * static_cast<unsigned>(rank) + static_cast<unsigned>(step));
+      allreduce.run(g.data(), n, step);
+      EXPECT_EQ(wrong_against_the_decoded_payloads("powersgd", allreduce, g), 0u)
+          << (error_feedback ? "with error feedback" : "") << " step " << step;
     }
   }
 }

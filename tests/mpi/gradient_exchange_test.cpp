@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -122,6 +123,52 @@ TEST(GradientExchange, CompressedBucketsAverageExactlyWhereTheCodeIsExact) {
     for (int step = 0; step < 2; ++step)
       EXPECT_EQ(wrong_after_step(exchange, grads, step, [](size_t n) { return static_cast<int>(1 + n % 13); }), 0u)
           << compressor << " step " << step;
+  }
+}
+
+// PowerSGD in the exchange sees each bucket's tensors as the model's shapes: rank-1 matrices
+// (every rank's a multiple of the same one) and vectors average whole at rank 2, fused or not;
+// with the shapes unknown, each tensor viewed near-square, they do not.
+TEST(GradientExchange, PowerSgdCompressesEachTensorOfABucketAsItsMatrix) {
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  const std::vector<GradientTensor> shaped = {{"conv", 16 * 27, 16}, {"bn", 16, 1}, {"fc", 10 * 64, 10}, {"bias", 10, 1}};
+  std::vector<GradientTensor> unshaped = shaped;
+  for (GradientTensor& t : unshaped) t.rows = 0;
+  // Tensor k's value (i, j) on a rank: (rank + 1) sin(i + k) cos(0.3 j); vectors (rank + 1) (j - 5).
+  auto value = [&](size_t k, size_t i, size_t j, double weight) {
+    return shaped[k].rows == 1 ? weight * (static_cast<double>(j) - 5.0)
+                               : weight * std::sin(static_cast<double>(i + k)) * std::cos(0.3 * static_cast<double>(j));
+  };
+  const double mean_weight = (nranks + 1) / 2.0;
+  for (BucketStrategy strategy : {BucketStrategy::per_tensor, BucketStrategy::fixed}) {
+    for (bool shapes_known : {true, false}) {
+      const std::vector<GradientTensor>& tensors = shapes_known ? shaped : unshaped;
+      ExchangeConfig config;
+      config.compressor = "powersgd";
+      config.compressor_params.rank = 2;
+      config.error_feedback = false;
+      Gradients g(tensors);
+      GradientExchange exchange(MPI_COMM_WORLD, config, plan_buckets(tensors, strategy, 1.0), g.pointers);
+      for (size_t k = 0; k < tensors.size(); ++k) {
+        const size_t cols = shaped[k].count / shaped[k].rows;
+        for (size_t e = 0; e < tensors[k].count; ++e) g.values[k][e] = static_cast<float>(value(k, e / cols, e % cols, rank + 1.0));
+      }
+      exchange.begin_step();
+      for (size_t k = tensors.size(); k-- > 0;) exchange.tensor_ready(k);
+      exchange.finish();
+      double worst = 0;
+      for (size_t k = 0; k < tensors.size(); ++k) {
+        const size_t cols = shaped[k].count / shaped[k].rows;
+        for (size_t e = 0; e < tensors[k].count; ++e)
+          worst = std::max(worst, std::fabs(g.values[k][e] - value(k, e / cols, e % cols, mean_weight)));
+      }
+      if (shapes_known)
+        EXPECT_LT(worst, 1e-4) << bucket_strategy_name(strategy);
+      else
+        EXPECT_GT(worst, 1e-2) << bucket_strategy_name(strategy) << ", shapes unknown";
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 // partitions of about 1M parameters).
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <vector>
 
 #include "collectives/buckets/bucket_plan.hpp"
@@ -70,6 +71,42 @@ TEST(BucketPlan, StrategiesFollowTheirRules) {
   EXPECT_EQ(parts.buckets_of_tensor[12].size(), 3u);
   EXPECT_THROW(parse_bucket_strategy("horovod"), UsageError);
   EXPECT_THROW(plan_buckets(t, BucketStrategy::ddp, -1), UsageError);
+}
+
+}  // namespace
+}  // namespace sb
+
+namespace sb {
+namespace {
+
+// What PowerSGD sees of each bucket: whole matrices as themselves, vectors as vectors, a piece
+// of whole rows as those rows, a piece cut between rows (or of unknown shape) near-square.
+TEST(BucketPlan, TensorViewsFollowThePiecesShapes) {
+  const std::vector<GradientTensor> t = {{"conv", 64 * 27, 64}, {"bn", 64, 1}, {"fc", 10 * 100, 10}, {"x", 500, 0}};
+  const BucketPlan fused = plan_buckets(t, BucketStrategy::fixed, 1.0);
+  ASSERT_EQ(fused.buckets.size(), 1u);
+  // Backward order: the last tensor first.
+  EXPECT_EQ(bucket_tensor_views(fused, 0),
+            (std::vector<TensorView>{{500, 0}, {1000, 10}, {64, 1}, {64 * 27, 64}}));
+  // Partitions of 500 elements: fc in two pieces of 5 rows, conv in four of 16 rows.
+  auto views_of = [](const BucketPlan& plan) {
+    std::vector<TensorView> all;
+    for (size_t b = 0; b < plan.buckets.size(); ++b) {
+      const std::vector<TensorView> views = bucket_tensor_views(plan, b);
+      EXPECT_EQ(views.size(), plan.buckets[b].pieces.size());
+      all.insert(all.end(), views.begin(), views.end());
+    }
+    return all;
+  };
+  EXPECT_EQ(views_of(plan_buckets(t, BucketStrategy::partition, 1.0, 500)),
+            (std::vector<TensorView>{{500, 0}, {500, 5}, {500, 5}, {64, 1}, {432, 16}, {432, 16}, {432, 16}, {432, 16}}));
+  // Of 400: fc in pieces of 333, 333 and 334 values, cut between its rows of 100.
+  const std::vector<TensorView> cut = views_of(plan_buckets(t, BucketStrategy::partition, 1.0, 400));
+  ASSERT_GE(cut.size(), 5u);
+  EXPECT_EQ((std::vector<TensorView>(cut.begin() + 2, cut.begin() + 5)),
+            (std::vector<TensorView>{{333, 0}, {333, 0}, {334, 0}}));
+  // A tensor that is not whole rows is refused.
+  EXPECT_THROW(plan_buckets({{"bad", 10, 3}}, BucketStrategy::fixed, 1.0), std::invalid_argument);
 }
 
 }  // namespace

@@ -9,9 +9,11 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "collectives/compress/compressor.hpp"
+#include "collectives/compress/powersgd.hpp"
 #include "collectives/compress/synthetic_gradient.hpp"
 #include "common/usage_error.hpp"
 #include "kernels/lowrank.hpp"
@@ -400,6 +402,76 @@ TEST(PowerSgd, RecoversAMatrixOfItsRankInOneStepAndSendsItsFactors) {
   double error = 0;
   for (size_t i = 0; i < g.size(); ++i) error += std::fabs(rank1[i] - g[i]);
   EXPECT_GT(error, 1.0);
+}
+
+
+// A fused bucket is compressed tensor by tensor: every P in round 0, every Q in round 1 followed
+// by the tensors sent as they are (vectors, and matrices whose factors would not be under half
+// their size); a tensor of unknown shape is viewed near-square.
+TEST(PowerSgd, LayoutCompressesEachMatrixAndSendsTheRestAsTheyAre) {
+  const std::vector<TensorView> tensors = {{64 * 147, 64}, {64, 1}, {10 * 4, 10}, {1000, 0}};
+  const PowerSgdLayout l = powersgd_layout(tensors, 64 * 147 + 64 + 40 + 1000, 4);
+  ASSERT_EQ(l.blocks.size(), 4u);
+  const PowerSgdBlock &conv = l.blocks[0], &bias = l.blocks[1], &small = l.blocks[2], &unknown = l.blocks[3];
+  EXPECT_TRUE(conv.compressed());
+  EXPECT_EQ(conv.rows, 64u);
+  EXPECT_EQ(conv.cols, 147u);
+  EXPECT_EQ(conv.r, 4u);
+  EXPECT_FALSE(bias.compressed());
+  EXPECT_FALSE(small.compressed());  // (10 + 4) x 4 x 2 = 112 is not under 40
+  EXPECT_TRUE(unknown.compressed());  // 32 x 32, its last 24 values zero
+  EXPECT_EQ(unknown.rows, 32u);
+  EXPECT_EQ(unknown.cols, 32u);
+  EXPECT_TRUE(unknown.padded());
+  EXPECT_EQ(unknown.offset, 64u * 147 + 64 + 40);
+  EXPECT_EQ(l.p_floats, (64u + 32) * 4);
+  EXPECT_EQ(l.q_floats, (147u + 32) * 4);
+  EXPECT_EQ(unknown.p_offset, 64u * 4);
+  EXPECT_EQ(unknown.q_offset, 147u * 4);
+  EXPECT_EQ(bias.q_offset, l.q_floats);
+  EXPECT_EQ(small.q_offset, l.q_floats + 64);
+  EXPECT_EQ(l.round1_floats, l.q_floats + 64 + 40);
+  CompressorParams params;
+  params.tensors = tensors;
+  EXPECT_EQ(make_compressor("powersgd", params)->payload_bytes(64 * 147 + 64 + 40 + 1000),
+            (l.p_floats + l.round1_floats) * sizeof(float));
+  // Tensors that do not add up to the count, or a count that is not whole rows.
+  EXPECT_THROW(powersgd_layout(tensors, 100, 4), std::invalid_argument);
+  EXPECT_THROW(powersgd_layout({{100, 3}}, 100, 4), std::invalid_argument);
+  // No tensors given: one of unknown shape, as before.
+  EXPECT_EQ(powersgd_layout({}, 4096, 2).blocks.size(), 1u);
+  EXPECT_EQ(powersgd_layout({}, 4096, 2).blocks[0].cols, 64u);
+}
+
+// Two rank-2 matrices and a vector fused in one buffer: compressed tensor by tensor at rank 2
+// they come back whole (and the vector bit for bit); viewed as one near-square matrix they do not.
+TEST(PowerSgd, PerTensorMatricesRecoverLowRankTensorsOfAFusedBucket) {
+  const size_t a_rows = 48, a_cols = 36, b_rows = 20, b_cols = 90, v = 33;
+  std::vector<float> g;
+  for (size_t i = 0; i < a_rows; ++i)
+    for (size_t j = 0; j < a_cols; ++j)
+      g.push_back(std::sin(0.3f * static_cast<float>(i)) * std::cos(0.2f * static_cast<float>(j)) +
+                  0.25f * static_cast<float>(i % 3) * static_cast<float>(j % 5));
+  for (size_t i = 0; i < v; ++i) g.push_back(0.1f * static_cast<float>(i) - 1.3f);
+  for (size_t i = 0; i < b_rows; ++i)
+    for (size_t j = 0; j < b_cols; ++j)
+      g.push_back(std::cos(0.7f * static_cast<float>(i)) * std::sin(0.05f * static_cast<float>(j)) -
+                  0.5f * static_cast<float>(i % 2) * static_cast<float>(j % 7));
+  CompressorParams params;
+  params.rank = 2;
+  params.tensors = {{a_rows * a_cols, a_rows}, {v, 1}, {b_rows * b_cols, b_rows}};
+  const auto per_tensor = make_compressor("powersgd", params);
+  EXPECT_EQ(per_tensor->payload_bytes(g.size()), ((a_rows + a_cols + b_rows + b_cols) * 2 + v) * sizeof(float));
+  const auto out = round_trip(*per_tensor, g);
+  double largest = 0;
+  for (float x : g) largest = std::max(largest, static_cast<double>(std::fabs(x)));
+  for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(out[i], g[i], 1e-5 * largest) << i;
+  for (size_t i = a_rows * a_cols; i < a_rows * a_cols + v; ++i) EXPECT_EQ(out[i], g[i]) << i;
+  params.tensors.clear();
+  const auto fused = round_trip(*make_compressor("powersgd", params), g);
+  double worst = 0;
+  for (size_t i = 0; i < g.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(fused[i] - g[i])));
+  EXPECT_GT(worst, 0.05 * largest);
 }
 
 }  // namespace

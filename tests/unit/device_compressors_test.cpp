@@ -116,6 +116,42 @@ TEST(DeviceCompressors, MakeTheHostsPayloadsAndDecodeThem) {
 #endif
 }
 
+// PowerSGD over several tensors (a matrix, a vector, a matrix too small to compress, one of
+// unknown shape): the device's factors and decoding are the host's, within fp32 rounding.
+TEST(DeviceCompressors, PowerSgdPerTensorMatchesTheHost) {
+  SB_SKIP_WITHOUT_GPU();
+#if SB_HAVE_CUDA
+  const size_t n = 70001;
+  CompressorParams params;
+  params.tensors = {{300 * 70, 300}, {64, 1}, {6 * 5, 6}, {n - 300 * 70 - 64 - 30, 0}};
+  const std::vector<float> g = heavy_tailed_gradient(n, 11);
+  double norm = 0;
+  for (float v : g) norm += static_cast<double>(v) * v;
+  const double rms = std::sqrt(norm / n);
+  float* values = to_device(g);
+  std::unique_ptr<Compressor> host = make_compressor("powersgd", params);
+  std::unique_ptr<DeviceCompressor> device = make_device_compressor("powersgd", params);
+  for (uint64_t step = 0; step < 2; ++step) {
+    std::vector<unsigned char> want;
+    compress_alone(*host, g.data(), n, step, want);
+    const std::vector<unsigned char> got = device_compress_alone(*device, values, n, step);
+    ASSERT_EQ(got.size(), want.size());
+    std::vector<float> decoded(n, 0.0f);
+    host->decompress_add(want.data(), n, step, 1.0f, decoded.data());
+    unsigned char* payload = to_device(got);
+    float* out = to_device(std::vector<float>(n, 0.0f));
+    device->decompress_add(payload, n, step, out, nullptr);
+    const std::vector<float> device_decoded = to_host(out, n);
+    cudaFree(payload);
+    cudaFree(out);
+    for (size_t i = 0; i < n; ++i) ASSERT_NEAR(device_decoded[i], decoded[i], 1e-4 * rms) << "value " << i << ", step " << step;
+    // The vector and the small matrix travel as they are: the same bits.
+    for (size_t i = 300 * 70; i < 300 * 70 + 64 + 30; ++i) EXPECT_EQ(device_decoded[i], g[i]) << "value " << i;
+  }
+  cudaFree(values);
+#endif
+}
+
 TEST(DeviceCompressors, RefuseWhatTheHostRefuses) {
   SB_SKIP_WITHOUT_GPU();
 #if SB_HAVE_CUDA
