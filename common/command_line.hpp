@@ -4,6 +4,7 @@
 // reports as one line and exit status 2.
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,17 +15,24 @@
 namespace sb {
 
 // What CLI11 2.1 reads as numbers but no option of ours means: "nan", "inf" and "1e999" for a
-// double (and a NaN passes every range check written as a comparison, `x <= 0` being false), and
-// "-1" for an unsigned integer (which wraps to 2^64 - 1). Refused for every option of the program
-// and of its subcommands.
+// double (and a NaN passes every range check written as a comparison, `x <= 0` being false), "-1"
+// for an unsigned integer (which wraps to 2^64 - 1), and an integer past its type's range (which
+// saturates to the largest). Refused for every option of the program and of its subcommands.
 inline void require_meant_numbers(const CLI::App& app) {
   for (const CLI::Option* option : app.get_options()) {
     const std::string type = option->get_type_name();
+    const bool is_unsigned = type.rfind("UINT", 0) == 0, is_signed = type.rfind("INT", 0) == 0;
     for (const std::string& value : option->results()) {
       if (type.rfind("FLOAT", 0) == 0 && !std::isfinite(std::strtod(value.c_str(), nullptr)))
         throw UsageError(option->get_name() + ": '" + value + "' is not a finite number");
-      if (type.rfind("UINT", 0) == 0 && value.find('-') != std::string::npos)
+      if (is_unsigned && value.find('-') != std::string::npos)
         throw UsageError(option->get_name() + ": '" + value + "' is negative");
+      if (is_unsigned || is_signed) {
+        errno = 0;
+        if (is_unsigned) static_cast<void>(std::strtoull(value.c_str(), nullptr, 0));
+        else static_cast<void>(std::strtoll(value.c_str(), nullptr, 0));
+        if (errno == ERANGE) throw UsageError(option->get_name() + ": '" + value + "' is out of range");
+      }
     }
   }
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) require_meant_numbers(*sub);

@@ -1,6 +1,6 @@
 // parse_command_line (common/command_line.hpp): bad command lines become UsageErrors, and a
-// floating-point option refuses NaN and infinities, and an unsigned one negative numbers, which
-// CLI11 itself reads as numbers.
+// floating-point option refuses NaN and infinities, an unsigned one negative numbers, and an
+// integer one numbers past its range, which CLI11 itself reads as numbers.
 #include "common/command_line.hpp"
 
 #include <gtest/gtest.h>
@@ -54,6 +54,14 @@ TEST(CommandLine, NonFiniteFloatsAreRefused) {
 
 TEST(CommandLine, NegativeUnsignedNumbersAreRefused) {
   EXPECT_EQ(parse({"p", "--seed", "-1"}), "--seed: '-1' is negative");
+}
+
+TEST(CommandLine, IntegersPastTheirRangeAreRefused) {
+  EXPECT_EQ(parse({"p", "--seed", "18446744073709551616"}), "--seed: '18446744073709551616' is out of range");
+  EXPECT_EQ(parse({"p", "--seed", "99999999999999999999999"}), "--seed: '99999999999999999999999' is out of range");
+  EXPECT_NE(parse({"p", "--count", "99999999999999999999999"}), "");
+  EXPECT_NE(parse({"p", "--count", "-99999999999999999999999"}), "");
+  EXPECT_NE(parse({"p", "--count", "4294967296"}), "");  // past int's range, within int64's
 }
 
 TEST(CommandLine, ParseErrorsBecomeUsageErrors) {
