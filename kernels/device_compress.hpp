@@ -30,5 +30,9 @@ void bucket_norms_cuda(const float* x, size_t count, size_t span, float* norms, 
 // kernels/quantise.hpp): out[i] += (its bucket's scale / levels) level[i].
 void add_levels_cuda(const unsigned char* payload, size_t count, size_t bucket, float levels, float* out,
                      CUstream_st* stream);
+// The same with the scales (at any byte) and the levels apart: one tensor's of a payload with a
+// scale per tensor.
+void add_levels_cuda(const unsigned char* scales, const int8_t* level, size_t count, size_t bucket, float levels,
+                     float* out, CUstream_st* stream);
 
 }  // namespace sb

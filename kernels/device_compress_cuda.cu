@@ -75,12 +75,11 @@ __global__ void add_float_kernel(const float* payload, size_t count, float* out)
   for (size_t i = grid_first(); i < count; i += grid_stride()) out[i] += payload[i];
 }
 
-__global__ void add_levels_kernel(const unsigned char* payload, size_t count, size_t span, size_t scales, float levels,
-                                  float* out) {
-  const int8_t* level = reinterpret_cast<const int8_t*>(payload + scales * sizeof(float));
+__global__ void add_levels_kernel(const unsigned char* scales, const int8_t* level, size_t count, size_t span,
+                                  float levels, float* out) {
   for (size_t i = grid_first(); i < count; i += grid_stride()) {
     float scale;  // payloads of 4 B + count bytes: another rank's scales need not be aligned
-    memcpy(&scale, payload + i / span * sizeof(float), sizeof scale);
+    memcpy(&scale, scales + i / span * sizeof(float), sizeof scale);
     out[i] += scale / levels * static_cast<float>(level[i]);
   }
 }
@@ -157,8 +156,15 @@ void bucket_norms_cuda(const float* x, size_t count, size_t span, float* norms, 
 void add_levels_cuda(const unsigned char* payload, size_t count, size_t bucket, float levels, float* out,
                      cudaStream_t stream) {
   if (count == 0) return;
-  add_levels_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(payload, count, scale_span(bucket, count),
-                                                                scale_count(bucket, count), levels, out);
+  const int8_t* level = reinterpret_cast<const int8_t*>(payload + scale_count(bucket, count) * sizeof(float));
+  add_levels_cuda(payload, level, count, bucket, levels, out, stream);
+}
+
+void add_levels_cuda(const unsigned char* scales, const int8_t* level, size_t count, size_t bucket, float levels,
+                     float* out, cudaStream_t stream) {
+  if (count == 0) return;
+  add_levels_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(scales, level, count, scale_span(bucket, count), levels,
+                                                                out);
   SB_CUDA_CHECK(cudaGetLastError());
 }
 

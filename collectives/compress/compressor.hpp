@@ -38,8 +38,9 @@ struct CompressorParams {
   int rank = 4;         // PowerSGD: rank of the approximation, >= 1
   uint64_t seed = 42;   // shared by all ranks: random-k's choice of indices
   uint64_t stream = 0;  // this rank's own random stream (stochastic rounding): set to the rank
-  // PowerSGD: the tensors the values are, in order (their counts add up to the count it is given):
-  // each matrix compressed on its own, vectors sent as they are. Empty: one tensor of unknown shape.
+  // The tensors the values are, in order (their counts add up to the count given): PowerSGD
+  // compresses each matrix on its own and sends vectors as they are; TernGrad, and QSGD with
+  // bucket 0, scale each tensor on its own. Empty: one tensor of unknown shape.
   std::vector<TensorView> tensors;
 };
 

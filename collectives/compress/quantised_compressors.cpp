@@ -6,9 +6,10 @@
 //            value becomes the sign most ranks sent (0 on a tie) times the ranks' mean magnitude;
 //   qsgd     s levels of |x| / ||x||_2, stochastically rounded so that the decoding is unbiased,
 //            one signed byte per value (s <= 127), the norm taken per bucket of values (Alistarh
-//            et al. 2017 quantise buckets of d values, e.g. 512, each with its own norm);
-//   terngrad -1, 0 or +1 times a scale, max |x| clipped at 2.5 standard deviations, +-1 with
-//            probability |x| / scale (unbiased below the clip);
+//            et al. 2017 quantise buckets of d values, e.g. 512, each with its own norm), or
+//            with --qsgd-bucket 0 per tensor;
+//   terngrad -1, 0 or +1 times a scale per tensor (layer), max |x| clipped at 2.5 standard
+//            deviations, +-1 with probability |x| / scale (unbiased below the clip);
 //   onebit   1-bit SGD (Seide et al. 2014): one bit per value, decoded per chunk of 512 values to
 //            the mean of the chunk's non-negative values or to the mean of its negative ones
 //            (with error feedback, as the paper runs it).
@@ -19,6 +20,7 @@
 #include <cstring>
 #include <vector>
 
+#include "collectives/compress/byte_quantiser.hpp"
 #include "collectives/compress/compressors.hpp"
 #include "kernels/quantise.hpp"
 #include "kernels/random.hpp"
@@ -266,32 +268,52 @@ class OneBit final : public Compressor {
   }
 };
 
-// A signed byte per value after one fp32 scale per bucket of values (kernels/quantise.hpp): the
-// layout QSGD and TernGrad share, [scale 0 .. scale B-1][level 0 .. level count-1].
+// A signed byte per value after one fp32 scale per bucket of values (kernels/quantise.hpp), or
+// with no buckets per tensor of the values (byte_quantiser.hpp): the layout QSGD and TernGrad
+// share, [scale 0 .. scale B-1][level 0 .. level count-1].
 class ByteQuantiser : public Compressor {
  public:
-  ByteQuantiser(size_t bucket, uint64_t stream) : bucket_(bucket), stream_(stream) {}
+  ByteQuantiser(size_t bucket, std::vector<TensorView> tensors, uint64_t stream)
+      : bucket_(bucket), tensors_(std::move(tensors)), stream_(stream) {}
   Carrier carrier() const override { return Carrier::allgather; }
-  size_t payload_bytes(size_t count) const override { return sizeof(float) * scale_count(bucket_, count) + count; }
+  size_t payload_bytes(size_t count) const override { return sizeof(float) * scales_of(count) + count; }
   void compress(const float* values, size_t count, uint64_t step, unsigned char* payload) override {
+    const uint64_t key = random_key(stream_, static_cast<uint64_t>(levels()), step);
+    scales_.resize(scales_of(count));
+    int8_t* level = reinterpret_cast<int8_t*>(payload + scales_.size() * sizeof(float));
+    if (per_tensor()) {
+      const std::vector<size_t> at = tensor_offsets(tensors_, count);
+      for (size_t t = 0; t < scales_.size(); ++t) {
+        const size_t n = at[t + 1] - at[t];
+        scales_[t] = scale_of(values + at[t], n);
+        write_scale(payload + t * sizeof(float), scales_[t]);
+        stochastic_levels_cpu(values + at[t], n, 0, &scales_[t], static_cast<float>(levels()), tensor_rounding_key(key, t),
+                              level + at[t]);
+      }
+      return;
+    }
     const size_t span = scale_span(bucket_, count);
-    scales_.resize(scale_count(bucket_, count));
     for (size_t b = 0; b < scales_.size(); ++b) {
       const size_t begin = b * span;
       scales_[b] = scale_of(values + begin, std::min(span, count - begin));
       write_scale(payload + b * sizeof(float), scales_[b]);
     }
-    stochastic_levels_cpu(values, count, span, scales_.data(), static_cast<float>(levels()),
-                          random_key(stream_, static_cast<uint64_t>(levels()), step),
-                          reinterpret_cast<int8_t*>(payload + scales_.size() * sizeof(float)));
+    stochastic_levels_cpu(values, count, span, scales_.data(), static_cast<float>(levels()), key, level);
   }
   void decompress_add(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
-    const size_t span = scale_span(bucket_, count), scales = scale_count(bucket_, count);
+    const size_t scales = scales_of(count);
     const int8_t* level = reinterpret_cast<const int8_t*>(payload + scales * sizeof(float));
-    for (size_t b = 0, begin = 0; b < scales; ++b, begin += span) {
+    std::vector<size_t> at;
+    if (per_tensor()) {
+      at = tensor_offsets(tensors_, count);
+    } else {
+      const size_t span = scale_span(bucket_, count);
+      for (size_t b = 0; b < scales; ++b) at.push_back(b * span);
+      at.push_back(count);
+    }
+    for (size_t b = 0; b < scales; ++b) {
       const float unit = weight * (read_scale(payload + b * sizeof(float)) / static_cast<float>(levels()));
-      const size_t end = std::min(begin + span, count);
-      for (size_t i = begin; i < end; ++i) out[i] += unit * static_cast<float>(level[i]);
+      for (size_t i = at[b]; i < at[b + 1]; ++i) out[i] += unit * static_cast<float>(level[i]);
     }
   }
 
@@ -301,7 +323,11 @@ class ByteQuantiser : public Compressor {
   virtual float scale_of(const float* values, size_t count) const = 0;
 
  private:
+  bool per_tensor() const { return scales_per_tensor(bucket_, tensors_); }
+  size_t scales_of(size_t count) const { return per_tensor() ? tensors_.size() : scale_count(bucket_, count); }
+
   size_t bucket_;
+  std::vector<TensorView> tensors_;
   uint64_t stream_;
   std::vector<float> scales_;  // compress's, aligned for the rounding loop
 };
@@ -310,7 +336,8 @@ class ByteQuantiser : public Compressor {
 // the variance by the bucket's size instead of the tensor's.
 class Qsgd final : public ByteQuantiser {
  public:
-  Qsgd(int levels, size_t bucket, uint64_t stream) : ByteQuantiser(bucket, stream), levels_(levels) {}
+  Qsgd(int levels, size_t bucket, std::vector<TensorView> tensors, uint64_t stream)
+      : ByteQuantiser(bucket, std::move(tensors), stream), levels_(levels) {}
   std::string_view name() const override { return "qsgd"; }
 
  private:
@@ -327,7 +354,7 @@ class Qsgd final : public ByteQuantiser {
 // outlier's size.
 class TernGrad final : public ByteQuantiser {
  public:
-  explicit TernGrad(uint64_t stream) : ByteQuantiser(0, stream) {}
+  TernGrad(std::vector<TensorView> tensors, uint64_t stream) : ByteQuantiser(0, std::move(tensors), stream) {}
   std::string_view name() const override { return "terngrad"; }
 
  private:
@@ -342,10 +369,10 @@ std::unique_ptr<Compressor> make_sign_compressor() { return std::make_unique<Sca
 std::unique_ptr<Compressor> make_efsign_compressor() { return std::make_unique<ScaledSign>(false); }
 std::unique_ptr<Compressor> make_onebit_compressor() { return std::make_unique<OneBit>(); }
 std::unique_ptr<Compressor> make_qsgd_compressor(const CompressorParams& params) {
-  return std::make_unique<Qsgd>(params.levels, params.bucket, params.stream);
+  return std::make_unique<Qsgd>(params.levels, params.bucket, params.tensors, params.stream);
 }
 std::unique_ptr<Compressor> make_terngrad_compressor(const CompressorParams& params) {
-  return std::make_unique<TernGrad>(params.stream);
+  return std::make_unique<TernGrad>(params.tensors, params.stream);
 }
 
 }  // namespace sb

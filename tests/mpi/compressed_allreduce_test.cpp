@@ -77,24 +77,27 @@ TEST(CompressedAllreduce, EveryRankGetsTheAverageOfTheDecodedPayloads) {
   }
 }
 
-// PowerSGD on a bucket of several tensors (a matrix, a vector, a matrix too small to compress, one
-// of unknown shape): the same, each matrix with its own factors.
-TEST(CompressedAllreduce, PowerSgdPerTensorGivesTheAverageOfTheDecodedPayloads) {
+// The compressors that treat a bucket tensor by tensor, given its tensors (a matrix, a vector, a
+// matrix too small to compress, one of unknown shape): PowerSGD, each matrix with its own factors;
+// TernGrad and QSGD without buckets, each tensor with its own scale. The same average.
+TEST(CompressedAllreduce, PerTensorCompressorsGiveTheAverageOfTheDecodedPayloads) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   CompressorParams params;
   params.stream = static_cast<uint64_t>(rank);
+  params.bucket = 0;
   params.tensors = {{64 * 36, 64}, {64, 1}, {6 * 5, 6}, {1000, 0}};
   const size_t n = 64 * 36 + 64 + 30 + 1000;
-  for (bool error_feedback : {false, true}) {
-    CompressedAllreduce allreduce(make_compressor("powersgd", params), error_feedback, MPI_COMM_WORLD);
-    for (uint64_t step = 0; step < 3; ++step) {
-      std::vector<float> g = heavy_tailed_gradient(n, 10 * static_cast<unsigned>(rank) + static_cast<unsigned>(step));
-      allreduce.run(g.data(), n, step);
-      EXPECT_EQ(wrong_against_the_decoded_payloads("powersgd", allreduce, g), 0u)
-          << (error_feedback ? "with error feedback" : "") << " step " << step;
+  for (const char* name : {"powersgd", "terngrad", "qsgd"})
+    for (bool error_feedback : {false, true}) {
+      CompressedAllreduce allreduce(make_compressor(name, params), error_feedback, MPI_COMM_WORLD);
+      for (uint64_t step = 0; step < 3; ++step) {
+        std::vector<float> g = heavy_tailed_gradient(n, 10 * static_cast<unsigned>(rank) + static_cast<unsigned>(step));
+        allreduce.run(g.data(), n, step);
+        EXPECT_EQ(wrong_against_the_decoded_payloads(name, allreduce, g), 0u)
+            << name << (error_feedback ? " with error feedback" : "") << " step " << step;
+      }
     }
-  }
 }
 
 TEST(ErrorFeedback, SentPlusResidualAddsUpToEveryGradientGiven) {

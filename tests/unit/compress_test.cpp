@@ -290,6 +290,44 @@ TEST(Compressors, TernGradSendsValuesThatDoNotVary) {
   }
 }
 
+// Given the tensors of a fused buffer, TernGrad (and QSGD without buckets) scale each tensor on
+// its own, as the papers scale each layer: a tensor of small values next to one of large values
+// keeps its own scale instead of rounding to 0 against the other's; and each tensor rounds with
+// its own uniforms (two equal tensors do not round alike).
+TEST(Compressors, TernGradAndQsgdWithoutBucketsScaleEachTensor) {
+  std::vector<float> g(50, 100.0f);
+  g.resize(120, -0.01f);
+  CompressorParams params;
+  params.tensors = {{50, 1}, {70, 1}};
+  const auto per_tensor = make_compressor("terngrad", params);
+  EXPECT_EQ(per_tensor->payload_bytes(g.size()), 2 * sizeof(float) + 120);
+  EXPECT_EQ(round_trip(*per_tensor, g), g);  // each tensor constant: its scale is its value
+  const auto whole = round_trip(*make_compressor("terngrad", {}), g);
+  size_t lost = 0;
+  for (size_t i = 50; i < 120; ++i) lost += whole[i] != g[i];
+  EXPECT_GT(lost, 35u);  // against one scale of 100, -0.01 sends -100 once in 10,000 times
+  // QSGD with --qsgd-bucket 0: the head holds each tensor's norm.
+  params.bucket = 0;
+  const auto qsgd = make_compressor("qsgd", params);
+  std::vector<unsigned char> payload;
+  compress_alone(*qsgd, g.data(), g.size(), 0, payload);
+  ASSERT_EQ(payload.size(), 2 * sizeof(float) + 120);
+  float norms[2];
+  std::memcpy(norms, payload.data(), sizeof norms);
+  EXPECT_FLOAT_EQ(norms[0], 100.0f * std::sqrt(50.0f));
+  EXPECT_FLOAT_EQ(norms[1], 0.01f * std::sqrt(70.0f));
+  // Two equal tensors of values between levels: their roundings differ.
+  std::vector<float> twice = heavy_tailed_gradient(1000, 8);
+  twice.insert(twice.end(), twice.begin(), twice.end());
+  params.tensors = {{1000, 0}, {1000, 0}};
+  compress_alone(*make_compressor("qsgd", params), twice.data(), twice.size(), 0, payload);
+  const unsigned char* levels = payload.data() + 2 * sizeof(float);
+  EXPECT_NE(std::memcmp(levels, levels + 1000, 1000), 0);
+  // Tensors that do not add up to the count.
+  EXPECT_THROW(compress_alone(*make_compressor("terngrad", params), g.data(), g.size(), 0, payload),
+               std::invalid_argument);
+}
+
 TEST(Compressors, QsgdScalesEachBucketByItsOwnNormAndSoErrsLess) {
   // [one fp32 norm per bucket][a signed byte per value], the last bucket short; bucket 0 is one
   // norm for the whole tensor. Per-bucket norms bound the error by the bucket's size rather than
