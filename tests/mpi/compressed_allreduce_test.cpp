@@ -57,47 +57,38 @@ size_t wrong_against_the_decoded_payloads(std::string_view name, const Compresse
   return wrong;
 }
 
-TEST(CompressedAllreduce, EveryRankGetsTheAverageOfTheDecodedPayloads) {
+// Three steps of `name` on n values of this rank's own heavy-tailed gradients, each checked
+// against the decoded payloads; with and without error feedback.
+void expect_the_average_of_the_decoded_payloads(std::string_view name, CompressorParams params, size_t n) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  const size_t n = 4097;
-  for (std::string_view name : compressor_names()) {
-    for (bool error_feedback : {false, true}) {
-      CompressorParams params;
-      params.ratio = 0.03;
-      params.stream = static_cast<uint64_t>(rank);
-      CompressedAllreduce allreduce(make_compressor(name, params), error_feedback, MPI_COMM_WORLD);
-      for (uint64_t step = 0; step < 3; ++step) {
-        std::vector<float> g = heavy_tailed_gradient(n, 10 * static_cast<unsigned>(rank) + static_cast<unsigned>(step));
-        allreduce.run(g.data(), n, step);
-        EXPECT_EQ(wrong_against_the_decoded_payloads(name, allreduce, g), 0u)
-            << name << (error_feedback ? " with error feedback" : "") << " step " << step;
-      }
+  params.stream = static_cast<uint64_t>(rank);
+  for (bool error_feedback : {false, true}) {
+    CompressedAllreduce allreduce(make_compressor(name, params), error_feedback, MPI_COMM_WORLD);
+    for (uint64_t step = 0; step < 3; ++step) {
+      std::vector<float> g = heavy_tailed_gradient(n, 10 * static_cast<unsigned>(rank) + static_cast<unsigned>(step));
+      allreduce.run(g.data(), n, step);
+      EXPECT_EQ(wrong_against_the_decoded_payloads(name, allreduce, g), 0u)
+          << name << (error_feedback ? " with error feedback" : "") << " step " << step;
     }
   }
+}
+
+TEST(CompressedAllreduce, EveryRankGetsTheAverageOfTheDecodedPayloads) {
+  CompressorParams params;
+  params.ratio = 0.03;
+  for (std::string_view name : compressor_names()) expect_the_average_of_the_decoded_payloads(name, params, 4097);
 }
 
 // The compressors that treat a bucket tensor by tensor, given its tensors (a matrix, a vector, a
 // matrix too small to compress, one of unknown shape): PowerSGD, each matrix with its own factors;
 // TernGrad and QSGD without buckets, each tensor with its own scale. The same average.
 TEST(CompressedAllreduce, PerTensorCompressorsGiveTheAverageOfTheDecodedPayloads) {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   CompressorParams params;
-  params.stream = static_cast<uint64_t>(rank);
   params.bucket = 0;
   params.tensors = {{64 * 36, 64}, {64, 1}, {6 * 5, 6}, {1000, 0}};
-  const size_t n = 64 * 36 + 64 + 30 + 1000;
   for (const char* name : {"powersgd", "terngrad", "qsgd"})
-    for (bool error_feedback : {false, true}) {
-      CompressedAllreduce allreduce(make_compressor(name, params), error_feedback, MPI_COMM_WORLD);
-      for (uint64_t step = 0; step < 3; ++step) {
-        std::vector<float> g = heavy_tailed_gradient(n, 10 * static_cast<unsigned>(rank) + static_cast<unsigned>(step));
-        allreduce.run(g.data(), n, step);
-        EXPECT_EQ(wrong_against_the_decoded_payloads(name, allreduce, g), 0u)
-            << name << (error_feedback ? " with error feedback" : "") << " step " << step;
-      }
-    }
+    expect_the_average_of_the_decoded_payloads(name, params, 64 * 36 + 64 + 30 + 1000);
 }
 
 TEST(ErrorFeedback, SentPlusResidualAddsUpToEveryGradientGiven) {
