@@ -8,13 +8,9 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-namespace sb {
+#include "kernels/cpu_features.hpp"
 
-// Whether this CPU has AVX2 (checked once).
-inline bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
-  return yes;
-}
+namespace sb {
 
 // 8 bf16 to fp32, as to_float: the bits move to the upper half, exactly (a NaN keeps its payload).
 __attribute__((target("avx2"))) inline __m256 bf16_widen(__m128i bf16) {

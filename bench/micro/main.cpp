@@ -160,9 +160,10 @@ void BM_topk(benchmark::State& state) {
   state.counters["x_nth_element"] = nth[1] / (seconds / static_cast<double>(state.iterations()));
 }
 
-// Error feedback through a 16-bit compressor (residual += gradient, encode, residual -= decoded):
-// its one-pass form, with the traffic of one pass (read residual and gradient, write residual and
-// payload), beside the three calls it replaces on the same data (x_three_calls).
+// Error feedback through a compressor with a blockwise form (residual += gradient, encode,
+// residual -= decoded): fp16 and bf16 in one pass, efsign in two, onebit chunk by chunk, with the
+// traffic of one pass (read residual and gradient, write residual and payload), beside the three
+// calls it replaces on the same data (x_three_calls).
 void BM_feedback(benchmark::State& state, const char* compressor) {
   const size_t n = static_cast<size_t>(state.range(0));
   const std::vector<float> gradient = heavy_tailed_gradient(n, 1, 1.5f, 1e-3f);
@@ -215,6 +216,8 @@ BENCHMARK(BM_from_16bit<bfloat16, one_bf16>)->Name("BM_bf16_to_fp32")->Arg(kInCa
 BENCHMARK(BM_stochastic_levels)->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
 BENCHMARK_CAPTURE(BM_feedback, fp16, "fp16")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
 BENCHMARK_CAPTURE(BM_feedback, bf16, "bf16")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
+BENCHMARK_CAPTURE(BM_feedback, efsign, "efsign")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
+BENCHMARK_CAPTURE(BM_feedback, onebit, "onebit")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
 BENCHMARK(BM_topk)->Args({kPastCache, 10})->Args({kPastCache, 1})->Args({kInCache, 10})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_threshold_select)->Args({kPastCache, 10})->Args({kPastCache, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 

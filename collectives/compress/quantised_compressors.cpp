@@ -25,6 +25,7 @@
 #include "kernels/quantise.hpp"
 #include "kernels/random.hpp"
 #include "kernels/sign.hpp"
+#include "kernels/sign_avx2.hpp"
 #include "kernels/vector_clones.hpp"
 
 namespace sb {
@@ -40,16 +41,29 @@ void write_scale(unsigned char* payload, float scale) { std::memcpy(payload, &sc
 // The loops below work a byte of bits (8 values) at a time with independent partial results, so
 // that the compiler can keep them in vector registers instead of a chain of dependent operations.
 
-// Mean |x|, in eight double partial sums.
-SB_VECTOR_CLONES double mean_magnitude(const float* values, size_t count) {
-  double lanes[8] = {};
-  size_t i = 0;
-  for (; i + 8 <= count; i += 8)
+// Mean |x|, in eight double partial sums: lane k adds values k, k + 8, ... in order, then the
+// ragged end and the lanes are summed. In two parts so that error feedback can feed it a block
+// at a time with the same additions: the lanes over a multiple of 8 values, then the end.
+SB_VECTOR_CLONES void add_magnitude_lanes(const float* values, size_t count, double* lanes) {
+  for (size_t i = 0; i + 8 <= count; i += 8)
     for (int k = 0; k < 8; ++k) lanes[k] += std::fabs(values[i + k]);
+}
+double mean_magnitude_of_lanes(const double* lanes, const float* end, size_t ragged, size_t count) {
   double sum = 0;
-  for (; i < count; ++i) sum += std::fabs(values[i]);
-  for (double lane : lanes) sum += lane;
+  for (size_t i = 0; i < ragged; ++i) sum += std::fabs(end[i]);
+  for (int k = 0; k < 8; ++k) sum += lanes[k];
   return count ? sum / static_cast<double>(count) : 0.0;
+}
+double mean_magnitude(const float* values, size_t count) {
+  double lanes[8] = {};
+  const size_t whole = count / 8 * 8;
+  add_magnitude_lanes(values, whole, lanes);
+  return mean_magnitude_of_lanes(lanes, values + whole, count - whole, count);
+}
+
+// residual[i] += gradient[i]: error feedback's first step, a block at a time.
+SB_VECTOR_CLONES void add_into(float* residual, const float* gradient, size_t count) {
+  for (size_t i = 0; i < count; ++i) residual[i] += gradient[i];
 }
 
 // sum x^2 in eight double lanes (QSGD's norm).
@@ -88,9 +102,10 @@ SB_VECTOR_CLONES float terngrad_scale_of(const float* values, size_t count) {
   return terngrad_scale(sum, square, top, count);
 }
 
-// Bit k of byte j: the sign bit of value 8j + k (so -0 counts as negative).
-SB_VECTOR_CLONES void pack_signs(const float* values, size_t count, unsigned char* bits) {
-  for (size_t j = 0; j < (count + 7) / 8; ++j) {
+// Bit k of byte j: the sign bit of value 8j + k (so -0 counts as negative). AVX2 takes whole
+// bytes where the CPU has it (kernels/sign_avx2.hpp); the loop does the rest.
+SB_VECTOR_CLONES void pack_signs_portable(const float* values, size_t count, size_t first_byte, unsigned char* bits) {
+  for (size_t j = first_byte; j < (count + 7) / 8; ++j) {
     unsigned byte = 0;
     for (size_t k = 0; k < 8 && 8 * j + k < count; ++k) {
       uint32_t word;
@@ -100,21 +115,25 @@ SB_VECTOR_CLONES void pack_signs(const float* values, size_t count, unsigned cha
     bits[j] = static_cast<unsigned char>(byte);
   }
 }
+void pack_signs(const float* values, size_t count, unsigned char* bits) {
+  size_t done = 0;
+#if defined(__x86_64__)
+  if (has_avx2()) done = pack_signs_avx2(values, count, bits);
+#endif
+  pack_signs_portable(values, count, done / 8, bits);
+}
 
-// out[i] += bit i ? negative : positive, for i in [begin, end) with begin a multiple of 8.
-SB_VECTOR_CLONES void add_by_sign(const unsigned char* bits, size_t begin, size_t end, float positive, float negative,
-                                  float* out) {
-  // As arithmetic rather than a select, and exact for finite figures: one product is 0, the
-  // other the figure itself.
-  size_t i = begin;
-  for (; i + 8 <= end; i += 8) {
-    const unsigned byte = bits[i / 8];
-    for (size_t k = 0; k < 8; ++k) {
-      const float bit = static_cast<float>((byte >> k) & 1u);
-      out[i + k] += positive * (1.0f - bit) + negative * bit;
-    }
-  }
-  for (; i < end; ++i) out[i] += (bits[i / 8] >> (i % 8)) & 1u ? negative : positive;
+// out[i] += bit i ? negative : positive, for i in [begin, end) with begin a multiple of 8: a
+// select, as AVX2's blend does (kernels/sign_avx2.hpp) where the CPU has it.
+SB_VECTOR_CLONES void add_by_sign_portable(const unsigned char* bits, size_t begin, size_t end, float positive,
+                                           float negative, float* out) {
+  for (size_t i = begin; i < end; ++i) out[i] += (bits[i / 8] >> (i % 8)) & 1u ? negative : positive;
+}
+void add_by_sign(const unsigned char* bits, size_t begin, size_t end, float positive, float negative, float* out) {
+#if defined(__x86_64__)
+  if (has_avx2()) begin += add_by_sign_avx2(bits, begin, end, positive, negative, out);
+#endif
+  add_by_sign_portable(bits, begin, end, positive, negative, out);
 }
 
 // 1 where x < 0 (not -0, not NaN): kernels/sign.hpp's rule on x's bits.
@@ -132,23 +151,18 @@ struct ChunkSums {
   double positive = 0, negative = 0;
   size_t negatives = 0;
 };
-SB_VECTOR_CLONES ChunkSums onebit_chunk(const float* values, size_t count, unsigned char* bits) {
-  const size_t whole = count / 8 * 8;
+// The bits of a chunk's first `whole` values (a multiple of 8) and their lanes (see
+// onebit_chunk); returns how many are negative. AVX2 does the same where the CPU has it.
+SB_VECTOR_CLONES size_t onebit_lanes_portable(const float* values, size_t whole, unsigned char* bits, double* positive,
+                                              double* negative) {
   for (size_t j = 0; j < whole / 8; ++j) {
     uint32_t byte = 0;
     for (uint32_t k = 0; k < 8; ++k) byte |= below_zero(values[8 * j + k]) << k;
     bits[j] = static_cast<unsigned char>(byte);
   }
-  if (whole < count) {
-    uint32_t byte = 0;
-    for (size_t i = whole; i < count; ++i) byte |= below_zero(values[i]) << (i - whole);
-    bits[whole / 8] = static_cast<unsigned char>(byte);
-  }
-  constexpr size_t kLanes = 8;
-  double positive[kLanes] = {}, negative[kLanes] = {};
-  uint32_t negatives[kLanes] = {};
-  for (size_t i = 0; i < whole; i += kLanes)
-    for (size_t k = 0; k < kLanes; ++k) {
+  uint32_t negatives[8] = {};
+  for (size_t i = 0; i < whole; i += 8)
+    for (size_t k = 0; k < 8; ++k) {
       const uint32_t below = below_zero(values[i + k]);
       const double x = values[i + k];
       // One product is x itself, the other 0: exact, and a select without a branch.
@@ -156,17 +170,37 @@ SB_VECTOR_CLONES ChunkSums onebit_chunk(const float* values, size_t count, unsig
       positive[k] += x * static_cast<double>(1 - below);
       negatives[k] += below;
     }
+  size_t total = 0;
+  for (uint32_t n : negatives) total += n;
+  return total;
+}
+
+ChunkSums onebit_chunk(const float* values, size_t count, unsigned char* bits) {
+  const size_t whole = count / 8 * 8;
+  double positive[8] = {}, negative[8] = {};
+  size_t lane_negatives = 0;
+#if defined(__x86_64__)
+  if (has_avx2())
+    lane_negatives = onebit_lanes_avx2(values, whole, bits, positive, negative);
+  else
+#endif
+    lane_negatives = onebit_lanes_portable(values, whole, bits, positive, negative);
+  if (whole < count) {
+    uint32_t byte = 0;
+    for (size_t i = whole; i < count; ++i) byte |= below_zero(values[i]) << (i - whole);
+    bits[whole / 8] = static_cast<unsigned char>(byte);
+  }
   ChunkSums sums;
   for (size_t i = whole; i < count; ++i) {
     const double x = values[i];
     (below_zero(values[i]) ? sums.negative : sums.positive) += x;
     sums.negatives += below_zero(values[i]);
   }
-  for (size_t k = 0; k < kLanes; ++k) {
+  for (size_t k = 0; k < 8; ++k) {
     sums.positive += positive[k];
     sums.negative += negative[k];
-    sums.negatives += negatives[k];
   }
+  sums.negatives += lane_negatives;
   return sums;
 }
 
@@ -222,6 +256,23 @@ class ScaledSign final : public Compressor {
     const float scale = weight * read_scale(payload);
     add_by_sign(payload + sizeof(float), 0, count, scale, -scale, out);
   }
+  // Error feedback in two passes over memory instead of four: blocks of the residual get the
+  // gradient, their magnitudes and signs while in L1 (the mean's lanes fed in order), then the
+  // decoding is taken away. The three calls' arithmetic, so the same bits.
+  void compress_with_feedback(float* residual, const float* gradient, size_t count, uint64_t step,
+                              unsigned char* payload) override {
+    constexpr size_t kBlock = 2048;  // a multiple of 8: whole bytes of signs, whole rounds of lanes
+    double lanes[8] = {};
+    const size_t whole = count / 8 * 8;
+    for (size_t start = 0; start < count; start += kBlock) {
+      const size_t n = std::min(kBlock, count - start);
+      add_into(residual + start, gradient + start, n);
+      add_magnitude_lanes(residual + start, std::min(n, whole - std::min(whole, start)), lanes);
+      pack_signs(residual + start, n, payload + sizeof(float) + start / 8);
+    }
+    write_scale(payload, static_cast<float>(mean_magnitude_of_lanes(lanes, residual + whole, count - whole, count)));
+    decompress_add(payload, count, step, -1.0f, residual);
+  }
   // signSGD's majority vote: the sign most ranks sent (0 on a tie) times the ranks' mean
   // magnitude, straight from the bits: one pass that writes `out`, nothing decoded.
   void aggregate(const unsigned char* received, size_t count, uint64_t step, int nranks, float* out) override {
@@ -247,15 +298,20 @@ class OneBit final : public Compressor {
   // Two means per chunk, then the bits.
   size_t payload_bytes(size_t count) const override { return onebit_chunks(count) * 2 * sizeof(float) + (count + 7) / 8; }
   void compress(const float* values, size_t count, uint64_t, unsigned char* payload) override {
-    unsigned char* bits = payload + onebit_chunks(count) * 2 * sizeof(float);
+    for (size_t c = 0; c < onebit_chunks(count); ++c) encode_chunk(values, count, c, payload);
+  }
+  // Error feedback chunk by chunk: each 2 KiB of the residual gets the gradient, is encoded and
+  // has its decoding taken away while in L1, one pass over memory instead of three, with the
+  // three calls' arithmetic (the same bits).
+  void compress_with_feedback(float* residual, const float* gradient, size_t count, uint64_t,
+                              unsigned char* payload) override {
+    const unsigned char* bits = payload + onebit_chunks(count) * 2 * sizeof(float);
     for (size_t c = 0; c < onebit_chunks(count); ++c) {
       const size_t begin = c * kOneBitChunk, end = std::min(count, begin + kOneBitChunk);
-      const ChunkSums s = onebit_chunk(values + begin, end - begin, bits + begin / 8);
-      const size_t positives = end - begin - s.negatives;
-      write_scale(payload + 2 * c * sizeof(float),
-                  positives ? static_cast<float>(s.positive / static_cast<double>(positives)) : 0.0f);
-      write_scale(payload + (2 * c + 1) * sizeof(float),
-                  s.negatives ? static_cast<float>(s.negative / static_cast<double>(s.negatives)) : 0.0f);
+      add_into(residual + begin, gradient + begin, end - begin);
+      encode_chunk(residual, count, c, payload);
+      add_by_sign(bits, begin, end, -1.0f * read_scale(payload + 2 * c * sizeof(float)),
+                  -1.0f * read_scale(payload + (2 * c + 1) * sizeof(float)), residual);
     }
   }
   void decompress_add(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
@@ -265,6 +321,19 @@ class OneBit final : public Compressor {
       const float negative = weight * read_scale(payload + (2 * c + 1) * sizeof(float));
       add_by_sign(bits, c * kOneBitChunk, std::min(count, (c + 1) * kOneBitChunk), positive, negative, out);
     }
+  }
+
+ private:
+  // Chunk c of `values`: its bits, and the means of its non-negative and of its negative values.
+  static void encode_chunk(const float* values, size_t count, size_t c, unsigned char* payload) {
+    unsigned char* bits = payload + onebit_chunks(count) * 2 * sizeof(float);
+    const size_t begin = c * kOneBitChunk, end = std::min(count, begin + kOneBitChunk);
+    const ChunkSums s = onebit_chunk(values + begin, end - begin, bits + begin / 8);
+    const size_t positives = end - begin - s.negatives;
+    write_scale(payload + 2 * c * sizeof(float),
+                positives ? static_cast<float>(s.positive / static_cast<double>(positives)) : 0.0f);
+    write_scale(payload + (2 * c + 1) * sizeof(float),
+                s.negatives ? static_cast<float>(s.negative / static_cast<double>(s.negatives)) : 0.0f);
   }
 };
 

@@ -160,10 +160,11 @@ TEST(Compressors, DecodingWithAWeightAddsThatMultipleExactly) {
 }
 
 TEST(Compressors, CompressWithFeedbackIsItsThreeStepsInOne) {
-  // residual += gradient, encode, residual -= decoded: the 16-bit compressors' one-pass form
-  // gives the three calls' payload and residual bit for bit (across block boundaries and a
-  // ragged end); the others are the three calls. Fresh compressors for each side: some keep state.
-  const size_t n = 3 * 512 + 77;
+  // residual += gradient, encode, residual -= decoded: the blockwise forms (fp16 and bf16 in
+  // one pass, sign and efsign in two, onebit chunk by chunk) give the three calls' payload and
+  // residual bit for bit (across block boundaries of 512 and 2048 values and a ragged end); the
+  // others are the three calls. Fresh compressors for each side: some keep state.
+  const size_t n = 2 * 2048 + 512 + 77;
   const std::vector<float> g = heavy_tailed_gradient(n, 11), start = heavy_tailed_gradient(n, 12);
   for (std::string_view name : compressor_names()) {
     CompressorParams params;
