@@ -3,6 +3,8 @@
 // orthogonalisation by one kernel, the warm-start Q's kept on the device between steps.
 #include <cublas_v2.h>
 
+#include <algorithm>
+
 #include <vector>
 
 #include "collectives/compress/device_compressors.hpp"
@@ -68,7 +70,6 @@ class DevicePowerSgd final : public DeviceCompressor {
       } else if (!b.padded()) {
         add_outer_cuda(cublas_, p_.data() + b.p_offset, in + b.q_offset, b.rows, b.cols, b.r, o);
       } else {
-        decoded_.reserve(b.rows * b.cols);
         SB_CUDA_CHECK(cudaMemsetAsync(decoded_.data(), 0, b.rows * b.cols * sizeof(float), stream));
         add_outer_cuda(cublas_, p_.data() + b.p_offset, in + b.q_offset, b.rows, b.cols, b.r, decoded_.data());
         add_cuda(o, decoded_.data(), o, b.count, stream);
@@ -96,11 +97,18 @@ class DevicePowerSgd final : public DeviceCompressor {
   }
 
  private:
+  // The layout of `count` values; when it changes, the scratch of its largest padded matrix is
+  // allocated at once, so that no reallocation (a cudaFree) falls between queued products.
   const PowerSgdLayout& layout(size_t count) {
     if (!layout_known_ || layout_count_ != count) {
       layout_ = powersgd_layout(tensors_, count, rank_);
       layout_count_ = count;
       layout_known_ = true;
+      size_t largest = 0;
+      for (const PowerSgdBlock& b : layout_.blocks)
+        if (b.compressed() && b.padded()) largest = std::max(largest, b.rows * b.cols);
+      matrix_.reserve(largest);
+      decoded_.reserve(largest);
     }
     return layout_;
   }
@@ -113,12 +121,11 @@ class DevicePowerSgd final : public DeviceCompressor {
     if (!start_.empty())
       SB_CUDA_CHECK(cudaMemcpyAsync(q_.data(), start_.data(), start_.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
   }
-  // A block's values as its matrix (a zero-padded copy when its shape was not known). The copy is
-  // reused by the next padded block: the stream orders the product before the next overwrite; it
-  // only grows (a smaller resize would free memory queued work may still read).
+  // A block's values as its matrix (a zero-padded copy when its shape was not known, in the scratch
+  // layout() sized). The copy is reused by the next padded block: the stream orders the product
+  // before the next overwrite.
   const float* matrix(const float* values, const PowerSgdBlock& b, cudaStream_t stream) {
     if (!b.padded()) return values + b.offset;
-    matrix_.reserve(b.rows * b.cols);
     SB_CUDA_CHECK(cudaMemcpyAsync(matrix_.data(), values + b.offset, b.count * sizeof(float), cudaMemcpyDeviceToDevice, stream));
     SB_CUDA_CHECK(cudaMemsetAsync(matrix_.data() + b.count, 0, (b.rows * b.cols - b.count) * sizeof(float), stream));
     return matrix_.data();
