@@ -69,9 +69,11 @@ inline float terngrad_scale(double sum, double sum_of_squares, float largest, si
 SB_HD float unit_inverse_of(float scale, float s) { return scale > 0 ? s / scale : 0.0f; }
 
 // level[i] for value i of count, with the scale of its bucket, scales[i / bucket] (bucket 0: one
-// bucket of all the values). The CUDA version takes device pointers.
+// bucket of all the values). The CUDA version takes device pointers. `first`: where values[0]
+// lies in the run the key was drawn for (the uniforms' counter), so that a run rounded in pieces
+// draws what it would whole.
 void stochastic_levels_cpu(const float* values, size_t count, size_t bucket, const float* scales, float s, uint64_t key,
-                           int8_t* level);
+                           int8_t* level, size_t first = 0);
 #if SB_HAVE_CUDA
 void stochastic_levels_cuda(const float* values, size_t count, size_t bucket, const float* scales, float s, uint64_t key,
                             int8_t* level, CUstream_st* stream);

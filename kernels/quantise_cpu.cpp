@@ -20,12 +20,12 @@ SB_VECTOR_CLONES static void levels_of_run(const float* values, size_t count, si
 }
 
 void stochastic_levels_cpu(const float* values, size_t count, size_t bucket, const float* scales, float s, uint64_t key,
-                           int8_t* level) {
+                           int8_t* level, size_t first) {
   const uint32_t key32 = quantise_key(key);
   const size_t span = scale_span(bucket, count);
   for (size_t begin = 0, b = 0; begin < count; begin += span, ++b) {
     const size_t n = count - begin < span ? count - begin : span;
-    levels_of_run(values + begin, n, begin, unit_inverse_of(scales[b], s), s, key32, level + begin);
+    levels_of_run(values + begin, n, first + begin, unit_inverse_of(scales[b], s), s, key32, level + begin);
   }
 }
 

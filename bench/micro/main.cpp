@@ -161,7 +161,8 @@ void BM_topk(benchmark::State& state) {
 }
 
 // Error feedback through a compressor with a blockwise form (residual += gradient, encode,
-// residual -= decoded): fp16 and bf16 in one pass, efsign in two, onebit chunk by chunk, with the
+// residual -= decoded): fp16 and bf16 in one pass, efsign in two, onebit chunk by chunk, QSGD
+// bucket by bucket, TernGrad's one scale in two passes and its rounding by blocks, with the
 // traffic of one pass (read residual and gradient, write residual and payload), beside the three
 // calls it replaces on the same data (x_three_calls).
 void BM_feedback(benchmark::State& state, const char* compressor) {
@@ -218,6 +219,8 @@ BENCHMARK_CAPTURE(BM_feedback, fp16, "fp16")->Arg(kInCache)->Arg(kPastCache)->Us
 BENCHMARK_CAPTURE(BM_feedback, bf16, "bf16")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
 BENCHMARK_CAPTURE(BM_feedback, efsign, "efsign")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
 BENCHMARK_CAPTURE(BM_feedback, onebit, "onebit")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
+BENCHMARK_CAPTURE(BM_feedback, qsgd, "qsgd")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
+BENCHMARK_CAPTURE(BM_feedback, terngrad, "terngrad")->Arg(kInCache)->Arg(kPastCache)->UseRealTime();
 BENCHMARK(BM_topk)->Args({kPastCache, 10})->Args({kPastCache, 1})->Args({kInCache, 10})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_threshold_select)->Args({kPastCache, 10})->Args({kPastCache, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -66,6 +66,11 @@ SB_VECTOR_CLONES void add_into(float* residual, const float* gradient, size_t co
   for (size_t i = 0; i < count; ++i) residual[i] += gradient[i];
 }
 
+// out[i] += unit x level[i]: a byte quantiser's decoding.
+SB_VECTOR_CLONES void add_levels(const int8_t* level, size_t count, float unit, float* out) {
+  for (size_t i = 0; i < count; ++i) out[i] += unit * static_cast<float>(level[i]);
+}
+
 // sum x^2 in eight double lanes (QSGD's norm).
 SB_VECTOR_CLONES double sum_of_squares(const float* values, size_t count) {
   double lanes[8] = {};
@@ -347,42 +352,30 @@ class ByteQuantiser : public Compressor {
   Carrier carrier() const override { return Carrier::allgather; }
   size_t payload_bytes(size_t count) const override { return sizeof(float) * scales_of(count) + count; }
   void compress(const float* values, size_t count, uint64_t step, unsigned char* payload) override {
-    const uint64_t key = random_key(stream_, static_cast<uint64_t>(levels()), step);
-    scales_.resize(scales_of(count));
-    int8_t* level = reinterpret_cast<int8_t*>(payload + scales_.size() * sizeof(float));
-    if (per_tensor()) {
-      const std::vector<size_t> at = tensor_offsets(tensors_, count);
-      for (size_t t = 0; t < scales_.size(); ++t) {
-        const size_t n = at[t + 1] - at[t];
-        scales_[t] = scale_of(values + at[t], n);
-        write_scale(payload + t * sizeof(float), scales_[t]);
-        stochastic_levels_cpu(values + at[t], n, 0, &scales_[t], static_cast<float>(levels()), tensor_rounding_key(key, t),
-                              level + at[t]);
-      }
-      return;
-    }
-    const size_t span = scale_span(bucket_, count);
-    for (size_t b = 0; b < scales_.size(); ++b) {
-      const size_t begin = b * span;
-      scales_[b] = scale_of(values + begin, std::min(span, count - begin));
-      write_scale(payload + b * sizeof(float), scales_[b]);
-    }
-    stochastic_levels_cpu(values, count, span, scales_.data(), static_cast<float>(levels()), key, level);
+    const std::vector<size_t> at = scale_offsets(count);
+    scales_.resize(at.size() - 1);
+    for (size_t b = 0; b < scales_.size(); ++b) encode_span(values, at, b, step, payload, [](size_t, size_t) {});
   }
   void decompress_add(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
-    const size_t scales = scales_of(count);
+    const std::vector<size_t> at = scale_offsets(count);
+    const size_t scales = at.size() - 1;
     const int8_t* level = reinterpret_cast<const int8_t*>(payload + scales * sizeof(float));
-    std::vector<size_t> at;
-    if (per_tensor()) {
-      at = tensor_offsets(tensors_, count);
-    } else {
-      const size_t span = scale_span(bucket_, count);
-      for (size_t b = 0; b < scales; ++b) at.push_back(b * span);
-      at.push_back(count);
-    }
-    for (size_t b = 0; b < scales; ++b) {
-      const float unit = weight * (read_scale(payload + b * sizeof(float)) / static_cast<float>(levels()));
-      for (size_t i = at[b]; i < at[b + 1]; ++i) out[i] += unit * static_cast<float>(level[i]);
+    for (size_t b = 0; b < scales; ++b) add_levels(level + at[b], at[b + 1] - at[b], unit_of(payload, b, weight), out + at[b]);
+  }
+  // Error feedback span by span (a bucket, or a tensor): the gradient added, the scale taken, then
+  // the decoded taken back a block at a time as it is rounded, while in L1. A QSGD bucket is one
+  // pass over memory instead of four; a whole tensor's scale needs it read once more. The three
+  // calls' arithmetic and uniforms, so the same bits.
+  void compress_with_feedback(float* residual, const float* gradient, size_t count, uint64_t step,
+                              unsigned char* payload) override {
+    const std::vector<size_t> at = scale_offsets(count);
+    scales_.resize(at.size() - 1);
+    const int8_t* level = reinterpret_cast<const int8_t*>(payload + scales_.size() * sizeof(float));
+    for (size_t b = 0; b < scales_.size(); ++b) {
+      add_into(residual + at[b], gradient + at[b], at[b + 1] - at[b]);
+      encode_span(residual, at, b, step, payload, [&](size_t begin, size_t n) {
+        add_levels(level + begin, n, unit_of(payload, b, -1.0f), residual + begin);
+      });
     }
   }
 
@@ -394,6 +387,40 @@ class ByteQuantiser : public Compressor {
  private:
   bool per_tensor() const { return scales_per_tensor(bucket_, tensors_); }
   size_t scales_of(size_t count) const { return per_tensor() ? tensors_.size() : scale_count(bucket_, count); }
+  // Where each scale's values start, and count at the end.
+  std::vector<size_t> scale_offsets(size_t count) const {
+    if (per_tensor()) return tensor_offsets(tensors_, count);
+    std::vector<size_t> at;
+    const size_t span = scale_span(bucket_, count);
+    for (size_t b = 0; b < scale_count(bucket_, count); ++b) at.push_back(b * span);
+    at.push_back(count);
+    return at;
+  }
+  // Scale b's span of values (at[b] .. at[b + 1]): its scale into the payload's head, then its
+  // levels a block at a time, each block then handed to after_block(begin, n). The uniforms: per
+  // tensor each has its own key and counts from 0; buckets share the step's key and count on
+  // through the buffer.
+  template <class AfterBlock>
+  void encode_span(const float* values, const std::vector<size_t>& at, size_t b, uint64_t step, unsigned char* payload,
+                   AfterBlock after_block) {
+    constexpr size_t kBlock = 2048;
+    const uint64_t step_key = random_key(stream_, static_cast<uint64_t>(levels()), step);
+    const uint64_t key = per_tensor() ? tensor_rounding_key(step_key, b) : step_key;
+    const size_t first = per_tensor() ? 0 : at[b];
+    int8_t* level = reinterpret_cast<int8_t*>(payload + scales_.size() * sizeof(float));
+    scales_[b] = scale_of(values + at[b], at[b + 1] - at[b]);
+    write_scale(payload + b * sizeof(float), scales_[b]);
+    for (size_t begin = at[b]; begin < at[b + 1]; begin += kBlock) {
+      const size_t n = std::min(kBlock, at[b + 1] - begin);
+      stochastic_levels_cpu(values + begin, n, 0, &scales_[b], static_cast<float>(levels()), key, level + begin,
+                            first + begin - at[b]);
+      after_block(begin, n);
+    }
+  }
+  // Scale b's decoding unit: weight x scale / levels.
+  float unit_of(const unsigned char* payload, size_t b, float weight) const {
+    return weight * (read_scale(payload + b * sizeof(float)) / static_cast<float>(levels()));
+  }
 
   size_t bucket_;
   std::vector<TensorView> tensors_;

@@ -166,9 +166,18 @@ TEST(Compressors, CompressWithFeedbackIsItsThreeStepsInOne) {
   // others are the three calls. Fresh compressors for each side: some keep state.
   const size_t n = 2 * 2048 + 512 + 77;
   const std::vector<float> g = heavy_tailed_gradient(n, 11), start = heavy_tailed_gradient(n, 12);
+  // Each compressor as it comes, then with a bucket of two tensors (a scale per tensor for
+  // TernGrad and QSGD without buckets).
+  std::vector<std::pair<std::string_view, CompressorParams>> cases;
   for (std::string_view name : compressor_names()) {
     CompressorParams params;
     params.ratio = 0.05;
+    cases.emplace_back(name, params);
+    params.bucket = 0;
+    params.tensors = {{2100, 0}, {n - 2100, 0}};
+    if (name == "qsgd" || name == "terngrad") cases.emplace_back(name, params);
+  }
+  for (const auto& [name, params] : cases) {
     auto fused = make_compressor(name, params), reference = make_compressor(name, params);
     if (fused->rounds() > 1) continue;  // PowerSGD: error feedback after its last round instead
     for (uint64_t step = 0; step < 2; ++step) {
