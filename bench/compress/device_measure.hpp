@@ -16,7 +16,8 @@ struct DeviceTimes {
 
 // Why --device cannot run here (built without CUDA, or a rank without a GPU), or empty. Collective.
 std::string device_unavailable();
-// Nothing in a build without CUDA. Collective. `tensors`: what the gradient is made of (PowerSGD).
+// Nothing in a build without CUDA. Collective. `tensors`: what the gradient is made of (for the
+// compressors that work tensor by tensor).
 std::optional<DeviceTimes> measure_on_device(const std::string& compressor, const std::vector<float>& gradient,
                                              const std::vector<TensorView>& tensors, const CompressOptions& o, int rank);
 

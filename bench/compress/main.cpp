@@ -61,7 +61,8 @@ double mean_over_ranks(double mine) {
   return sum / nranks;
 }
 
-// `tensors`: what the gradient is made of, for PowerSGD's per-tensor matrices (empty: synthetic, one tensor).
+// `tensors`: what the gradient is made of, for the compressors that work tensor by tensor (PowerSGD,
+// TernGrad, QSGD without buckets); empty: synthetic, one tensor.
 CompressRow measure(const std::string& name, const std::vector<float>& gradient, const std::vector<TensorView>& tensors,
                     const CompressOptions& o, int rank, int nranks, Watchdog& watchdog) {
   const size_t count = gradient.size();
@@ -146,7 +147,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   // The gradients: a model's, from one backward pass on this rank's own random batch, or synthetic
   // ones at each size.
   std::vector<std::vector<float>> gradients;
-  std::vector<TensorView> model_tensors;  // the model's parameters, for PowerSGD
+  std::vector<TensorView> model_tensors;  // the model's parameters, one view each
   if (!o.model.empty()) {
     models::GradientSample sample =
         models::sample_gradients(o.model, o.image_size, o.batch, 1000 + static_cast<uint64_t>(layout.rank), 1);

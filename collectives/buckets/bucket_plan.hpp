@@ -60,9 +60,10 @@ struct BucketPlan {
 // tensors in forward (model) order; backward order is the reverse. bucket_mb in MiB of fp32.
 BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrategy strategy, double bucket_mb,
                         size_t partition_elements = size_t{1} << 20);
-// The tensors of a bucket in its fused buffer's order, as PowerSGD compresses them: a piece that
-// is whole rows of a matrix is a matrix of those rows; a vector stays a vector; a piece cut
-// between rows (partition) or of a tensor of unknown shape is viewed near-square.
+// The tensors of a bucket in its fused buffer's order, as the compressors that work tensor by
+// tensor see them (PowerSGD's matrices, TernGrad's scales): a piece that is whole rows of a
+// matrix is a matrix of those rows; a vector stays a vector; a piece cut between rows
+// (partition) or of a tensor of unknown shape is viewed near-square.
 std::vector<TensorView> bucket_tensor_views(const BucketPlan& plan, size_t bucket);
 // As sb-buckets sweeps them: one size, which is also partition's partition size.
 BucketPlan plan_buckets_swept(const std::vector<GradientTensor>& tensors, BucketStrategy strategy, double bucket_mb);
