@@ -29,6 +29,23 @@ std::string clock_text(double seconds) {
   return text;
 }
 
+// What a compressed exchange's payloads come to in a step on each rank, over every bucket (the
+// compressor as each bucket makes it, with its tensors), and that over the fp32 gradients':
+// " (payload 0.13 MiB a step, 7.9x under fp32)".
+std::string payload_text(const ExchangeConfig& exchange, const BucketPlan& plan) {
+  double payload = 0, fp32 = 0;
+  CompressorParams params = exchange.compressor_params;
+  for (size_t b = 0; b < plan.buckets.size(); ++b) {
+    params.tensors = bucket_tensor_views(plan, b);
+    payload += static_cast<double>(make_compressor(exchange.compressor, params)->payload_bytes(plan.buckets[b].count));
+    fp32 += static_cast<double>(plan.buckets[b].count * sizeof(float));
+  }
+  char text[96];
+  std::snprintf(text, sizeof text, " (payload %.3g MiB a step, %.3gx under fp32)", payload / (1024.0 * 1024.0),
+                payload > 0 ? fp32 / payload : 0.0);
+  return text;
+}
+
 void validate(const TrainConfig& c, int nranks) {
   if (c.batch <= 0) throw UsageError("--batch must be positive");
   if (c.eval_batch <= 0) throw UsageError("--eval-batch must be positive");
@@ -240,7 +257,8 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
                    : config.exchange.algorithm + " allreduce on " + std::string(name_of(config.exchange.impl.transport)))
                   .c_str()
             : ("compressed by " + config.exchange.compressor +
-               (config.exchange.error_feedback ? " with error feedback" : " without error feedback"))
+               (config.exchange.error_feedback ? " with error feedback" : " without error feedback") +
+               payload_text(config.exchange, exchange_->plan()))
                   .c_str(),
         bucket_strategy_name(config.bucket_strategy).c_str(), config.bucket_mb, exchange_->plan().buckets.size(),
         config.exchange.overlap ? "on" : "off",

@@ -62,6 +62,10 @@ check "2 ranks with PowerSGD exit 0" test $? -eq 0
 powersgd_loss=$(grep -E 'step 100/468 loss' "$WORK/powersgd.txt" | sed 's/.* loss \([0-9.]*\) .*/\1/')
 check "PowerSGD rank 4 training brings the loss from ln 10 = 2.30 below 1.2 in 100 steps ($powersgd_loss)" \
   awk -v l="$powersgd_loss" 'BEGIN { exit !(l > 0 && l < 1.2) }'
+powersgd_ratio=$(grep -E '^\[config\] gradients: compressed by powersgd with error feedback \(payload [0-9.]+ MiB a step, [0-9.]+x under fp32\)' \
+  "$WORK/powersgd.txt" | sed 's/.* MiB a step, \([0-9.]*\)x under.*/\1/')
+check "the run states its payload a step: PowerSGD rank 4 sends 5-20x less than fp32 ($powersgd_ratio)" \
+  awk -v r="$powersgd_ratio" 'BEGIN { exit !(r > 5 && r < 20) }'
 
 # --- polled progress: MPI_Iallreduce tested between layers instead of a communication thread --
 # At 2 ranks every sum is a + b, whichever algorithm MPI picks, so both runs train identically.
