@@ -3,8 +3,6 @@
 // orthogonalisation by one kernel, the warm-start Q's kept on the device between steps.
 #include <cublas_v2.h>
 
-#include <algorithm>
-
 #include <vector>
 
 #include "collectives/compress/device_compressors.hpp"
@@ -21,7 +19,7 @@ namespace {
 class DevicePowerSgd final : public DeviceCompressor {
  public:
   DevicePowerSgd(std::unique_ptr<Compressor> twin, int rank, uint64_t seed, std::vector<TensorView> tensors)
-      : DeviceCompressor(std::move(twin)), rank_(static_cast<size_t>(rank)), seed_(seed), tensors_(std::move(tensors)) {
+      : DeviceCompressor(std::move(twin)), layouts_(std::move(tensors), static_cast<size_t>(rank)), seed_(seed) {
     SB_CUBLAS_CHECK(cublasCreate(&cublas_));
     // Plain fp32 products, as on the host: the default math mode, which never uses TF32.
     SB_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
@@ -97,20 +95,14 @@ class DevicePowerSgd final : public DeviceCompressor {
   }
 
  private:
-  // The layout of `count` values; when it changes, the scratch of its largest padded matrix is
-  // allocated at once, so that no reallocation (a cudaFree) falls between queued products.
+  // The layout of `count` values, with the scratch of its largest padded matrix allocated (it only
+  // grows, and only when the layout changes), so that no reallocation (a cudaFree) falls between
+  // queued products.
   const PowerSgdLayout& layout(size_t count) {
-    if (!layout_known_ || layout_count_ != count) {
-      layout_ = powersgd_layout(tensors_, count, rank_);
-      layout_count_ = count;
-      layout_known_ = true;
-      size_t largest = 0;
-      for (const PowerSgdBlock& b : layout_.blocks)
-        if (b.compressed() && b.padded()) largest = std::max(largest, b.rows * b.cols);
-      matrix_.reserve(largest);
-      decoded_.reserve(largest);
-    }
-    return layout_;
+    const PowerSgdLayout& l = layouts_.of(count);
+    matrix_.reserve(l.largest_padded);
+    decoded_.reserve(l.largest_padded);
+    return l;
   }
   // The first Q's of this layout: the host's standard normal values, uploaded.
   void start_q(const PowerSgdLayout& l, cudaStream_t stream) {
@@ -131,15 +123,11 @@ class DevicePowerSgd final : public DeviceCompressor {
     return matrix_.data();
   }
 
-  size_t rank_;
+  PowerSgdLayouts layouts_;
   uint64_t seed_;
-  std::vector<TensorView> tensors_;
   cublasHandle_t cublas_ = nullptr;
   std::vector<float> start_;                     // the first Q's on the host, kept while their upload is queued
   DeviceArray<float> q_, p_, matrix_, decoded_;  // q_: the warm starts, replaced by combine()
-  PowerSgdLayout layout_;                        // of the last count seen
-  size_t layout_count_ = 0;
-  bool layout_known_ = false;
 };
 
 }  // namespace

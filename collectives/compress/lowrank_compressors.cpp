@@ -49,6 +49,7 @@ PowerSgdLayout powersgd_layout(const std::vector<TensorView>& tensors, size_t co
       b.q_offset = layout.q_floats;
       layout.p_floats += b.rows * b.r;
       layout.q_floats += b.cols * b.r;
+      if (b.padded()) layout.largest_padded = std::max(layout.largest_padded, b.rows * b.cols);
     }
     layout.blocks.push_back(b);
     offset += t.count;
@@ -73,7 +74,7 @@ namespace {
 class PowerSgd final : public Compressor {
  public:
   PowerSgd(int rank, uint64_t seed, std::vector<TensorView> tensors)
-      : rank_(static_cast<size_t>(rank)), seed_(seed), tensors_(std::move(tensors)) {}
+      : layouts_(std::move(tensors), static_cast<size_t>(rank)), seed_(seed) {}
   std::string_view name() const override { return "powersgd"; }
   Carrier carrier() const override { return Carrier::allreduce; }
   int rounds() const override { return 2; }
@@ -135,14 +136,7 @@ class PowerSgd final : public Compressor {
   }
 
  private:
-  const PowerSgdLayout& layout(size_t count) const {
-    if (!layout_known_ || layout_count_ != count) {
-      layout_ = powersgd_layout(tensors_, count, rank_);
-      layout_count_ = count;
-      layout_known_ = true;
-    }
-    return layout_;
-  }
+  const PowerSgdLayout& layout(size_t count) const { return layouts_.of(count); }
   // The first Q's of this layout: standard normal from the shared seed (the same on every rank).
   // A restored warm start of the right size is kept.
   void start_q(const PowerSgdLayout& l) {
@@ -158,14 +152,10 @@ class PowerSgd final : public Compressor {
     return matrix_.data();
   }
 
-  size_t rank_;
+  PowerSgdLayouts layouts_;
   uint64_t seed_;
-  std::vector<TensorView> tensors_;
   std::vector<float> q_, p_, matrix_;  // q_: the warm starts, replaced by aggregate()
   mutable std::vector<float> decoded_;  // scratch of decompress_add for a padded matrix
-  mutable PowerSgdLayout layout_;       // of the last count seen
-  mutable size_t layout_count_ = 0;
-  mutable bool layout_known_ = false;
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 // same payloads.
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "collectives/compress/compressor.hpp"
@@ -26,6 +27,7 @@ struct PowerSgdLayout {
   size_t p_floats = 0;       // round 0's payload: every compressed block's P
   size_t q_floats = 0;       // every Q: the front of round 1's payload, and the warm start kept
   size_t round1_floats = 0;  // the Q's, then the values of the blocks sent as they are
+  size_t largest_padded = 0; // the most values of a compressed padded matrix: the scratch it needs
 };
 
 // The blocks of `count` values made of `tensors` (empty: one tensor of unknown shape). A matrix
@@ -36,6 +38,28 @@ struct PowerSgdLayout {
 // as they are. Throws std::invalid_argument when the tensors do not add up to count or a count is
 // not a whole number of rows.
 PowerSgdLayout powersgd_layout(const std::vector<TensorView>& tensors, size_t count, size_t rank);
+
+// powersgd_layout of the last count asked for, computed again only when the count changes (a
+// compressor serves one bucket, whose count does not).
+class PowerSgdLayouts {
+ public:
+  PowerSgdLayouts(std::vector<TensorView> tensors, size_t rank) : tensors_(std::move(tensors)), rank_(rank) {}
+  const PowerSgdLayout& of(size_t count) const {
+    if (!known_ || count_ != count) {
+      layout_ = powersgd_layout(tensors_, count, rank_);
+      count_ = count;
+      known_ = true;
+    }
+    return layout_;
+  }
+
+ private:
+  std::vector<TensorView> tensors_;
+  size_t rank_;
+  mutable PowerSgdLayout layout_;
+  mutable size_t count_ = 0;
+  mutable bool known_ = false;
+};
 
 // The key of the first Q (q_floats standard normal values) for the shared seed.
 uint64_t powersgd_start_key(uint64_t seed, size_t q_size);

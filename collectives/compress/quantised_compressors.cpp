@@ -310,25 +310,25 @@ class OneBit final : public Compressor {
   // three calls' arithmetic (the same bits).
   void compress_with_feedback(float* residual, const float* gradient, size_t count, uint64_t,
                               unsigned char* payload) override {
-    const unsigned char* bits = payload + onebit_chunks(count) * 2 * sizeof(float);
     for (size_t c = 0; c < onebit_chunks(count); ++c) {
       const size_t begin = c * kOneBitChunk, end = std::min(count, begin + kOneBitChunk);
       add_into(residual + begin, gradient + begin, end - begin);
       encode_chunk(residual, count, c, payload);
-      add_by_sign(bits, begin, end, -1.0f * read_scale(payload + 2 * c * sizeof(float)),
-                  -1.0f * read_scale(payload + (2 * c + 1) * sizeof(float)), residual);
+      decode_chunk(payload, count, c, -1.0f, residual);
     }
   }
   void decompress_add(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
-    const unsigned char* bits = payload + onebit_chunks(count) * 2 * sizeof(float);
-    for (size_t c = 0; c < onebit_chunks(count); ++c) {
-      const float positive = weight * read_scale(payload + 2 * c * sizeof(float));
-      const float negative = weight * read_scale(payload + (2 * c + 1) * sizeof(float));
-      add_by_sign(bits, c * kOneBitChunk, std::min(count, (c + 1) * kOneBitChunk), positive, negative, out);
-    }
+    for (size_t c = 0; c < onebit_chunks(count); ++c) decode_chunk(payload, count, c, weight, out);
   }
 
  private:
+  // out += weight x chunk c decoded: each value its chunk's mean of the sign its bit gives.
+  static void decode_chunk(const unsigned char* payload, size_t count, size_t c, float weight, float* out) {
+    const unsigned char* bits = payload + onebit_chunks(count) * 2 * sizeof(float);
+    const float positive = weight * read_scale(payload + 2 * c * sizeof(float));
+    const float negative = weight * read_scale(payload + (2 * c + 1) * sizeof(float));
+    add_by_sign(bits, c * kOneBitChunk, std::min(count, (c + 1) * kOneBitChunk), positive, negative, out);
+  }
   // Chunk c of `values`: its bits, and the means of its non-negative and of its negative values.
   static void encode_chunk(const float* values, size_t count, size_t c, unsigned char* payload) {
     unsigned char* bits = payload + onebit_chunks(count) * 2 * sizeof(float);
@@ -354,7 +354,8 @@ class ByteQuantiser : public Compressor {
   void compress(const float* values, size_t count, uint64_t step, unsigned char* payload) override {
     const std::vector<size_t> at = scale_offsets(count);
     scales_.resize(at.size() - 1);
-    for (size_t b = 0; b < scales_.size(); ++b) encode_span(values, at, b, step, payload, [](size_t, size_t) {});
+    const uint64_t key = step_key(step);
+    for (size_t b = 0; b < scales_.size(); ++b) encode_span(values, at, b, key, payload, [](size_t, size_t) {});
   }
   void decompress_add(const unsigned char* payload, size_t count, uint64_t, float weight, float* out) const override {
     const std::vector<size_t> at = scale_offsets(count);
@@ -371,9 +372,10 @@ class ByteQuantiser : public Compressor {
     const std::vector<size_t> at = scale_offsets(count);
     scales_.resize(at.size() - 1);
     const int8_t* level = reinterpret_cast<const int8_t*>(payload + scales_.size() * sizeof(float));
+    const uint64_t key = step_key(step);
     for (size_t b = 0; b < scales_.size(); ++b) {
       add_into(residual + at[b], gradient + at[b], at[b + 1] - at[b]);
-      encode_span(residual, at, b, step, payload, [&](size_t begin, size_t n) {
+      encode_span(residual, at, b, key, payload, [&](size_t begin, size_t n) {
         add_levels(level + begin, n, unit_of(payload, b, -1.0f), residual + begin);
       });
     }
@@ -396,16 +398,16 @@ class ByteQuantiser : public Compressor {
     at.push_back(count);
     return at;
   }
-  // Scale b's span of values (at[b] .. at[b + 1]): its scale into the payload's head, then its
-  // levels a block at a time, each block then handed to after_block(begin, n). The uniforms: per
-  // tensor each has its own key and counts from 0; buckets share the step's key and count on
-  // through the buffer.
+  // The stochastic rounding's key for a step (this rank's stream); then scale b's span of values
+  // (at[b] .. at[b + 1]): its scale into the payload's head, then its levels a block at a time,
+  // each block then handed to after_block(begin, n). The uniforms: per tensor each has its own
+  // key and counts from 0; buckets share the step's key and count on through the buffer.
+  uint64_t step_key(uint64_t step) const { return random_key(stream_, static_cast<uint64_t>(levels()), step); }
   template <class AfterBlock>
-  void encode_span(const float* values, const std::vector<size_t>& at, size_t b, uint64_t step, unsigned char* payload,
-                   AfterBlock after_block) {
+  void encode_span(const float* values, const std::vector<size_t>& at, size_t b, uint64_t key_of_step,
+                   unsigned char* payload, AfterBlock after_block) {
     constexpr size_t kBlock = 2048;
-    const uint64_t step_key = random_key(stream_, static_cast<uint64_t>(levels()), step);
-    const uint64_t key = per_tensor() ? tensor_rounding_key(step_key, b) : step_key;
+    const uint64_t key = per_tensor() ? tensor_rounding_key(key_of_step, b) : key_of_step;
     const size_t first = per_tensor() ? 0 : at[b];
     int8_t* level = reinterpret_cast<int8_t*>(payload + scales_.size() * sizeof(float));
     scales_[b] = scale_of(values + at[b], at[b + 1] - at[b]);

@@ -57,6 +57,18 @@ std::vector<unsigned char> device_compress_alone(DeviceCompressor& c, const floa
   cudaFree(payload);
   return host;
 }
+
+// A host-side payload decoded on the device (decompress_add into zeros), back on the host.
+std::vector<float> device_decode(DeviceCompressor& c, const std::vector<unsigned char>& payload, size_t count,
+                                 uint64_t step) {
+  unsigned char* on_device = to_device(payload);
+  float* out = to_device(std::vector<float>(count, 0.0f));
+  c.decompress_add(on_device, count, step, out, nullptr);
+  std::vector<float> decoded = to_host(out, count);
+  cudaFree(on_device);
+  cudaFree(out);
+  return decoded;
+}
 #endif
 
 TEST(DeviceCompressors, MakeTheHostsPayloadsAndDecodeThem) {
@@ -91,12 +103,7 @@ TEST(DeviceCompressors, MakeTheHostsPayloadsAndDecodeThem) {
       // The device payload decoded on the device, against the host payload on the host.
       std::vector<float> decoded(n, 0.0f);
       host->decompress_add(want.data(), n, step, 1.0f, decoded.data());
-      unsigned char* payload = to_device(got);
-      float* out = to_device(std::vector<float>(n, 0.0f));
-      device->decompress_add(payload, n, step, out, nullptr);
-      const std::vector<float> device_decoded = to_host(out, n);
-      cudaFree(payload);
-      cudaFree(out);
+      const std::vector<float> device_decoded = device_decode(*device, got, n, step);
       // Within float rounding; for the stochastic quantisers a few values (1 in 10,000) may be a
       // level apart, at most twice the largest level (QSGD's whole-tensor norm / levels, TernGrad's
       // max |x|).
@@ -138,12 +145,7 @@ TEST(DeviceCompressors, PowerSgdPerTensorMatchesTheHost) {
     ASSERT_EQ(got.size(), want.size());
     std::vector<float> decoded(n, 0.0f);
     host->decompress_add(want.data(), n, step, 1.0f, decoded.data());
-    unsigned char* payload = to_device(got);
-    float* out = to_device(std::vector<float>(n, 0.0f));
-    device->decompress_add(payload, n, step, out, nullptr);
-    const std::vector<float> device_decoded = to_host(out, n);
-    cudaFree(payload);
-    cudaFree(out);
+    const std::vector<float> device_decoded = device_decode(*device, got, n, step);
     for (size_t i = 0; i < n; ++i) ASSERT_NEAR(device_decoded[i], decoded[i], 1e-4 * rms) << "value " << i << ", step " << step;
     // The vector and the small matrix travel as they are: the same bits.
     for (size_t i = 300 * 70; i < 300 * 70 + 64 + 30; ++i) EXPECT_EQ(device_decoded[i], g[i]) << "value " << i;
@@ -184,12 +186,7 @@ TEST(DeviceCompressors, QuantisersWithAScalePerTensorMatchTheHost) {
     // Decoded on the device, against the host's decoding of the same payload.
     std::vector<float> decoded(n, 0.0f);
     host->decompress_add(got.data(), n, 3, 1.0f, decoded.data());
-    unsigned char* payload = to_device(got);
-    float* out = to_device(std::vector<float>(n, 0.0f));
-    device->decompress_add(payload, n, 3, out, nullptr);
-    const std::vector<float> device_decoded = to_host(out, n);
-    cudaFree(payload);
-    cudaFree(out);
+    const std::vector<float> device_decoded = device_decode(*device, got, n, 3);
     EXPECT_EQ(device_decoded, decoded);
   }
   cudaFree(values);
