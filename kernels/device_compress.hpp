@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/dtype.hpp"
+#include "kernels/tensor_chunks.hpp"
 
 struct CUstream_st;  // cudaStream_t, without the CUDA headers
 
@@ -16,11 +17,13 @@ namespace sb {
 void add_cuda(const float* a, const float* b, float* out, size_t count, CUstream_st* stream);
 void subtract_cuda(const float* a, const float* b, float* out, size_t count, CUstream_st* stream);
 void scale_cuda(float* x, size_t count, float factor, CUstream_st* stream);
-// sum x, sum x^2 (in double, deterministic) and max |x|, returned to the host: these wait for the
-// stream.
-double sum_cuda(const float* x, size_t count, CUstream_st* stream);
-double sum_of_squares_cuda(const float* x, size_t count, CUstream_st* stream);
-float max_magnitude_cuda(const float* x, size_t count, CUstream_st* stream);
+// The scale of every tensor of a chunked buffer (kernels/tensor_chunks.hpp), written to
+// scales[t] on the device with no wait for the host: QSGD's ||x||_2, or TernGrad's clipped max
+// (kernels/quantise.hpp), from sums in double, deterministic. `partials`: 3 doubles a chunk of
+// device scratch.
+enum class TensorScale { l2_norm, terngrad };
+void tensor_scales_cuda(const float* x, const DeviceTensorChunks& chunks, TensorScale kind, double* partials,
+                        float* scales, CUstream_st* stream);
 // out[i] += payload[i] widened to fp32; payload of float32, float16 or bfloat16.
 void add_widened_cuda(const void* payload, DataType type, size_t count, float* out, CUstream_st* stream);
 // norms[b] = ||x[b span, (b + 1) span)||_2 as fp32, for every bucket of `span` values (the last
@@ -30,9 +33,9 @@ void bucket_norms_cuda(const float* x, size_t count, size_t span, float* norms, 
 // kernels/quantise.hpp): out[i] += (its bucket's scale / levels) level[i].
 void add_levels_cuda(const unsigned char* payload, size_t count, size_t bucket, float levels, float* out,
                      CUstream_st* stream);
-// The same with the scales (at any byte) and the levels apart: one tensor's of a payload with a
-// scale per tensor.
-void add_levels_cuda(const unsigned char* scales, const int8_t* level, size_t count, size_t bucket, float levels,
-                     float* out, CUstream_st* stream);
+// The levels of a chunked buffer with a scale per tensor (the scales at any byte), in one launch:
+// out[i] += (its tensor's scale / levels) level[i].
+void tensor_add_levels_cuda(const unsigned char* scales, const int8_t* level, const DeviceTensorChunks& chunks,
+                            float levels, float* out, CUstream_st* stream);
 
 }  // namespace sb

@@ -1,5 +1,5 @@
-// The kernels of kernels/device_compress.hpp: grid-stride loops, and reductions for the two
-// scales.
+// The kernels of kernels/device_compress.hpp: grid-stride loops, and reductions for QSGD's and
+// TernGrad's scales.
 #include <cmath>
 
 #include "common/check.hpp"
@@ -7,7 +7,6 @@
 #include "kernels/cuda_grid.hpp"
 #include "kernels/cuda_loops.cuh"
 #include "kernels/device_compress.hpp"
-#include "kernels/device_sum.cuh"
 #include "kernels/float16.hpp"
 #include "kernels/quantise.hpp"
 
@@ -24,29 +23,50 @@ __global__ void scale_kernel(float* x, size_t count, float factor) {
   for (size_t i = grid_first(); i < count; i += grid_stride()) x[i] *= factor;
 }
 
-struct Value {
-  const float* x;
-  __device__ double operator()(size_t i) const { return x[i]; }
-};
-
-struct Square {
-  const float* x;
-  __device__ double operator()(size_t i) const { return static_cast<double>(x[i]) * x[i]; }
-};
-
-// Magnitudes are non-negative, so their bits order like unsigned integers: atomicMax on them
-// (max is exact in any order).
-__global__ void max_magnitude_kernel(const float* x, size_t count, unsigned* largest_bits) {
-  __shared__ float partial[kCudaThreads];
+// The sum, sum of squares (in double) and largest magnitude of each chunk (kernels/
+// tensor_chunks.hpp), one block a chunk, into partials[3c .. 3c + 2]: the first of the two passes
+// of tensor_scales_cuda, whose second adds each tensor's chunks. Both add in a fixed order, so
+// the same input gives the same scales on every run.
+__global__ void chunk_moments_kernel(const float* x, DeviceTensorChunks chunks, double* partials) {
+  const uint32_t c = blockIdx.x;
+  double sum = 0, squares = 0;
   float largest = 0;
-  for (size_t i = grid_first(); i < count; i += grid_stride()) largest = fmaxf(largest, fabsf(x[i]));
-  partial[threadIdx.x] = largest;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) partial[threadIdx.x] = fmaxf(partial[threadIdx.x], partial[threadIdx.x + half]);
-    __syncthreads();
+  for (uint64_t i = chunks.begin[c] + threadIdx.x; i < chunks.begin[c + 1]; i += blockDim.x) {
+    const float v = x[i];
+    sum += v;
+    squares += static_cast<double>(v) * v;
+    largest = fmaxf(largest, fabsf(v));
   }
-  if (threadIdx.x == 0) atomicMax(largest_bits, __float_as_uint(partial[0]));
+  sum = block_sum(sum);
+  squares = block_sum(squares);
+  largest = block_max(largest);
+  if (threadIdx.x == 0) {
+    partials[3 * size_t{c}] = sum;
+    partials[3 * size_t{c} + 1] = squares;
+    partials[3 * size_t{c} + 2] = largest;
+  }
+}
+
+// One block a tensor: its chunks' moments added, then its scale, rounded to fp32 as the host
+// rounds it (the host adds in another order, which can move the double sums' last bit, and
+// rarely the float's).
+__global__ void tensor_scales_kernel(const double* partials, DeviceTensorChunks chunks, TensorScale kind,
+                                     float* scales) {
+  const uint32_t t = blockIdx.x, first = chunks.first_chunk[t], end = chunks.first_chunk[t + 1];
+  double sum = 0, squares = 0;
+  float largest = 0;
+  for (uint32_t c = first + threadIdx.x; c < end; c += blockDim.x) {
+    sum += partials[3 * size_t{c}];
+    squares += partials[3 * size_t{c} + 1];
+    largest = fmaxf(largest, static_cast<float>(partials[3 * size_t{c} + 2]));
+  }
+  sum = block_sum(sum);
+  squares = block_sum(squares);
+  largest = block_max(largest);
+  if (threadIdx.x != 0) return;
+  const size_t count = chunks.begin[end] - chunks.begin[first];
+  scales[t] = kind == TensorScale::l2_norm ? static_cast<float>(sqrt(squares))
+                                           : terngrad_scale(sum, squares, largest, count);
 }
 
 // QSGD's bucket norms, one block per bucket: each thread sums its strided squares in double, the
@@ -84,6 +104,16 @@ __global__ void add_levels_kernel(const unsigned char* scales, const int8_t* lev
   }
 }
 
+// One block per chunk: out[i] += (its tensor's scale / levels) level[i].
+__global__ void tensor_add_levels_kernel(const unsigned char* scales, const int8_t* level, DeviceTensorChunks chunks,
+                                         float levels, float* out) {
+  const uint32_t c = blockIdx.x;
+  float scale;  // another rank's scales need not be aligned
+  memcpy(&scale, scales + chunks.tensor_of[c] * sizeof(float), sizeof scale);
+  for (uint64_t i = chunks.begin[c] + threadIdx.x; i < chunks.begin[c + 1]; i += blockDim.x)
+    out[i] += scale / levels * static_cast<float>(level[i]);
+}
+
 int blocks(size_t count) { return cuda_blocks_for(count); }
 
 }  // namespace
@@ -106,26 +136,13 @@ void scale_cuda(float* x, size_t count, float factor, cudaStream_t stream) {
   SB_CUDA_CHECK(cudaGetLastError());
 }
 
-double sum_cuda(const float* x, size_t count, cudaStream_t stream) { return device_sum_to_host(count, Value{x}, stream); }
-
-double sum_of_squares_cuda(const float* x, size_t count, cudaStream_t stream) {
-  return device_sum_to_host(count, Square{x}, stream);
-}
-
-float max_magnitude_cuda(const float* x, size_t count, cudaStream_t stream) {
-  unsigned* bits = nullptr;
-  SB_CUDA_CHECK(cudaMallocAsync(&bits, sizeof(unsigned), stream));
-  SB_CUDA_CHECK(cudaMemsetAsync(bits, 0, sizeof(unsigned), stream));
-  if (count > 0) max_magnitude_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(x, count, bits);
+void tensor_scales_cuda(const float* x, const DeviceTensorChunks& chunks, TensorScale kind, double* partials,
+                        float* scales, cudaStream_t stream) {
+  if (chunks.tensors == 0) return;
+  if (chunks.chunks > 0) chunk_moments_kernel<<<chunks.chunks, kCudaThreads, 0, stream>>>(x, chunks, partials);
   SB_CUDA_CHECK(cudaGetLastError());
-  unsigned result = 0;
-  SB_CUDA_CHECK(cudaMemcpyAsync(&result, bits, sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
-  SB_CUDA_CHECK(cudaFreeAsync(bits, stream));
-  SB_CUDA_CHECK(cudaStreamSynchronize(stream));
-  float largest;
-  static_assert(sizeof largest == sizeof result);
-  __builtin_memcpy(&largest, &result, sizeof largest);
-  return largest;
+  tensor_scales_kernel<<<chunks.tensors, kCudaThreads, 0, stream>>>(partials, chunks, kind, scales);
+  SB_CUDA_CHECK(cudaGetLastError());
 }
 
 void add_widened_cuda(const void* payload, DataType type, size_t count, float* out, cudaStream_t stream) {
@@ -157,14 +174,15 @@ void add_levels_cuda(const unsigned char* payload, size_t count, size_t bucket, 
                      cudaStream_t stream) {
   if (count == 0) return;
   const int8_t* level = reinterpret_cast<const int8_t*>(payload + scale_count(bucket, count) * sizeof(float));
-  add_levels_cuda(payload, level, count, bucket, levels, out, stream);
+  add_levels_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(payload, level, count, scale_span(bucket, count), levels,
+                                                                out);
+  SB_CUDA_CHECK(cudaGetLastError());
 }
 
-void add_levels_cuda(const unsigned char* scales, const int8_t* level, size_t count, size_t bucket, float levels,
-                     float* out, cudaStream_t stream) {
-  if (count == 0) return;
-  add_levels_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(scales, level, count, scale_span(bucket, count), levels,
-                                                                out);
+void tensor_add_levels_cuda(const unsigned char* scales, const int8_t* level, const DeviceTensorChunks& chunks,
+                            float levels, float* out, cudaStream_t stream) {
+  if (chunks.chunks == 0) return;
+  tensor_add_levels_kernel<<<chunks.chunks, kCudaThreads, 0, stream>>>(scales, level, chunks, levels, out);
   SB_CUDA_CHECK(cudaGetLastError());
 }
 

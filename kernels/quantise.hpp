@@ -11,6 +11,8 @@
 #include <cstdint>
 
 #include "kernels/host_device.hpp"
+#include "kernels/random.hpp"
+#include "kernels/tensor_chunks.hpp"
 
 #if SB_HAVE_CUDA
 struct CUstream_st;  // cudaStream_t, without the CUDA headers
@@ -56,17 +58,21 @@ SB_HD size_t scale_count(size_t bucket, size_t count) {
 // standard deviations, as its paper clips gradients. Values beyond it round to +-1 with
 // certainty, which is the clipping. Values that do not vary (one value, a constant tensor) keep
 // the max: a clip at 0 would send nothing. For the host quantiser and its device twin alike.
-inline float terngrad_scale(double sum, double sum_of_squares, float largest, size_t count) {
+SB_HD float terngrad_scale(double sum, double sum_of_squares, float largest, size_t count) {
   if (count == 0) return 0.0f;
   const double n = static_cast<double>(count), mean = sum / n;
   const double variance = sum_of_squares / n - mean * mean;
   if (!(variance > 0)) return largest;
-  const float clip = static_cast<float>(2.5 * std::sqrt(variance));
+  const float clip = static_cast<float>(2.5 * ::sqrt(variance));  // ::sqrt: nvcc has it for the device
   return largest < clip ? largest : clip;
 }
 
 // The rounding's unit for a scale: s / scale, 0 for a zero scale (every level 0 then).
 SB_HD float unit_inverse_of(float scale, float s) { return scale > 0 ? s / scale : 0.0f; }
+
+// Tensor t's rounding key from the step's, where each tensor of a buffer has its own scale: no
+// two tensors then draw the same uniforms at the same offsets.
+SB_HD uint64_t tensor_rounding_key(uint64_t key, size_t t) { return random_key(key, 0x74656e736f72, t); }
 
 // level[i] for value i of count, with the scale of its bucket, scales[i / bucket] (bucket 0: one
 // bucket of all the values). The CUDA version takes device pointers. `first`: where values[0]
@@ -77,6 +83,11 @@ void stochastic_levels_cpu(const float* values, size_t count, size_t bucket, con
 #if SB_HAVE_CUDA
 void stochastic_levels_cuda(const float* values, size_t count, size_t bucket, const float* scales, float s, uint64_t key,
                             int8_t* level, CUstream_st* stream);
+// The same for every tensor of a chunked buffer (kernels/tensor_chunks.hpp) in one launch: tensor
+// t with scales[t] (device memory), its counter from its own first value, and its own key,
+// tensor_rounding_key(key, t), where key_per_tensor (else the step's key for all: one tensor).
+void tensor_levels_cuda(const float* values, const DeviceTensorChunks& chunks, const float* scales, float s,
+                        uint64_t key, bool key_per_tensor, int8_t* level, CUstream_st* stream);
 #endif
 
 }  // namespace sb

@@ -16,7 +16,26 @@ __global__ void stochastic_levels_kernel(const float* values, size_t count, size
   }
 }
 
+// One block per chunk: every value of a chunk has its tensor's scale and key, and counts from its
+// tensor's first value, as the host rounds each tensor on its own.
+__global__ void tensor_levels_kernel(const float* values, DeviceTensorChunks chunks, const float* scales, float s,
+                                     uint64_t key, bool key_per_tensor, int8_t* level) {
+  const uint32_t c = blockIdx.x, t = chunks.tensor_of[c];
+  const uint64_t tensor_first = chunks.begin[chunks.first_chunk[t]];
+  const uint32_t key32 = quantise_key(key_per_tensor ? tensor_rounding_key(key, t) : key);
+  const float unit_inverse = unit_inverse_of(scales[t], s);
+  for (uint64_t i = chunks.begin[c] + threadIdx.x; i < chunks.begin[c + 1]; i += blockDim.x)
+    level[i] = stochastic_level(values[i], unit_inverse, s, stochastic_uniform(key32, static_cast<uint32_t>(i - tensor_first)));
+}
+
 }  // namespace
+
+void tensor_levels_cuda(const float* values, const DeviceTensorChunks& chunks, const float* scales, float s,
+                        uint64_t key, bool key_per_tensor, int8_t* level, cudaStream_t stream) {
+  if (chunks.chunks == 0) return;
+  tensor_levels_kernel<<<chunks.chunks, kCudaThreads, 0, stream>>>(values, chunks, scales, s, key, key_per_tensor, level);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
 
 void stochastic_levels_cuda(const float* values, size_t count, size_t bucket, const float* scales, float s, uint64_t key,
                             int8_t* level, cudaStream_t stream) {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "collectives/compress/compressor.hpp"
-#include "kernels/random.hpp"
+#include "kernels/quantise.hpp"  // tensor_rounding_key
 
 namespace sb {
 
@@ -30,8 +30,5 @@ inline std::vector<size_t> tensor_offsets(const std::vector<TensorView>& tensors
                                 std::to_string(count));
   return at;
 }
-
-// Tensor t's rounding key from the step's.
-inline uint64_t tensor_rounding_key(uint64_t key, size_t t) { return random_key(key, 0x74656e736f72, t); }
 
 }  // namespace sb

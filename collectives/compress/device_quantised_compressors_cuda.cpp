@@ -4,17 +4,20 @@
 // rounded from the rank's own stream).
 #include <cuda_runtime.h>
 
-#include <cmath>
 #include <cstdint>
+#include <map>
+#include <vector>
 
 #include "collectives/compress/byte_quantiser.hpp"
 #include "collectives/compress/device_compressors.hpp"
 #include "common/check.hpp"
 #include "common/cuda_check.hpp"
+#include "kernels/device_array.hpp"
 #include "kernels/device_compress.hpp"
 #include "kernels/quantise.hpp"
 #include "kernels/random.hpp"
 #include "kernels/sign.hpp"
+#include "kernels/tensor_chunks.hpp"
 
 namespace sb {
 namespace {
@@ -48,9 +51,9 @@ class DeviceOneBit final : public DeviceCompressor {
 // QSGD (levels s, scaled by ||x||_2 per bucket of values) and TernGrad (one level, scaled by max
 // |x| clipped at 2.5 standard deviations), with a scale per tensor where no buckets are asked for
 // and several tensors are given (byte_quantiser.hpp). The scales go into the payload's head, where
-// the rounding reads them. Norms are taken on the device (one bucket per tensor when per tensor);
-// a single QSGD norm waits for the stream once, and each TernGrad scale's three reductions three
-// times, the scales then copied into the payload.
+// the rounding reads them. Without buckets the buffer is cut into chunks within tensors
+// (kernels/tensor_chunks.hpp): two launches reduce every tensor's scale and one rounds them all,
+// with no wait for the host, however many tensors a bucket holds.
 class DeviceByteQuantiser final : public DeviceCompressor {
  public:
   DeviceByteQuantiser(std::unique_ptr<Compressor> twin, int levels, size_t bucket, std::vector<TensorView> tensors,
@@ -60,57 +63,66 @@ class DeviceByteQuantiser final : public DeviceCompressor {
     SB_CHECK(reinterpret_cast<uintptr_t>(payload) % alignof(float) == 0, "device QSGD/TernGrad: unaligned payload");
     float* scales = reinterpret_cast<float*>(payload);
     const uint64_t key = random_key(stream_, static_cast<uint64_t>(levels_), step);
-    if (scales_per_tensor(bucket_, tensors_)) {
-      const std::vector<size_t> at = tensor_offsets(tensors_, count);
-      const size_t tensors = tensors_.size();
-      int8_t* level = reinterpret_cast<int8_t*>(payload + tensors * sizeof(float));
-      if (qsgd()) {
-        for (size_t t = 0; t < tensors; ++t)  // one bucket of the whole tensor
-          bucket_norms_cuda(values + at[t], at[t + 1] - at[t], at[t + 1] - at[t], scales + t, stream);
-      } else {
-        host_scales_.resize(tensors);
-        for (size_t t = 0; t < tensors; ++t) host_scales_[t] = terngrad_scale_cuda(values + at[t], at[t + 1] - at[t], stream);
-        // From pageable memory the copy is staged before the call returns; host_scales_ outlives it anyway.
-        SB_CUDA_CHECK(cudaMemcpyAsync(scales, host_scales_.data(), tensors * sizeof(float), cudaMemcpyHostToDevice, stream));
-      }
-      for (size_t t = 0; t < tensors; ++t)
-        stochastic_levels_cuda(values + at[t], at[t + 1] - at[t], 0, scales + t, static_cast<float>(levels_),
-                               tensor_rounding_key(key, t), level + at[t], stream);
+    if (bucket_ > 0) {  // QSGD's buckets
+      bucket_norms_cuda(values, count, bucket_, scales, stream);
+      stochastic_levels_cuda(values, count, bucket_, scales, static_cast<float>(levels_), key,
+                             reinterpret_cast<int8_t*>(payload + scale_count(bucket_, count) * sizeof(float)), stream);
       return;
     }
-    const size_t span = scale_span(bucket_, count), scale_total = scale_count(bucket_, count);
-    if (scale_total == 1) {
-      host_scales_.assign(1, qsgd() ? static_cast<float>(std::sqrt(sum_of_squares_cuda(values, count, stream)))
-                                    : terngrad_scale_cuda(values, count, stream));
-      SB_CUDA_CHECK(cudaMemcpyAsync(scales, host_scales_.data(), sizeof(float), cudaMemcpyHostToDevice, stream));
-    } else {
-      bucket_norms_cuda(values, count, span, scales, stream);  // QSGD's buckets
-    }
-    stochastic_levels_cuda(values, count, span, scales, static_cast<float>(levels_), key,
-                           reinterpret_cast<int8_t*>(payload + scale_total * sizeof(float)), stream);
+    const Chunks& chunks = chunks_for(count);
+    int8_t* level = reinterpret_cast<int8_t*>(payload + chunks.view.tensors * sizeof(float));
+    tensor_scales_cuda(values, chunks.view, qsgd() ? TensorScale::l2_norm : TensorScale::terngrad, chunks.partials.data(),
+                       scales, stream);
+    tensor_levels_cuda(values, chunks.view, scales, static_cast<float>(levels_), key, per_tensor(), level, stream);
   }
   void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out, cudaStream_t stream) override {
-    if (!scales_per_tensor(bucket_, tensors_)) return add_levels_cuda(payload, count, bucket_, static_cast<float>(levels_), out, stream);
-    const std::vector<size_t> at = tensor_offsets(tensors_, count);
-    const int8_t* level = reinterpret_cast<const int8_t*>(payload + tensors_.size() * sizeof(float));
-    for (size_t t = 0; t < tensors_.size(); ++t)
-      add_levels_cuda(payload + t * sizeof(float), level + at[t], at[t + 1] - at[t], 0, static_cast<float>(levels_),
-                      out + at[t], stream);
+    if (!per_tensor()) return add_levels_cuda(payload, count, bucket_, static_cast<float>(levels_), out, stream);
+    const Chunks& chunks = chunks_for(count);
+    const int8_t* level = reinterpret_cast<const int8_t*>(payload + chunks.view.tensors * sizeof(float));
+    tensor_add_levels_cuda(payload, level, chunks.view, static_cast<float>(levels_), out, stream);
   }
 
  private:
+  // A buffer's chunk table on the device, with scratch for its reductions.
+  struct Chunks {
+    DeviceArray<uint64_t> begin;
+    DeviceArray<uint32_t> tensor_of, first_chunk;
+    DeviceArray<double> partials;  // 3 a chunk
+    DeviceTensorChunks view;
+  };
+
   bool qsgd() const { return layout().name() == "qsgd"; }
-  // TernGrad's scale of one tensor: its sum, squares and max |x| reduced to the host.
-  static float terngrad_scale_cuda(const float* values, size_t count, cudaStream_t stream) {
-    return terngrad_scale(sum_cuda(values, count, stream), sum_of_squares_cuda(values, count, stream),
-                          max_magnitude_cuda(values, count, stream), count);
+  bool per_tensor() const { return scales_per_tensor(bucket_, tensors_); }
+
+  // The chunks of a buffer of `count` values: of each tensor where the scales are per tensor,
+  // else of one tensor of them all. Made and copied to the device on a count's first call; a
+  // bucket's count does not change from step to step.
+  const Chunks& chunks_for(size_t count) {
+    auto found = chunks_.find(count);
+    if (found != chunks_.end()) return found->second;
+    const TensorChunks table =
+        chunk_tensors(per_tensor() ? tensor_offsets(tensors_, count) : std::vector<size_t>{0, count});
+    Chunks& chunks = chunks_[count];
+    upload(table.begin, chunks.begin);
+    upload(table.tensor_of, chunks.tensor_of);
+    upload(table.first_chunk, chunks.first_chunk);
+    chunks.partials.resize(3 * table.chunks());
+    chunks.view = {chunks.begin.data(), chunks.tensor_of.data(), chunks.first_chunk.data(),
+                   static_cast<uint32_t>(table.chunks()), static_cast<uint32_t>(table.tensors())};
+    return chunks;
+  }
+
+  template <class T>
+  static void upload(const std::vector<T>& host, DeviceArray<T>& device) {
+    device.resize(host.size());
+    if (!host.empty()) SB_CUDA_CHECK(cudaMemcpy(device.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
   }
 
   int levels_;
-  size_t bucket_;                   // QSGD's; 0 (a scale per tensor, or one) for TernGrad
+  size_t bucket_;  // QSGD's; 0 (a scale per tensor, or one) for TernGrad
   std::vector<TensorView> tensors_;
-  uint64_t stream_;                 // this rank's random stream
-  std::vector<float> host_scales_;  // the scales reduced to the host, kept while their copy is queued
+  uint64_t stream_;                  // this rank's random stream
+  std::map<size_t, Chunks> chunks_;  // by buffer size
 };
 
 }  // namespace

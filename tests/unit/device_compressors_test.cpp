@@ -155,41 +155,50 @@ TEST(DeviceCompressors, PowerSgdPerTensorMatchesTheHost) {
 }
 
 // TernGrad, and QSGD without buckets, with a scale per tensor: the device's scales and levels are
-// the host's (a level may move where a scale differs in its last bit, 1 value in 10,000).
+// the host's (a level may move where a scale differs in its last bit, 1 value in 10,000). Two
+// layouts: a few tensors (one empty, one of several chunks), and 120 of ResNet-like sizes from a
+// few values to several chunks, which the device scales and rounds in one launch each.
 TEST(DeviceCompressors, QuantisersWithAScalePerTensorMatchTheHost) {
   SB_SKIP_WITHOUT_GPU();
 #if SB_HAVE_CUDA
-  const size_t n = 70001;
-  const std::vector<float> g = heavy_tailed_gradient(n, 12);
-  float* values = to_device(g);
-  CompressorParams params;
-  params.bucket = 0;
-  params.tensors = {{30000, 0}, {64, 1}, {0, 1}, {n - 30064, 0}};
-  for (const char* name : {"terngrad", "qsgd"}) {
-    SCOPED_TRACE(name);
-    std::unique_ptr<Compressor> host = make_compressor(name, params);
-    std::unique_ptr<DeviceCompressor> device = make_device_compressor(name, params);
-    std::vector<unsigned char> want;
-    compress_alone(*host, g.data(), n, 3, want);
-    const std::vector<unsigned char> got = device_compress_alone(*device, values, n, 3);
-    ASSERT_EQ(got.size(), want.size());
-    ASSERT_EQ(got.size(), 4 * sizeof(float) + n);
-    for (size_t t = 0; t < 4; ++t) {
-      float a, b;
-      std::memcpy(&a, got.data() + t * sizeof(float), sizeof a);
-      std::memcpy(&b, want.data() + t * sizeof(float), sizeof b);
-      EXPECT_NEAR(a, b, 1e-6 * std::fabs(b)) << "scale " << t;
+  std::vector<std::vector<TensorView>> layouts = {{{30000, 0}, {64, 1}, {0, 1}, {40001 - 64, 0}}, {}};
+  for (size_t t = 0; t < 120; ++t) layouts[1].push_back({t % 3 == 0 ? 64 + t : t % 3 == 1 ? 2304 * (t % 7) : 37000 + t, 0});
+  for (const std::vector<TensorView>& tensors : layouts) {
+    size_t n = 0;
+    for (const TensorView& t : tensors) n += t.count;
+    SCOPED_TRACE(std::to_string(tensors.size()) + " tensors");
+    const std::vector<float> g = heavy_tailed_gradient(n, 12);
+    float* values = to_device(g);
+    CompressorParams params;
+    params.bucket = 0;
+    params.tensors = tensors;
+    for (const char* name : {"terngrad", "qsgd"}) {
+      SCOPED_TRACE(name);
+      std::unique_ptr<Compressor> host = make_compressor(name, params);
+      std::unique_ptr<DeviceCompressor> device = make_device_compressor(name, params);
+      std::vector<unsigned char> want;
+      compress_alone(*host, g.data(), n, 3, want);
+      const std::vector<unsigned char> got = device_compress_alone(*device, values, n, 3);
+      const size_t head = tensors.size() * sizeof(float);
+      ASSERT_EQ(got.size(), want.size());
+      ASSERT_EQ(got.size(), head + n);
+      for (size_t t = 0; t < tensors.size(); ++t) {
+        float a, b;
+        std::memcpy(&a, got.data() + t * sizeof(float), sizeof a);
+        std::memcpy(&b, want.data() + t * sizeof(float), sizeof b);
+        EXPECT_NEAR(a, b, 1e-6 * std::fabs(b)) << "scale " << t;
+      }
+      size_t moved = 0;
+      for (size_t i = head; i < got.size(); ++i) moved += got[i] != want[i];
+      EXPECT_LE(moved, n / 10000) << "levels apart";
+      // Decoded on the device, against the host's decoding of the same payload.
+      std::vector<float> decoded(n, 0.0f);
+      host->decompress_add(got.data(), n, 3, 1.0f, decoded.data());
+      const std::vector<float> device_decoded = device_decode(*device, got, n, 3);
+      EXPECT_EQ(device_decoded, decoded);
     }
-    size_t moved = 0;
-    for (size_t i = 4 * sizeof(float); i < got.size(); ++i) moved += got[i] != want[i];
-    EXPECT_LE(moved, n / 10000) << "levels apart";
-    // Decoded on the device, against the host's decoding of the same payload.
-    std::vector<float> decoded(n, 0.0f);
-    host->decompress_add(got.data(), n, 3, 1.0f, decoded.data());
-    const std::vector<float> device_decoded = device_decode(*device, got, n, 3);
-    EXPECT_EQ(device_decoded, decoded);
+    cudaFree(values);
   }
-  cudaFree(values);
 #endif
 }
 
