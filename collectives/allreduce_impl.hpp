@@ -70,6 +70,10 @@ struct AllreduceImplInfo {
   std::function<std::unique_ptr<AllreduceImpl>(MPI_Comm comm, const ImplConfig& config)> create;
   // The schedule behind it, for --print-schedule; null for the library baselines.
   const AllreduceAlgorithm* algorithm = nullptr;
+  // Why it cannot reduce `type`, empty when it can; null: it reduces every type.
+  std::function<std::string(DataType type)> refuses_type = nullptr;
+  // Where a library baseline's buffers live (a schedule's follow its transport: host here).
+  Memory memory = Memory::host;
 };
 
 // Every implementation known to this build, in the order `--impl all` runs them.

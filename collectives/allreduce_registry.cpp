@@ -12,6 +12,10 @@ std::string nccl_unavailable(const WorldLayout&) {
   return "this build has no CUDA (rebuild with make CUDA=1 where CUDA and NCCL are installed)";
 }
 std::unique_ptr<AllreduceImpl> make_nccl_allreduce(MPI_Comm) { return nullptr; }
+std::string mpi_cuda_unavailable(const WorldLayout&) {
+  return "this build has no CUDA (rebuild with make CUDA=1 where CUDA is installed)";
+}
+std::unique_ptr<AllreduceImpl> make_mpi_cuda_allreduce(MPI_Comm) { return nullptr; }
 #endif
 
 AlgorithmParams algorithm_params(const ImplConfig& config) {
@@ -27,18 +31,33 @@ const std::vector<AllreduceImplInfo>& allreduce_impls() {
   static const std::vector<AllreduceImplInfo> impls = [] {
     auto anywhere = [](const WorldLayout&) { return std::string(); };
     std::vector<AllreduceImplInfo> list = {
-        {"mpi", "MPI_Allreduce on host buffers", anywhere,
-         [](MPI_Comm comm, const ImplConfig&) { return make_mpi_allreduce(comm); }},
-        {"nccl", "ncclAllReduce on device buffers", nccl_unavailable,
-         [](MPI_Comm comm, const ImplConfig&) { return make_nccl_allreduce(comm); }},
+        {.name = "mpi",
+         .description = "MPI_Allreduce on host buffers",
+         .unavailable = anywhere,
+         .create = [](MPI_Comm comm, const ImplConfig&) { return make_mpi_allreduce(comm); }},
+        {.name = "nccl",
+         .description = "ncclAllReduce on device buffers",
+         .unavailable = nccl_unavailable,
+         .create = [](MPI_Comm comm, const ImplConfig&) { return make_nccl_allreduce(comm); },
+         .memory = Memory::device},
+        {.name = "mpi-cuda",
+         .description = "MPI_Allreduce on device buffers (a CUDA-aware MPI)",
+         .unavailable = mpi_cuda_unavailable,
+         .create = [](MPI_Comm comm, const ImplConfig&) { return make_mpi_cuda_allreduce(comm); },
+         .refuses_type = mpi_cuda_refuses_type,
+         .memory = Memory::device},
     };
     // The schedules, on host buffers over the mpi transport.
     for (const AllreduceAlgorithm& algorithm : allreduce_algorithms())
-      list.push_back({algorithm.name, algorithm.description, anywhere,
-                      [&algorithm](MPI_Comm comm, const ImplConfig& config) {
-                        return make_schedule_allreduce(algorithm, algorithm_params(config), config.transport, comm);
-                      },
-                      &algorithm});
+      list.push_back({.name = algorithm.name,
+                      .description = algorithm.description,
+                      .unavailable = anywhere,
+                      .create =
+                          [&algorithm](MPI_Comm comm, const ImplConfig& config) {
+                            return make_schedule_allreduce(algorithm, algorithm_params(config), config.transport,
+                                                           comm);
+                          },
+                      .algorithm = &algorithm});
     return list;
   }();
   return impls;

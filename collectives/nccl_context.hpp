@@ -1,18 +1,19 @@
 #pragma once
-// What every device implementation needs (CUDA builds only): this rank's GPU, chosen by local
-// rank; a stream; an NCCL communicator over the MPI one; device buffers and copies to and from
-// the host; and the NCCL names of the harness's types and ops. Shared by the ncclAllReduce
-// baseline and the nccl transport, so that both measure on the same footing.
+// What every device implementation on NCCL needs (CUDA builds only): this rank's GPU, with its
+// buffers and copies (LocalGpu); a stream; an NCCL communicator over the MPI one; and the NCCL
+// names of the harness's types and ops. Shared by the ncclAllReduce baseline and the nccl
+// transport, so that both measure on the same footing.
 #include <mpi.h>
 
 #include <string>
 
+#include "collectives/local_gpu.hpp"
 #include "common/cuda_check.hpp"
 #include "kernels/dtype.hpp"
 
 namespace sb {
 
-class NcclContext {
+class NcclContext : public LocalGpu {
  public:
   // Collective over `comm`: one GPU per rank on each node (nccl_unavailable() checks there are enough).
   explicit NcclContext(MPI_Comm comm);
@@ -22,12 +23,6 @@ class NcclContext {
 
   cudaStream_t stream() const { return stream_; }
   ncclComm_t comm() const { return comm_; }
-
-  void* allocate(size_t bytes) const;
-  void release(void* buffer) const;
-  void upload(void* buffer, const void* host, size_t bytes) const;
-  void download(void* host, const void* buffer, size_t bytes) const;
-  std::string device_name() const;  // "cuda:N <name>"
 
   // Seconds that the work `enqueue` puts on the stream takes, by CUDA events around it;
   // returns once that work is done.
@@ -43,7 +38,6 @@ class NcclContext {
   }
 
  private:
-  int device_ = 0;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   ncclComm_t comm_ = nullptr;

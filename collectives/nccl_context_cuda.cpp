@@ -2,20 +2,10 @@
 
 namespace sb {
 
-NcclContext::NcclContext(MPI_Comm comm) {
+NcclContext::NcclContext(MPI_Comm comm) : LocalGpu(comm) {
   int rank = 0, nranks = 1;
   SB_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   SB_MPI_CHECK(MPI_Comm_size(comm, &nranks));
-  MPI_Comm node = MPI_COMM_NULL;
-  int local_rank = 0;
-  SB_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
-  SB_MPI_CHECK(MPI_Comm_rank(node, &local_rank));
-  SB_MPI_CHECK(MPI_Comm_free(&node));
-
-  int devices = 0;
-  SB_CUDA_CHECK(cudaGetDeviceCount(&devices));
-  device_ = local_rank % devices;
-  SB_CUDA_CHECK(cudaSetDevice(device_));
   SB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   SB_CUDA_CHECK(cudaEventCreate(&start_));
   SB_CUDA_CHECK(cudaEventCreate(&stop_));
@@ -31,28 +21,6 @@ NcclContext::~NcclContext() {
   cudaEventDestroy(start_);
   cudaEventDestroy(stop_);
   cudaStreamDestroy(stream_);
-}
-
-void* NcclContext::allocate(size_t bytes) const {
-  void* buffer = nullptr;
-  SB_CUDA_CHECK(cudaMalloc(&buffer, bytes ? bytes : 1));
-  return buffer;
-}
-
-void NcclContext::release(void* buffer) const { cudaFree(buffer); }
-
-void NcclContext::upload(void* buffer, const void* host, size_t bytes) const {
-  SB_CUDA_CHECK(cudaMemcpy(buffer, host, bytes, cudaMemcpyHostToDevice));
-}
-
-void NcclContext::download(void* host, const void* buffer, size_t bytes) const {
-  SB_CUDA_CHECK(cudaMemcpy(host, buffer, bytes, cudaMemcpyDeviceToHost));
-}
-
-std::string NcclContext::device_name() const {
-  cudaDeviceProp prop{};
-  SB_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
-  return "cuda:" + std::to_string(device_) + " " + prop.name;
 }
 
 ncclDataType_t nccl_datatype(DataType type) {

@@ -21,6 +21,16 @@ MpiSession::MpiSession(int* argc, char*** argv, int required) {
 
 MpiSession::~MpiSession() { MPI_Finalize(); }
 
+int local_rank_in(MPI_Comm comm) {
+  int rank = 0, local_rank = 0;
+  SB_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  MPI_Comm node = MPI_COMM_NULL;
+  SB_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+  SB_MPI_CHECK(MPI_Comm_rank(node, &local_rank));
+  SB_MPI_CHECK(MPI_Comm_free(&node));
+  return local_rank;
+}
+
 WorldLayout discover_world_layout() {
   WorldLayout layout;
   SB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &layout.rank));

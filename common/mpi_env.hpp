@@ -31,6 +31,10 @@ struct WorldLayout {
 // Collective over MPI_COMM_WORLD.
 WorldLayout discover_world_layout();
 
+// This rank's rank among the ranks of `comm` that share its node's memory: which GPU it takes.
+// Collective over `comm`.
+int local_rank_in(MPI_Comm comm);
+
 // The MPI library's own version string, first line only.
 std::string mpi_library_version();
 

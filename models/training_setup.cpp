@@ -2,7 +2,7 @@
 
 #include "collectives/buckets/gradient_exchange.hpp"
 #include "collectives/schedule_allreduce.hpp"
-#include "common/check.hpp"
+#include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
 #if SB_HAVE_CUDA
 #include "models/cudnn_backend.hpp"
@@ -12,16 +12,10 @@
 namespace sb::models {
 
 std::unique_ptr<Backend> make_training_backend(const TrainConfig& config, MPI_Comm comm) {
-  int rank = 0, local_rank = 0;
-  SB_MPI_CHECK(MPI_Comm_rank(comm, &rank));
-  MPI_Comm node = MPI_COMM_NULL;
-  SB_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
-  SB_MPI_CHECK(MPI_Comm_rank(node, &local_rank));
-  SB_MPI_CHECK(MPI_Comm_free(&node));
   BackendOptions options;
   options.threads = config.threads;
   options.precision = config.precision;
-  options.local_rank = local_rank;
+  options.local_rank = local_rank_in(comm);
   options.timed_search = config.cudnn_timed_search;
   return make_backend(config.backend, options);
 }

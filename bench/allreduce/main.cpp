@@ -109,11 +109,13 @@ void print_schedules(const AllreduceOptions& options, const WorldLayout& layout)
   }
 }
 
-// An implementation runs only where every rank can run it. One asked for by name that cannot is
-// bad input; one that came from --impl all is skipped with a note.
+// An implementation runs only where every rank can run it, on the datatype asked for. One asked
+// for by name that cannot is bad input; one that came from --impl all is skipped with a note.
 void drop_unavailable_impls(AllreduceOptions& options, const WorldLayout& layout) {
   for (auto it = options.impls.begin(); it != options.impls.end();) {
-    const std::string why = find_allreduce_impl(*it)->unavailable(layout);
+    const AllreduceImplInfo& info = *find_allreduce_impl(*it);
+    std::string why = info.unavailable(layout);
+    if (why.empty() && info.refuses_type) why = info.refuses_type(options.type);
     if (!any_rank(!why.empty())) {
       ++it;
     } else if (options.impls_from_all) {

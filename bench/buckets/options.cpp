@@ -63,7 +63,7 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   else if (transport == "shm") o.exchange.impl.transport = Transport::shm;
   else throw UsageError("--transport must be mpi or shm, not '" + transport + "'");
   const AllreduceImplInfo* algo = find_allreduce_impl(o.exchange.algorithm);
-  if (!algo || o.exchange.algorithm == "nccl") throw UsageError("unknown or device-only --algo '" + o.exchange.algorithm + "'");
+  if (!algo || algo->memory == Memory::device) throw UsageError("unknown or device-only --algo '" + o.exchange.algorithm + "'");
   for (const std::string& name : split_list(strategies)) {
     if (name == "all")
       o.strategies.insert(o.strategies.end(), {BucketStrategy::per_tensor, BucketStrategy::fixed, BucketStrategy::ddp,

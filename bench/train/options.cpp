@@ -144,7 +144,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
     if (c.exchange.progress == Progress::poll) throw UsageError("--progress poll is for host training");
     c.exchange.impl.transport = Transport::nccl;
   } else {
-    if (!algo || c.exchange.algorithm == "nccl")
+    if (!algo || algo->memory == Memory::device)
       throw UsageError("unknown or device-only --algo '" + c.exchange.algorithm + "' (nccl needs --backend cudnn)");
     if (transport == "nccl") throw UsageError("--transport nccl needs --backend cudnn");
   }

@@ -91,6 +91,17 @@ if grep -q 'impl nccl skipped' "$WORK/single.txt"; then
   check "nccl without a GPU: status 2, one line, no file" \
     test $? -eq 2 -a "$(wc -l <"$WORK/nccl.err")" -eq 1 -a ! -e "$WORK/nccl.h5"
 fi
+# MPI_Allreduce on device buffers needs a GPU and a CUDA-aware MPI (given device pointers, one
+# that is not would crash); it never takes the 16-bit types, whose MPI reductions run on the host.
+if grep -q 'impl mpi-cuda skipped' "$WORK/single.txt"; then
+  "$BIN/sb-allreduce" --impl mpi-cuda -b 8 -e 8 --out "$WORK/mpicuda.h5" 2>"$WORK/mpicuda.err"
+  check "mpi-cuda where it cannot run: status 2, one line saying why, no file" \
+    test $? -eq 2 -a "$(wc -l <"$WORK/mpicuda.err")" -eq 1 -a ! -e "$WORK/mpicuda.h5"
+  check "mpi-cuda's refusal says what is missing" grep -Eq 'GPU|CUDA' "$WORK/mpicuda.err"
+fi
+SB_MPI_CUDA_AWARE=1 "$BIN/sb-allreduce" --impl mpi-cuda -d bfloat16 -b 8 -e 8 --out "$WORK/mpicuda.h5" \
+  2>"$WORK/mpicuda.err"
+check "mpi-cuda refuses bfloat16 (or the machine): status 2, no file" test $? -eq 2 -a ! -e "$WORK/mpicuda.h5"
 
 # ---- bad input: one line, status 2, no file ----------------------------------------------------
 bad_input() {

@@ -44,6 +44,7 @@ bad_input "unknown strategy" --strategy horovod
 bad_input "missing profile" --profile "$WORK/nowhere.txt"
 bad_input "a tensor ready after backward ends" --profile "$WORK/late.txt"
 bad_input "bucket sizes upside down" -b 8 -e 1
+bad_input "an allreduce on device buffers" --algo mpi-cuda
 bad_input "unknown model" --model vgg16
 bad_input "unknown progress mode" --progress spin
 bad_input "polled progress with a schedule" --progress poll --algo ring

@@ -166,6 +166,8 @@ bad_input "--profile-ops with --cuda-graph" --profile-ops 2 --cuda-graph
 bad_input "unknown precision" --backend cudnn --precision fp8
 bad_input "16-bit precision on the CPU backend" --precision bf16
 bad_input "nccl gradients without the GPU backend" --algo nccl
+bad_input "CUDA-aware MPI_Allreduce (device buffers) for host gradients" --algo mpi-cuda
+bad_input "CUDA-aware MPI_Allreduce for GPU gradients (nccl or a schedule)" --backend cudnn --algo mpi-cuda
 bad_input "the shm transport for GPU gradients" --backend cudnn --algo ring --transport shm
 bad_input "an unknown algorithm for GPU gradients" --backend cudnn --algo nccl_ring
 bad_input "the nccl transport on the CPU backend" --algo ring --transport nccl

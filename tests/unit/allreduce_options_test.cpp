@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "collectives/allreduce_impl.hpp"
+#include "collectives/baselines/baselines.hpp"
 #include "common/usage_error.hpp"
 
 namespace sb {
@@ -50,6 +52,31 @@ TEST(AllreduceOptions, ShortAndLongFlags) {
   EXPECT_EQ(o.labels.at("x"), "");
   const AllreduceOptions step = *parse({"--minbytes", "1K", "--maxbytes", "4K", "--stepbytes", "1K"});
   EXPECT_EQ(step.sizes(), (std::vector<uint64_t>{1024, 2048, 3072, 4096}));
+}
+
+// The CUDA-aware MPI baseline runs only on an MPI that takes device pointers (given one that
+// does not, it would crash), and never on the 16-bit types, whose reductions MPI does on the host.
+TEST(AllreduceOptions, MpiCudaNeedsACudaAwareMpiAndNo16BitTypes) {
+  const AllreduceImplInfo* info = find_allreduce_impl("mpi-cuda");
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->algorithm, nullptr);
+  EXPECT_EQ(info->memory, Memory::device);  // sb-train and sb-buckets refuse it for host gradients
+  ASSERT_TRUE(info->refuses_type);
+  EXPECT_NE(info->refuses_type(DataType::float16), "");
+  EXPECT_NE(info->refuses_type(DataType::bfloat16), "");
+  EXPECT_EQ(info->refuses_type(DataType::float32), "");
+  EXPECT_EQ(info->refuses_type(DataType::int8), "");
+  const char* before = std::getenv("SB_MPI_CUDA_AWARE");
+  const std::string saved = before ? before : "";
+  ::setenv("SB_MPI_CUDA_AWARE", "1", 1);
+  EXPECT_EQ(mpi_not_cuda_aware(), "");
+  ::setenv("SB_MPI_CUDA_AWARE", "0", 1);
+  EXPECT_NE(mpi_not_cuda_aware().find("SB_MPI_CUDA_AWARE=0"), std::string::npos) << mpi_not_cuda_aware();
+  if (before) ::setenv("SB_MPI_CUDA_AWARE", saved.c_str(), 1);
+  else ::unsetenv("SB_MPI_CUDA_AWARE");
+#if !SB_HAVE_CUDA
+  EXPECT_NE(info->unavailable(WorldLayout{}).find("no CUDA"), std::string::npos);
+#endif
 }
 
 TEST(AllreduceOptions, ImplLists) {
