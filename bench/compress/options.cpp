@@ -43,7 +43,7 @@ std::optional<CompressOptions> parse_compress_options(int argc, char** argv, boo
   app.add_option("--seed", o.params.seed, "shared seed of random-k's indices [42]");
   app.add_option("--error-feedback", error_feedback, "1: carry what compression drops into the next step [1]");
   app.add_flag("--device", o.device,
-               "also run the compressed allreduce on GPU buffers (none, fp16, bf16, qsgd, terngrad) against "
+               "also run each compressor's compressed allreduce on GPU buffers (its device form) against "
                "ncclAllReduce; one GPU per rank");
   app.add_option("-T,--timeout", o.timeout_seconds,
                  "seconds without progress before the job ends, saving the rows measured; 0: never [600]");
