@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <utility>
+#include <vector>
 
 #include "common/cuda_check.hpp"
 
@@ -36,6 +37,11 @@ class DeviceArray {
   // At least `size` elements (grows only); the contents are lost when it grows.
   void reserve(size_t size) {
     if (size > size_) resize(size);
+  }
+  // Exactly the host's elements, copied (synchronously) to the device.
+  void assign(const std::vector<T>& host) {
+    resize(host.size());
+    if (!host.empty()) SB_CUDA_CHECK(cudaMemcpy(data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
   }
   T* data() const { return data_; }
   size_t size() const { return size_; }

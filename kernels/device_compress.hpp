@@ -24,6 +24,10 @@ void scale_cuda(float* x, size_t count, float factor, CUstream_st* stream);
 enum class TensorScale { l2_norm, terngrad };
 void tensor_scales_cuda(const float* x, const DeviceTensorChunks& chunks, TensorScale kind, double* partials,
                         float* scales, CUstream_st* stream);
+// to[run.to + i] = from[run.from + i] (or += where `add`) for every run of `runs` (device
+// memory, `count` of them, each at most kTensorChunkValues long, as merge_and_cut_runs cuts
+// them), in one launch: a block a run.
+void copy_runs_cuda(const float* from, float* to, const FloatRun* runs, size_t count, bool add, CUstream_st* stream);
 // out[i] += payload[i] widened to fp32; payload of float32, float16 or bfloat16.
 void add_widened_cuda(const void* payload, DataType type, size_t count, float* out, CUstream_st* stream);
 // norms[b] = ||x[b span, (b + 1) span)||_2 as fp32, for every bucket of `span` values (the last

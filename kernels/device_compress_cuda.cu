@@ -114,6 +114,14 @@ __global__ void tensor_add_levels_kernel(const unsigned char* scales, const int8
     out[i] += scale / levels * static_cast<float>(level[i]);
 }
 
+__global__ void copy_runs_kernel(const float* from, float* to, const FloatRun* runs, bool add) {
+  const FloatRun run = runs[blockIdx.x];
+  for (uint64_t i = threadIdx.x; i < run.count; i += blockDim.x) {
+    if (add) to[run.to + i] += from[run.from + i];
+    else to[run.to + i] = from[run.from + i];
+  }
+}
+
 int blocks(size_t count) { return cuda_blocks_for(count); }
 
 }  // namespace
@@ -176,6 +184,13 @@ void add_levels_cuda(const unsigned char* payload, size_t count, size_t bucket, 
   const int8_t* level = reinterpret_cast<const int8_t*>(payload + scale_count(bucket, count) * sizeof(float));
   add_levels_kernel<<<blocks(count), kCudaThreads, 0, stream>>>(payload, level, count, scale_span(bucket, count), levels,
                                                                 out);
+  SB_CUDA_CHECK(cudaGetLastError());
+}
+
+void copy_runs_cuda(const float* from, float* to, const FloatRun* runs, size_t count, bool add, cudaStream_t stream) {
+  if (count == 0) return;
+  SB_CHECK(count <= 0x7fffffff, "copy_runs_cuda: over 2^31 runs");
+  copy_runs_kernel<<<static_cast<unsigned>(count), kCudaThreads, 0, stream>>>(from, to, runs, add);
   SB_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -27,14 +27,22 @@ void add_outer_cpu(const float* p, const float* q, size_t n, size_t cols, size_t
 // every rank, on the host or the device (which uploads them), starts from the same factor.
 void standard_normal_cpu(float* out, size_t count, uint64_t key);
 
+// One factor of several laid end to end: rows x r values from `offset` (for a batched launch).
+struct FactorView {
+  uint64_t offset = 0, rows = 0, r = 0;
+};
+
 #if SB_HAVE_CUDA
 // The same on device memory (lowrank_cuda.cu): the products through cuBLAS in fp32 (the handle
-// carries the stream; its math mode must not allow TF32), the orthogonalisation as one block of
-// threads (r columns of a few thousand rows: too little work for more), in double like the CPU.
+// carries the stream; its math mode must not allow TF32), the orthogonalisation of each factor
+// by one block of threads (r columns of a few thousand rows: too little work for more), in
+// double like the CPU, every factor of a bucket in one launch.
 void matmul_cuda(cublasContext* handle, const float* m, size_t n, size_t cols, const float* q, size_t r, float* p);
 void matmul_transposed_cuda(cublasContext* handle, const float* m, size_t n, size_t cols, const float* p, size_t r,
                             float* q);
-void orthonormalise_columns_cuda(float* p, size_t n, size_t r, CUstream_st* stream);
+// orthonormalise_columns_cpu on every factor p + f.offset of `factors` (device memory, `count`
+// of them), a block each.
+void orthonormalise_factors_cuda(float* p, const FactorView* factors, size_t count, CUstream_st* stream);
 void add_outer_cuda(cublasContext* handle, const float* p, const float* q, size_t n, size_t cols, size_t r, float* m);
 #endif
 

@@ -30,7 +30,7 @@ void gemm(cublasHandle_t handle, cublasOperation_t op_a, cublasOperation_t op_b,
 // Modified Gram-Schmidt, as orthonormalise_columns_cpu: column c loses its projections on the
 // earlier (already unit) columns, then is scaled to unit length, or to zero when what is left is
 // rounding noise. One block; each sum is a block total in double, so every thread sees it.
-__global__ void orthonormalise_kernel(float* p, size_t n, size_t r) {
+__device__ void orthonormalise_in_block(float* p, size_t n, size_t r) {
   for (size_t c = 0; c < r; ++c) {
     double sum = 0;
     for (size_t i = threadIdx.x; i < n; i += blockDim.x) sum += static_cast<double>(p[i * r + c]) * p[i * r + c];
@@ -51,6 +51,13 @@ __global__ void orthonormalise_kernel(float* p, size_t n, size_t r) {
   }
 }
 
+// A block per factor: every matrix's P of a bucket at once, where one launch each left the GPU
+// with one busy multiprocessor at a time.
+__global__ void orthonormalise_factors_kernel(float* p, const FactorView* factors) {
+  const FactorView f = factors[blockIdx.x];
+  orthonormalise_in_block(p + f.offset, f.rows, f.r);
+}
+
 }  // namespace
 
 void matmul_cuda(cublasHandle_t handle, const float* m, size_t n, size_t cols, const float* q, size_t r, float* p) {
@@ -62,9 +69,10 @@ void matmul_transposed_cuda(cublasHandle_t handle, const float* m, size_t n, siz
   gemm(handle, CUBLAS_OP_N, CUBLAS_OP_T, r, cols, n, p, r, m, cols, 0.0f, q, r);
 }
 
-void orthonormalise_columns_cuda(float* p, size_t n, size_t r, cudaStream_t stream) {
-  if (n == 0 || r == 0) return;
-  orthonormalise_kernel<<<1, 1024, 0, stream>>>(p, n, r);
+void orthonormalise_factors_cuda(float* p, const FactorView* factors, size_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  SB_CHECK(count <= 0x7fffffff, "PowerSGD: over 2^31 factors in one bucket");
+  orthonormalise_factors_kernel<<<static_cast<unsigned>(count), 1024, 0, stream>>>(p, factors);
   SB_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,10 +1,12 @@
 #pragma once
-// A fused buffer of several tensors cut into chunks that never straddle two tensors, so that one
-// kernel launch, a block per chunk, does per-tensor work over the whole buffer: the device
+// Tables, made on the host and copied to the device, that turn a launch per tensor into one
+// launch for all: a fused buffer of several tensors cut into chunks that never straddle two
+// tensors, so that a block per chunk does per-tensor work over the whole buffer (the device
 // QSGD/TernGrad scale every tensor of a bucket in two launches and round it in one, where a
-// launch (and a wait for the host) per tensor cost more than the arithmetic on a model of ~160
-// tensors. The table is built on the host (here, tested on the CPU) and copied to the device once
-// per buffer layout.
+// launch, and a wait for the host, per tensor cost more than the arithmetic on a model of ~160
+// tensors); and runs of floats to move between two buffers. Built and tested on the CPU, copied
+// to the device once per buffer layout.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -43,6 +45,34 @@ inline TensorChunks chunk_tensors(const std::vector<size_t>& offsets, size_t chu
   table.first_chunk.push_back(static_cast<uint32_t>(table.tensor_of.size()));
   table.begin.push_back(offsets.back());
   return table;
+}
+
+// A run of floats moved between two buffers: to[to + i] = (or +=) from[from + i] for i < count. A
+// list of them (device memory) is one launch, a block a run, where a launch a run cost more than
+// the copying: PowerSGD's uncompressed tensors, ~100 biases and batch-norm vectors in ResNet-50.
+struct FloatRun {
+  uint64_t from = 0, to = 0, count = 0;
+  bool operator==(const FloatRun&) const = default;
+};
+
+// The runs with each merged into the one before where it continues it in both buffers, empty
+// ones dropped, and then cut into runs of at most `longest` values.
+inline std::vector<FloatRun> merge_and_cut_runs(const std::vector<FloatRun>& runs, size_t longest = kTensorChunkValues) {
+  if (longest == 0) throw std::invalid_argument("float runs: a run of 0 values");
+  std::vector<FloatRun> merged;
+  for (const FloatRun& run : runs) {
+    if (run.count == 0) continue;
+    if (!merged.empty() && merged.back().from + merged.back().count == run.from &&
+        merged.back().to + merged.back().count == run.to)
+      merged.back().count += run.count;
+    else
+      merged.push_back(run);
+  }
+  std::vector<FloatRun> cut;
+  for (const FloatRun& run : merged)
+    for (uint64_t at = 0; at < run.count; at += longest)
+      cut.push_back({run.from + at, run.to + at, std::min<uint64_t>(longest, run.count - at)});
+  return cut;
 }
 
 // The same table on the device: the kernels' view of it (device pointers; no CUDA types, so that

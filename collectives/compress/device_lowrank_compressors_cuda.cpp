@@ -1,8 +1,11 @@
 // PowerSGD on device memory, with its host twin's rounds and payloads (lowrank_compressors.cpp
-// explains the method and powersgd.hpp the layout): the products through cuBLAS, the
-// orthogonalisation by one kernel, the warm-start Q's kept on the device between steps.
+// explains the method and powersgd.hpp the layout): the products through cuBLAS, a matrix at a
+// time; the orthogonalisations of every P, and the copies of every tensor sent as it is, in one
+// launch each; the warm-start Q's kept on the device between steps.
 #include <cublas_v2.h>
 
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "collectives/compress/device_compressors.hpp"
@@ -36,36 +39,36 @@ class DevicePowerSgd final : public DeviceCompressor {
       if (b.compressed())
         matmul_cuda(cublas_, matrix(values, b, stream), b.rows, b.cols, q_.data() + b.q_offset, b.r, p + b.p_offset);
   }
-  // Round 1: each P = its orthonormalised sum of the P_i; Q_i = M_i^T P; then the vectors.
+  // Round 1: each P = its orthonormalised sum of the P_i (all in one launch); Q_i = M_i^T P; then
+  // the vectors (one launch).
   void next_round(const float* values, size_t count, int, const unsigned char* aggregate, unsigned char* payload,
                   cudaStream_t stream) override {
     const PowerSgdLayout& l = layout(count);
+    const Tables& t = tables(count);
     p_.resize(l.p_floats);
     if (l.p_floats > 0)
       SB_CUDA_CHECK(cudaMemcpyAsync(p_.data(), aggregate, l.p_floats * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    orthonormalise_factors_cuda(p_.data(), t.factors.data(), t.factors.size(), stream);
     SB_CUBLAS_CHECK(cublasSetStream(cublas_, stream));
     float* out = reinterpret_cast<float*>(payload);
-    for (const PowerSgdBlock& b : l.blocks) {
-      if (!b.compressed()) {
-        SB_CUDA_CHECK(cudaMemcpyAsync(out + b.q_offset, values + b.offset, b.count * sizeof(float),
-                                      cudaMemcpyDeviceToDevice, stream));
-        continue;
-      }
-      orthonormalise_columns_cuda(p_.data() + b.p_offset, b.rows, b.r, stream);
-      matmul_transposed_cuda(cublas_, matrix(values, b, stream), b.rows, b.cols, p_.data() + b.p_offset, b.r,
-                             out + b.q_offset);
-    }
+    for (const PowerSgdBlock& b : l.blocks)
+      if (b.compressed())
+        matmul_transposed_cuda(cublas_, matrix(values, b, stream), b.rows, b.cols, p_.data() + b.p_offset, b.r,
+                               out + b.q_offset);
+    copy_runs_cuda(values, out, t.to_payload.data(), t.to_payload.size(), false, stream);
   }
-  // out += P Q^T per matrix, and the vectors, for a round-1 payload (one rank's, or their sum).
+  // out += P Q^T per matrix, and the vectors (one launch), for a round-1 payload (one rank's, or
+  // their sum).
   void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out, cudaStream_t stream) override {
     const PowerSgdLayout& l = layout(count);
+    const Tables& t = tables(count);
     const float* in = reinterpret_cast<const float*>(payload);
+    copy_runs_cuda(in, out, t.to_values.data(), t.to_values.size(), true, stream);
     SB_CUBLAS_CHECK(cublasSetStream(cublas_, stream));
     for (const PowerSgdBlock& b : l.blocks) {
+      if (!b.compressed()) continue;
       float* o = out + b.offset;
-      if (!b.compressed()) {
-        add_cuda(o, in + b.q_offset, o, b.count, stream);
-      } else if (!b.padded()) {
+      if (!b.padded()) {
         add_outer_cuda(cublas_, p_.data() + b.p_offset, in + b.q_offset, b.rows, b.cols, b.r, o);
       } else {
         SB_CUDA_CHECK(cudaMemsetAsync(decoded_.data(), 0, b.rows * b.cols * sizeof(float), stream));
@@ -104,6 +107,24 @@ class DevicePowerSgd final : public DeviceCompressor {
     decoded_.reserve(l.largest_padded);
     return l;
   }
+  // The one-launch tables of a count's layout on the device (powersgd.hpp): made on its first
+  // call; a bucket's count does not change from step to step.
+  struct Tables {
+    DeviceArray<FloatRun> to_payload, to_values;  // the blocks sent as they are, there and back
+    DeviceArray<FactorView> factors;              // every P in round 0's payload
+  };
+  const Tables& tables(size_t count) {
+    auto found = tables_.find(count);
+    if (found != tables_.end()) return found->second;
+    const PowerSgdLayout& l = layouts_.of(count);
+    std::vector<FloatRun> runs = powersgd_uncompressed_runs(l);
+    Tables& t = tables_[count];
+    t.to_payload.assign(runs);
+    for (FloatRun& run : runs) std::swap(run.from, run.to);
+    t.to_values.assign(runs);
+    t.factors.assign(powersgd_factors(l));
+    return t;
+  }
   // The first Q's of this layout: the host's standard normal values, uploaded.
   void start_q(const PowerSgdLayout& l, cudaStream_t stream) {
     if (q_.size() == l.q_floats) return;
@@ -128,6 +149,7 @@ class DevicePowerSgd final : public DeviceCompressor {
   cublasHandle_t cublas_ = nullptr;
   std::vector<float> start_;                     // the first Q's on the host, kept while their upload is queued
   DeviceArray<float> q_, p_, matrix_, decoded_;  // q_: the warm starts, replaced by combine()
+  std::map<size_t, Tables> tables_;               // by count
 };
 
 }  // namespace

@@ -103,19 +103,13 @@ class DeviceByteQuantiser final : public DeviceCompressor {
     const TensorChunks table =
         chunk_tensors(per_tensor() ? tensor_offsets(tensors_, count) : std::vector<size_t>{0, count});
     Chunks& chunks = chunks_[count];
-    upload(table.begin, chunks.begin);
-    upload(table.tensor_of, chunks.tensor_of);
-    upload(table.first_chunk, chunks.first_chunk);
+    chunks.begin.assign(table.begin);
+    chunks.tensor_of.assign(table.tensor_of);
+    chunks.first_chunk.assign(table.first_chunk);
     chunks.partials.resize(3 * table.chunks());
     chunks.view = {chunks.begin.data(), chunks.tensor_of.data(), chunks.first_chunk.data(),
                    static_cast<uint32_t>(table.chunks()), static_cast<uint32_t>(table.tensors())};
     return chunks;
-  }
-
-  template <class T>
-  static void upload(const std::vector<T>& host, DeviceArray<T>& device) {
-    device.resize(host.size());
-    if (!host.empty()) SB_CUDA_CHECK(cudaMemcpy(device.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
   }
 
   int levels_;

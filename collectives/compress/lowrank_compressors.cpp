@@ -67,6 +67,20 @@ PowerSgdLayout powersgd_layout(const std::vector<TensorView>& tensors, size_t co
   return layout;
 }
 
+std::vector<FloatRun> powersgd_uncompressed_runs(const PowerSgdLayout& layout) {
+  std::vector<FloatRun> runs;
+  for (const PowerSgdBlock& b : layout.blocks)
+    if (!b.compressed()) runs.push_back({b.offset, b.q_offset, b.count});
+  return merge_and_cut_runs(runs);
+}
+
+std::vector<FactorView> powersgd_factors(const PowerSgdLayout& layout) {
+  std::vector<FactorView> factors;
+  for (const PowerSgdBlock& b : layout.blocks)
+    if (b.compressed()) factors.push_back({b.p_offset, b.rows, b.r});
+  return factors;
+}
+
 uint64_t powersgd_start_key(uint64_t seed, size_t q_size) { return random_key(seed, 0x706f776572, q_size); }
 
 namespace {

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "collectives/compress/compressor.hpp"
+#include "kernels/lowrank.hpp"
+#include "kernels/tensor_chunks.hpp"
 
 namespace sb {
 
@@ -38,6 +40,13 @@ struct PowerSgdLayout {
 // as they are. Throws std::invalid_argument when the tensors do not add up to count or a count is
 // not a whole number of rows.
 PowerSgdLayout powersgd_layout(const std::vector<TensorView>& tensors, size_t count, size_t rank);
+
+// What the device form does in one launch each, whatever the number of tensors: the blocks sent
+// as they are, as runs from the values to round 1's payload (merged where adjacent, cut for a
+// block each; swap from and to for the decoding), and every compressed block's P in round 0's
+// payload, to orthonormalise.
+std::vector<FloatRun> powersgd_uncompressed_runs(const PowerSgdLayout& layout);
+std::vector<FactorView> powersgd_factors(const PowerSgdLayout& layout);
 
 // powersgd_layout of the last count asked for, computed again only when the count changes (a
 // compressor serves one bucket, whose count does not).

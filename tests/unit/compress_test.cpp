@@ -491,6 +491,30 @@ TEST(PowerSgd, LayoutCompressesEachMatrixAndSendsTheRestAsTheyAre) {
   EXPECT_EQ(powersgd_layout({}, 4096, 2).blocks[0].cols, 64u);
 }
 
+// The device's one-launch tables: the runs put every uncompressed tensor where the layout says
+// (bias and small are adjacent in the values and in round 1, so they go as one run), and the
+// factors are the compressed blocks' P's.
+TEST(PowerSgd, DeviceTablesMoveWhatTheLayoutSays) {
+  const std::vector<TensorView> tensors = {{64 * 147, 64}, {64, 1}, {10 * 4, 10}, {1000, 0}, {3, 1}};
+  const size_t count = 64 * 147 + 64 + 40 + 1000 + 3;
+  const PowerSgdLayout l = powersgd_layout(tensors, count, 4);
+  const std::vector<FloatRun> runs = powersgd_uncompressed_runs(l);
+  EXPECT_EQ(runs, (std::vector<FloatRun>{{64 * 147, l.q_floats, 104}, {count - 3, l.q_floats + 104, 3}}));
+  std::vector<float> values(count), by_blocks(l.round1_floats, -1.0f), by_runs(l.round1_floats, -1.0f);
+  for (size_t i = 0; i < count; ++i) values[i] = static_cast<float>(i);
+  for (const PowerSgdBlock& b : l.blocks)
+    if (!b.compressed()) std::copy_n(values.begin() + b.offset, b.count, by_blocks.begin() + b.q_offset);
+  for (const FloatRun& run : runs) std::copy_n(values.begin() + run.from, run.count, by_runs.begin() + run.to);
+  EXPECT_EQ(by_runs, by_blocks);
+  const std::vector<FactorView> factors = powersgd_factors(l);
+  ASSERT_EQ(factors.size(), 2u);
+  EXPECT_EQ(factors[0].offset, 0u);
+  EXPECT_EQ(factors[0].rows, 64u);
+  EXPECT_EQ(factors[1].offset, l.blocks[3].p_offset);
+  EXPECT_EQ(factors[1].rows, 32u);
+  EXPECT_EQ(factors[1].r, 4u);
+}
+
 // Two rank-2 matrices and a vector fused in one buffer: compressed tensor by tensor at rank 2
 // they come back whole (and the vector bit for bit); viewed as one near-square matrix they do not.
 TEST(PowerSgd, PerTensorMatricesRecoverLowRankTensorsOfAFusedBucket) {

@@ -1,6 +1,6 @@
-// The chunk table behind the device's one-launch per-tensor scales and roundings: every value in
-// exactly one chunk, no chunk across two tensors or longer than asked, each tensor's chunks where
-// first_chunk says.
+// The tables behind the device's one-launch work: the chunk table of the per-tensor scales and
+// roundings (every value in exactly one chunk, no chunk across two tensors or longer than asked,
+// each tensor's chunks where first_chunk says), and runs of floats to move.
 #include "kernels/tensor_chunks.hpp"
 
 #include <gtest/gtest.h>
@@ -68,6 +68,17 @@ TEST(TensorChunks, RefuseWhatIsNotABuffer) {
   EXPECT_THROW(chunk_tensors({1, 5}, 4), std::invalid_argument);
   EXPECT_THROW(chunk_tensors({0, 5, 3}, 4), std::invalid_argument);
   EXPECT_THROW(chunk_tensors({0, 5}, 0), std::invalid_argument);
+}
+
+TEST(FloatRuns, MergeWhereARunContinuesTheLastInBothBuffersAndCutLongOnes) {
+  // Adjacent in both: merged; adjacent in one only: not; empty: dropped.
+  EXPECT_EQ(merge_and_cut_runs({{0, 100, 4}, {4, 104, 2}, {6, 200, 3}, {9, 203, 0}, {20, 203, 1}}, 100),
+            (std::vector<FloatRun>{{0, 100, 6}, {6, 200, 3}, {20, 203, 1}}));
+  // Cut to the longest, the pieces where the whole run put them.
+  EXPECT_EQ(merge_and_cut_runs({{10, 0, 7}, {17, 7, 3}}, 4),
+            (std::vector<FloatRun>{{10, 0, 4}, {14, 4, 4}, {18, 8, 2}}));
+  EXPECT_TRUE(merge_and_cut_runs({}, 4).empty());
+  EXPECT_THROW(merge_and_cut_runs({{0, 0, 1}}, 0), std::invalid_argument);
 }
 
 }  // namespace
