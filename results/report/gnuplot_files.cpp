@@ -79,6 +79,16 @@ void axis_scale(std::ostream& out, const char* axis, Scale scale) {
   if (scale == Scale::log10) out << "set logscale " << axis << " 10\n";
 }
 
+// The key right of the plot, unless a title is long: a key as wide as the plot's frame would
+// squeeze it into a strip, so long titles go below it, one under another.
+std::string key_placement(const Plot& plot) {
+  constexpr size_t kLongestBeside = 32;  // characters that fit right of a 1000-px-wide plot
+  size_t longest = 0;
+  for (const Series& s : plot.series) longest = std::max(longest, s.title.size());
+  return longest <= kLongestBeside ? "set key outside right top noenhanced\n"
+                                   : "set key outside below left Left reverse maxcols 1 noenhanced\n";
+}
+
 }  // namespace
 
 void write_plot_data(const Plot& plot, const std::string& dir) {
@@ -111,15 +121,19 @@ void write_plot_script(const Plot& plot, const ImageFormats& formats, const std:
       << "set title " << quoted(plot.title) << " noenhanced\n"
       << "set xlabel " << quoted(plot.x_title) << " noenhanced\n"
       << "set ylabel " << quoted(plot.y_title) << " noenhanced\n"
-      << "set grid\nset key outside right top noenhanced\n";
+      << "set grid\n" << key_placement(plot);
   axis_scale(out, "x", plot.x_scale);
   axis_scale(out, "y", plot.y_scale);
   out << x_tics(plot);
   if (plot.y_scale == Scale::linear && plot.y_from_zero) out << "set yrange [0:*]\n";
   // Labels are written right of and above their points: room for those of the rightmost and
   // topmost ones, which would otherwise run off the frame.
+  // Otherwise, over a range from zero, a little room above the top: an ideal line at the maximum
+  // (efficiency 1) would lie on the frame.
   if (std::any_of(plot.series.begin(), plot.series.end(), [](const Series& s) { return !s.point_labels.empty(); }))
     out << "set offsets graph 0.03, graph 0.12, graph 0.08, 0\n";
+  else if (plot.y_scale == Scale::linear && plot.y_from_zero)
+    out << "set offsets 0, 0, graph 0.05, 0\n";
   std::ostringstream command;
   command << "plot \\\n";
   // A predicted line (line_title's " (predicted)") takes the colour of the measured line of the

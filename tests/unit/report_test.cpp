@@ -297,6 +297,23 @@ TEST_F(Report, AnImageIsWholeOnlyWithItsEnd) {
   EXPECT_FALSE(report::image_is_whole(path("missing.png")));
 }
 
+// A key of long titles goes below the plot (beside it, it would squeeze the plot into a strip);
+// a range from zero leaves room above an ideal line at its top.
+TEST_F(Report, LongTitlesPutTheKeyBelowThePlot) {
+  auto script = [&](const std::string& title) {
+    report::Plot plot("p", "", "ranks", "efficiency", report::Scale::log2, report::Scale::linear);
+    plot.series.emplace_back(title).add(1, 1);
+    report::write_plot_script(plot, report::ImageFormats{}, dir_.string());
+    std::ifstream in(path("p.gp"));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string short_key = script("ring@shm");
+  EXPECT_NE(short_key.find("set key outside right"), std::string::npos) << short_key;
+  EXPECT_NE(short_key.find("set offsets 0, 0, graph 0.05, 0"), std::string::npos) << short_key;
+  const std::string long_key = script("resnet20 fashion-mnist 28px mpi (strong, global batch 128)");
+  EXPECT_NE(long_key.find("set key outside below"), std::string::npos) << long_key;
+}
+
 TEST_F(Report, RenderingThatLeavesAnImageCutShortIsAFaultAndTheImageGoes) {
   // A stand-in for gnuplot that renders the first script's PNG whole and the second's cut short.
   const std::string fake = path("fake-gnuplot");
