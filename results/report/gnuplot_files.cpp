@@ -20,6 +20,7 @@
 #include "common/check.hpp"
 #include "common/sizes.hpp"
 #include "common/atomic_file.hpp"
+#include "results/report/label_placement.hpp"
 
 namespace sb::report {
 namespace {
@@ -79,6 +80,10 @@ void axis_scale(std::ostream& out, const char* axis, Scale scale) {
   if (scale == Scale::log10) out << "set logscale " << axis << " 10\n";
 }
 
+bool has_point_labels(const Plot& plot) {
+  return std::any_of(plot.series.begin(), plot.series.end(), [](const Series& s) { return !s.point_labels.empty(); });
+}
+
 // The key right of the plot, unless a title is long: a key as wide as the plot's frame would
 // squeeze it into a strip, so long titles go below it, one under another.
 std::string key_placement(const Plot& plot) {
@@ -95,15 +100,17 @@ void write_plot_data(const Plot& plot, const std::string& dir) {
   const std::string path = dir + "/data/" + plot.name + ".dat";
   AtomicFile file(path);
   std::ostream& out = file.stream();
+  const bool labelled = has_point_labels(plot);
   out << "# " << plot.title << "\n# columns: " << plot.x_title << " | " << plot.y_title
-      << (plot.points_only ? " | point label" : "") << "\n";
+      << (labelled ? " | point label | label line (0 above the point, 1.. below)" : "") << "\n";
+  const std::vector<std::vector<int>> lines = label_lines(plot);
   for (size_t i = 0; i < plot.series.size(); ++i) {
     const Series& s = plot.series[i];
     if (i > 0) out << "\n\n";  // gnuplot's block separator: `index i` picks block i
     out << "# index " << i << ": " << s.title << (s.reference ? " (reference)" : "") << "\n";
     for (size_t k = 0; k < s.x.size(); ++k) {
       out << number(s.x[k]) << ' ' << number(s.y[k]);
-      if (k < s.point_labels.size()) out << ' ' << quoted(s.point_labels[k]);
+      if (k < s.point_labels.size()) out << ' ' << quoted(s.point_labels[k]) << ' ' << lines[i][k];
       out << '\n';
     }
   }
@@ -130,7 +137,7 @@ void write_plot_script(const Plot& plot, const ImageFormats& formats, const std:
   // topmost ones, which would otherwise run off the frame.
   // Otherwise, over a range from zero, a little room above the top: an ideal line at the maximum
   // (efficiency 1) would lie on the frame.
-  if (std::any_of(plot.series.begin(), plot.series.end(), [](const Series& s) { return !s.point_labels.empty(); }))
+  if (has_point_labels(plot))
     out << "set offsets graph 0.03, graph 0.12, graph 0.08, 0\n";
   else if (plot.y_scale == Scale::linear && plot.y_from_zero)
     out << "set offsets 0, 0, graph 0.05, 0\n";
@@ -139,6 +146,7 @@ void write_plot_script(const Plot& plot, const ImageFormats& formats, const std:
   // A predicted line (line_title's " (predicted)") takes the colour of the measured line of the
   // same name and is dashed, so each pair reads as one thing, measured and predicted.
   std::map<std::string, int> colours;
+  const std::vector<std::vector<int>> label_rows = label_lines(plot);
   for (size_t i = 0; i < plot.series.size(); ++i) {
     const Series& s = plot.series[i];
     const std::string name = s.title.substr(0, s.title.find(" ("));
@@ -154,9 +162,12 @@ void write_plot_script(const Plot& plot, const ImageFormats& formats, const std:
     else
       command << "with linespoints lw 2 pt 7 linecolor " << colour;
     command << " title " << quoted(s.title);
-    if (!s.point_labels.empty())
-      command << ", \\\n  " << quoted(data) << " index " << i
-              << " using 1:2:3 with labels offset char 1,0.6 left notitle";
+    // A labels plot per line the labels take, each drawing only its own line's.
+    const std::set<int> used(label_rows[i].begin(), label_rows[i].end());
+    for (int line : used)
+      command << ", \\\n  " << quoted(data) << " index " << i << " using 1:2:($4 == " << line
+              << " ? stringcolumn(3) : \"\") with labels offset char 1," << number(label_line_offset(line))
+              << " left notitle";
     command << (i + 1 < plot.series.size() ? ", \\\n" : "\n");
   }
   // The plot is drawn once per image format: the first draws it, the others replot it.

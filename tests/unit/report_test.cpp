@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 
 #include "common/check.hpp"
 #include "common/usage_error.hpp"
@@ -14,6 +15,7 @@
 #include "results/merge.hpp"
 #include "results/micro_record.hpp"
 #include "results/report/gnuplot_files.hpp"
+#include "results/report/label_placement.hpp"
 #include "results/report/plot.hpp"
 #include "results/report/summary.hpp"
 #include "results/results_file.hpp"
@@ -312,6 +314,21 @@ TEST_F(Report, LongTitlesPutTheKeyBelowThePlot) {
   EXPECT_NE(short_key.find("set offsets 0, 0, graph 0.05, 0"), std::string::npos) << short_key;
   const std::string long_key = script("resnet20 fashion-mnist 28px mpi (strong, global batch 128)");
   EXPECT_NE(long_key.find("set key outside below"), std::string::npos) << long_key;
+}
+
+// Labels of points close together take different lines; far apart, each stays above its point.
+TEST(ReportLabels, PointsCloseTogetherGetTheirLabelsOnDifferentLines) {
+  report::Plot plot("p", "", "ratio", "speedup", report::Scale::log2, report::Scale::linear);
+  report::Series& points = plot.series.emplace_back("compressors");
+  for (auto [name, ratio, speedup] : {std::tuple{"topk", 50.0, 0.59}, {"threshold", 50.0, 0.59}, {"randomk", 100.0, 1.6},
+                                      {"none", 1.0, 0.6}, {"sign", 32.0, 0.84}, {"onebit", 28.4, 0.86}}) {
+    points.add(ratio, speedup);
+    points.point_labels.push_back(name);
+  }
+  // onebit's label, just left of sign's and a little higher, clears it two lines down.
+  EXPECT_EQ(report::label_lines(plot), (std::vector<std::vector<int>>{{0, 1, 0, 0, 0, 2}}));
+  EXPECT_GT(report::label_line_offset(0), 0);  // above its point
+  EXPECT_LT(report::label_line_offset(1), 0);  // below
 }
 
 TEST_F(Report, RenderingThatLeavesAnImageCutShortIsAFaultAndTheImageGoes) {
