@@ -22,6 +22,7 @@
 
 #include "collectives/compress/byte_quantiser.hpp"
 #include "collectives/compress/compressors.hpp"
+#include "kernels/moments_avx2.hpp"
 #include "kernels/quantise.hpp"
 #include "kernels/random.hpp"
 #include "kernels/sign.hpp"
@@ -84,11 +85,14 @@ SB_VECTOR_CLONES double sum_of_squares(const float* values, size_t count) {
 }
 
 // TernGrad's scale (kernels/quantise.hpp) from one pass of sums, squares and magnitudes, in
-// eight lanes each.
+// eight lanes each: AVX2 where the CPU has it (kernels/moments_avx2.hpp), the same arithmetic.
 SB_VECTOR_CLONES float terngrad_scale_of(const float* values, size_t count) {
   double sums[8] = {}, squares[8] = {};
   float largest[8] = {};
   size_t i = 0;
+#if defined(__x86_64__)
+  if (has_avx2()) i = add_moment_lanes_avx2(values, count, sums, squares, largest);
+#endif
   for (; i + 8 <= count; i += 8)
     for (int k = 0; k < 8; ++k) {
       const float x = values[i + k];
