@@ -65,8 +65,9 @@ void validate(const TrainConfig& c, int nranks) {
     throw UsageError("--loss-scale is 1 to 2^24 (or 0: 65536 under fp16, none otherwise)");
   const std::string& compressor = c.exchange.compressor;
   if (c.cuda_graph && compressor != "none" && compressor != "fp16" && compressor != "bf16")
-    throw UsageError("--cuda-graph records uncompressed or fp16/bf16 gradients only: --compressor " + compressor +
-                     " reads figures back to the host during the step");
+    throw UsageError("--cuda-graph records uncompressed or fp16/bf16 gradients only, not --compressor " + compressor +
+                     ": the others draw keys by step or read figures back to the host, which a replay would freeze, "
+                     "or are not yet checked under capture");
   if (c.cuda_graph && c.bn_span > 1)
     throw UsageError("--cuda-graph cannot record --bn-span's statistics, which are allreduced through the host");
   if (c.profile_ops < 0) throw UsageError("--profile-ops must not be negative");
