@@ -100,6 +100,12 @@ check "a missing machine file exits 2" test $? -eq 2
 check "--ranks 0 exits 2" test $? -eq 2
 "$BIN/sb-dryrun" allreduce --machine "$WORK/flat.machine" --impl warp >"$WORK/bad.out" 2>&1
 check "an unknown --impl exits 2" test $? -eq 2
+# A mistyped flag is named, not reported as the required one it failed to be.
+"$BIN/sb-dryrun" allreduce --machin "$WORK/flat.machine" >"$WORK/bad.out" 2>&1
+check "a mistyped flag exits 2 with one line naming it" \
+  bash -c "test $? -eq 2 && test \$(wc -l <'$WORK/bad.out') -eq 1 && grep -q \"unknown argument '--machin'\" '$WORK/bad.out'"
+"$BIN/sb-dryrun" simulate >"$WORK/bad.out" 2>&1
+check "an unknown subcommand exits 2 naming it" bash -c "test $? -eq 2 && grep -q \"unknown argument 'simulate'\" '$WORK/bad.out'"
 "$BIN/sb-dryrun" validate --machine "$WORK/flat.machine" "$WORK/pred" >"$WORK/bad.out" 2>&1
 check "validate without measured runs exits 2" test $? -eq 2
 "$BIN/sb-dryrun" train --machine "$WORK/flat.machine" --profile "$WORK/none.profile" >"$WORK/bad.out" 2>&1
