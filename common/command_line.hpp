@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "common/usage_error.hpp"
 
@@ -38,6 +39,16 @@ inline void require_meant_numbers(const CLI::App& app) {
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) require_meant_numbers(*sub);
 }
 
+// The UsageError for a command line CLI11 refused. CLI11 checks for a subcommand and for
+// required options before it reports arguments it does not know, so a mistyped flag would read
+// as a missing one (`--machin m`: "--machine is required"): an unknown argument is named first.
+inline UsageError usage_error_of(const CLI::App& app, const CLI::ParseError& error) {
+  const std::vector<std::string> unknown = app.remaining(true);
+  if (!unknown.empty())
+    return UsageError("unknown argument '" + unknown.front() + "' (" + app.get_name() + " --help lists what it takes)");
+  return UsageError(error.what());
+}
+
 // False after --help; throws UsageError for a bad command line.
 inline bool parse_command_line(CLI::App& app, int argc, char** argv, bool print) {
   try {
@@ -46,7 +57,7 @@ inline bool parse_command_line(CLI::App& app, int argc, char** argv, bool print)
     if (print) std::fputs(app.help().c_str(), stdout);
     return false;
   } catch (const CLI::ParseError& error) {
-    throw UsageError(error.what());
+    throw usage_error_of(app, error);
   }
   require_meant_numbers(app);
   return true;

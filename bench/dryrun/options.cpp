@@ -124,12 +124,7 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
     }
     return std::nullopt;
   } catch (const CLI::ParseError& error) {
-    // CLI11 checks for a subcommand and for required options before it reports arguments it does
-    // not know; name those first, or `sb-dryrun allreduce --machin m` would say --machine is missing.
-    const std::vector<std::string> unknown = app.remaining(true);
-    if (!unknown.empty())
-      throw UsageError("unknown argument '" + unknown.front() + "'; see sb-dryrun <calibrate|allreduce|train|validate> --help");
-    throw UsageError(error.what());
+    throw usage_error_of(app, error);
   }
   require_meant_numbers(app);
 

@@ -66,7 +66,24 @@ TEST(CommandLine, IntegersPastTheirRangeAreRefused) {
 
 TEST(CommandLine, ParseErrorsBecomeUsageErrors) {
   EXPECT_NE(parse({"p", "--count", "x"}), "");
-  EXPECT_NE(parse({"p", "--unknown"}), "");
+  EXPECT_EQ(parse({"p", "--unknown"}), "unknown argument '--unknown' (p --help lists what it takes)");
+}
+
+// CLI11 checks required options before it reports unknown arguments: the unknown one is named,
+// not the required one it was probably meant to be.
+TEST(CommandLine, AMistypedFlagIsNamedNotTheRequiredOneItMissed) {
+  CLI::App app("test", "test");
+  std::string machine;
+  app.add_option("--machine", machine)->required();
+  std::vector<std::string> words = {"p", "--machin", "m"};
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  try {
+    parse_command_line(app, static_cast<int>(argv.size()), argv.data(), false);
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "unknown argument '--machin' (test --help lists what it takes)");
+  }
 }
 
 }  // namespace
