@@ -4,6 +4,7 @@
 // host's clock around the call, which returns with the result in device memory. No NCCL here.
 #include "collectives/baselines/baselines.hpp"
 
+#include "collectives/device_allreduce.hpp"
 #include "collectives/local_gpu.hpp"
 #include "collectives/mpi_types.hpp"
 #include "common/check.hpp"
@@ -13,20 +14,13 @@
 namespace sb {
 namespace {
 
-class MpiCudaAllreduce final : public AllreduceImpl {
+class MpiCudaAllreduce final : public GpuBuffersAllreduce {
  public:
   explicit MpiCudaAllreduce(MPI_Comm comm) : gpu_(comm) {
     SB_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
     SB_MPI_CHECK(MPI_Comm_size(comm_, &nranks_));
   }
   ~MpiCudaAllreduce() override { MPI_Comm_free(&comm_); }
-
-  Memory memory() const override { return Memory::device; }
-  void* allocate(size_t bytes) override { return gpu_.allocate(bytes); }
-  void release(void* buffer) override { gpu_.release(buffer); }
-  void upload(void* buffer, const void* host, size_t bytes) override { gpu_.upload(buffer, host, bytes); }
-  void download(void* host, const void* buffer, size_t bytes) override { gpu_.download(host, buffer, bytes); }
-  std::string device_name() const override { return gpu_.device_name(); }
 
   double run(const void* send, void* recv, size_t count, DataType type, RedOp op) override {
     const double start = MPI_Wtime();
@@ -41,6 +35,8 @@ class MpiCudaAllreduce final : public AllreduceImpl {
   }
 
  private:
+  const LocalGpu& gpu() const override { return gpu_; }
+
   LocalGpu gpu_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int nranks_ = 1;

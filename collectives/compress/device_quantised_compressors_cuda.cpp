@@ -70,16 +70,17 @@ class DeviceByteQuantiser final : public DeviceCompressor {
       return;
     }
     const Chunks& chunks = chunks_for(count);
-    int8_t* level = reinterpret_cast<int8_t*>(payload + chunks.view.tensors * sizeof(float));
-    tensor_scales_cuda(values, chunks.view, qsgd() ? TensorScale::l2_norm : TensorScale::terngrad, chunks.partials.data(),
-                       scales, stream);
-    tensor_levels_cuda(values, chunks.view, scales, static_cast<float>(levels_), key, per_tensor(), level, stream);
+    const DeviceTensorChunks view = chunks.view();
+    int8_t* level = reinterpret_cast<int8_t*>(payload + view.tensors * sizeof(float));
+    tensor_scales_cuda(values, view, qsgd() ? TensorScale::l2_norm : TensorScale::terngrad, chunks.partials.data(), scales,
+                       stream);
+    tensor_levels_cuda(values, view, scales, static_cast<float>(levels_), key, per_tensor(), level, stream);
   }
   void decompress_add(const unsigned char* payload, size_t count, uint64_t, float* out, cudaStream_t stream) override {
     if (!per_tensor()) return add_levels_cuda(payload, count, bucket_, static_cast<float>(levels_), out, stream);
-    const Chunks& chunks = chunks_for(count);
-    const int8_t* level = reinterpret_cast<const int8_t*>(payload + chunks.view.tensors * sizeof(float));
-    tensor_add_levels_cuda(payload, level, chunks.view, static_cast<float>(levels_), out, stream);
+    const DeviceTensorChunks view = chunks_for(count).view();
+    const int8_t* level = reinterpret_cast<const int8_t*>(payload + view.tensors * sizeof(float));
+    tensor_add_levels_cuda(payload, level, view, static_cast<float>(levels_), out, stream);
   }
 
  private:
@@ -88,7 +89,10 @@ class DeviceByteQuantiser final : public DeviceCompressor {
     DeviceArray<uint64_t> begin;
     DeviceArray<uint32_t> tensor_of, first_chunk;
     DeviceArray<double> partials;  // 3 a chunk
-    DeviceTensorChunks view;
+    DeviceTensorChunks view() const {
+      return {begin.data(), tensor_of.data(), first_chunk.data(), static_cast<uint32_t>(tensor_of.size()),
+              static_cast<uint32_t>(first_chunk.size() - 1)};
+    }
   };
 
   bool qsgd() const { return layout().name() == "qsgd"; }
@@ -107,8 +111,6 @@ class DeviceByteQuantiser final : public DeviceCompressor {
     chunks.tensor_of.assign(table.tensor_of);
     chunks.first_chunk.assign(table.first_chunk);
     chunks.partials.resize(3 * table.chunks());
-    chunks.view = {chunks.begin.data(), chunks.tensor_of.data(), chunks.first_chunk.data(),
-                   static_cast<uint32_t>(table.chunks()), static_cast<uint32_t>(table.tensors())};
     return chunks;
   }
 
