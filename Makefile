@@ -55,7 +55,9 @@ CPPFLAGS := -I. -I$(BUILD)/gen $(MPI_CFLAGS) $(HDF5_CFLAGS) -DSB_HAVE_CUDA=$(HAV
 # target has FMA: here in the AVX-512 clones of kernels/vector_clones.hpp, and there in some
 # loops' scalar tails but not in their vector bodies. A payload's bytes, and error feedback's
 # identity (decoding with weight -1 is subtracting the decoding), then depend on the CPU and on
-# the count. Off, every clone and every tail rounds each product as the source writes it.
+# the count. Off, every clone and every tail rounds each product as the source writes it; and
+# nvcc's --fmad=false does the same on the device, so that the element functions shared by CPU
+# and GPU (kernels/*.hpp) are the same arithmetic on both, as their CPU tests assume.
 FP_CONTRACT := -ffp-contract=off
 CXXFLAGS := -std=c++20 $(OPT) $(FP_CONTRACT) $(SANFLAGS) -Wall -Wextra -MMD -MP
 LDFLAGS := $(SANFLAGS)
@@ -64,7 +66,7 @@ ifeq ($(HAVE_CUDA),1)
   CPPFLAGS += -I$(CUDA_HOME)/include
   LDFLAGS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
   LDLIBS += -lcudnn -lcublas -lnccl -lcudart
-  NVCCFLAGS := -std=c++20 $(OPT) $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,$(FP_CONTRACT) -MMD -MP
+  NVCCFLAGS := -std=c++20 $(OPT) $(CUDA_ARCH) --fmad=false -Xcompiler -Wall,-Wextra,$(FP_CONTRACT) -MMD -MP
 endif
 
 # ---- sources ---------------------------------------------------------------------------------
