@@ -140,8 +140,9 @@ TEST(Compressors, DecodingWithAWeightAddsThatMultipleExactly) {
   // Error feedback subtracts what was sent with weight -1: the same bits as decoding and then
   // subtracting, for every kind of payload. And decompress, which overwrites (one pass for the
   // dense payloads), gives what decompress_add adds to zeros whatever `out` held (equal as floats:
-  // +0 and -0 may differ). Ragged counts too: a vectorised loop's scalar tail must do the same
-  // arithmetic as its body (no fused multiply-add in one and not the other: -ffp-contract=off).
+  // +0 and -0 may differ). Ragged counts too: on an AVX-512 CPU, GCC fused the multiply and add
+  // of QSGD's decoding in a loop's scalar tail but not in its body, and 7 values failed here,
+  // until the build said -ffp-contract=off (an AVX2 CPU runs clones without FMA: no failure).
   for (size_t n : {3000, 3001, 3013, 3031, 7, 12, 19, 33, 70}) {
     const std::vector<float> g = heavy_tailed_gradient(n, n);
     for (std::string_view name : compressor_names()) {
