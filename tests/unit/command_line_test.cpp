@@ -7,13 +7,26 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sb {
 namespace {
 
-// Parses `words` (the program's name first) into an app with a double, an int, an unsigned and a
-// text option, and a subcommand with a double option of its own. Returns "" or the UsageError's line.
+// Parses `words` (the program's name first) into `app`. Returns "" or the UsageError's line.
+std::string parse_into(CLI::App& app, std::vector<std::string> words) {
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  try {
+    parse_command_line(app, static_cast<int>(argv.size()), argv.data(), false);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Parses `words` into an app with a double, an int, an unsigned and a text option, and a
+// subcommand with a double option of its own. Returns "" or the UsageError's line.
 std::string parse(std::vector<std::string> words, double* rate = nullptr) {
   CLI::App app("test");
   double lr = 0, sub_ratio = 0;
@@ -26,15 +39,9 @@ std::string parse(std::vector<std::string> words, double* rate = nullptr) {
   app.add_option("--name", name);
   CLI::App* sub = app.add_subcommand("sub");
   sub->add_option("--ratio", sub_ratio);
-  std::vector<char*> argv;
-  for (std::string& word : words) argv.push_back(word.data());
-  try {
-    parse_command_line(app, static_cast<int>(argv.size()), argv.data(), false);
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  if (rate) *rate = lr;
-  return "";
+  const std::string error = parse_into(app, std::move(words));
+  if (rate && error.empty()) *rate = lr;
+  return error;
 }
 
 TEST(CommandLine, NumbersAndTextPass) {
@@ -75,15 +82,7 @@ TEST(CommandLine, AMistypedFlagIsNamedNotTheRequiredOneItMissed) {
   CLI::App app("test", "test");
   std::string machine;
   app.add_option("--machine", machine)->required();
-  std::vector<std::string> words = {"p", "--machin", "m"};
-  std::vector<char*> argv;
-  for (std::string& word : words) argv.push_back(word.data());
-  try {
-    parse_command_line(app, static_cast<int>(argv.size()), argv.data(), false);
-    FAIL() << "no error";
-  } catch (const UsageError& e) {
-    EXPECT_EQ(std::string(e.what()), "unknown argument '--machin' (test --help lists what it takes)");
-  }
+  EXPECT_EQ(parse_into(app, {"p", "--machin", "m"}), "unknown argument '--machin' (test --help lists what it takes)");
 }
 
 }  // namespace
