@@ -1,10 +1,12 @@
 #include "results/campaign.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <system_error>
 
 #include "common/check.hpp"
+#include "common/isolated_call.hpp"
 #include "common/usage_error.hpp"
 
 namespace sb {
@@ -34,11 +36,32 @@ Run describe(std::shared_ptr<const ResultsReader> file, std::shared_ptr<const h5
   return run;
 }
 
+// Reads the whole file once in a child process, so that damage is found before any use of the
+// file, where it can be named: a flipped byte in a heap or an attribute's message fails a call
+// (HDF5's reason is the message) or crashes HDF5 1.10 outright (the child's crash, not ours).
+void verify_readable_in_child(const fs::path& path) {
+  constexpr std::chrono::seconds kReadLimit{120};
+  const IsolatedOutcome outcome = call_isolated(
+      [&] {
+        h5::silence_error_stack();
+        ResultsReader(path.string()).root().verify_readable();
+      },
+      kReadLimit);
+  switch (outcome.ending) {
+    case IsolatedOutcome::Ending::returned: return;
+    case IsolatedOutcome::Ending::threw: throw UsageError(outcome.failure);
+    case IsolatedOutcome::Ending::crashed: throw UsageError("a damaged file: HDF5 crashed reading it (" + outcome.failure + ")");
+    case IsolatedOutcome::Ending::timed_out: throw UsageError("a damaged file: HDF5 was " + outcome.failure + " reading it");
+    case IsolatedOutcome::Ending::other: throw UsageError("cannot check it: " + outcome.failure);
+  }
+}
+
 // The runs of one file, and the files a merged file says were skipped when it was made; throws
 // UsageError or LibraryError when the file cannot be used.
 std::vector<Run> open_runs(const fs::path& path, std::vector<SkippedFile>& skipped) {
   if (path.filename().string().find(".tmp-") != std::string::npos)
     throw UsageError("the temporary file of an unfinished run (killed, or still running)");
+  verify_readable_in_child(path);
   auto file = std::make_shared<const ResultsReader>(path.string());
   const int64_t version = file->schema_version();
   if (version < kOldestReadableSchemaVersion || version > kSchemaVersion)

@@ -60,6 +60,12 @@ std::vector<T> read_dataset(hid_t node, const std::string& name, hid_t type,
   SB_H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr));
   hsize_t total = 1;
   for (hsize_t d : dims) total *= d;
+  // Every dataset here is written whole, so its elements are all in the file: a shape that claims
+  // more than the file holds is damage, found before allocating for it.
+  Handle stored(SB_H5_CHECK(H5Dget_type(set.get())), H5Tclose);
+  const size_t element = H5Tget_size(stored.get());
+  require(element > 0 && total <= H5Dget_storage_size(set.get()) / element,
+          "dataset '" + name + "': its shape claims more elements than the file holds (a damaged file)");
   std::vector<T> data(total);
   if (total > 0) SB_H5_CHECK(H5Dread(set.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()));
   if (dims_out) *dims_out = dims;
@@ -72,6 +78,13 @@ Handle open_attr(hid_t node, const std::string& name) {
 
 herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
   static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+  return 0;
+}
+
+herr_t collect_object_type(hid_t node, const char* name, const H5L_info_t*, void* out) {
+  H5O_info_t info;
+  if (H5Oget_info_by_name2(node, name, &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) return -1;
+  static_cast<std::vector<std::pair<std::string, H5O_type_t>>*>(out)->emplace_back(name, info.type);
   return 0;
 }
 
@@ -118,6 +131,28 @@ std::vector<std::string> Node::children() const {
   hsize_t index = 0;
   SB_H5_CHECK(H5Literate(id(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_name, &names));
   return names;
+}
+
+void Node::verify_readable() const {
+  for (const std::string& name : attr_names()) {
+    Handle attr = open_attr(id(), name);
+    Handle stored(SB_H5_CHECK(H5Aget_type(attr.get())), H5Tclose);
+    if (H5Tget_class(stored.get()) == H5T_STRING) {
+      attr_strings(name);
+      continue;
+    }
+    Handle space(SB_H5_CHECK(H5Aget_space(attr.get())), H5Sclose);
+    std::vector<double> values(static_cast<size_t>(SB_H5_CHECK(H5Sget_simple_extent_npoints(space.get()))));
+    if (!values.empty()) SB_H5_CHECK(H5Aread(attr.get(), H5T_NATIVE_DOUBLE, values.data()));
+  }
+  std::vector<std::pair<std::string, H5O_type_t>> objects;
+  hsize_t index = 0;
+  SB_H5_CHECK(H5Literate(id(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_object_type, &objects));
+  for (const auto& [name, type] : objects) {
+    if (type == H5O_TYPE_GROUP) open_group(name).verify_readable();
+    else if (type == H5O_TYPE_DATASET) read_doubles(name);
+    else throw LibraryError("'" + name + "' is neither a group nor a dataset");
+  }
 }
 
 void Node::set_attr(const std::string& name, const std::string& value) const {

@@ -76,6 +76,11 @@ class Node {
   std::vector<double> read_doubles(const std::string& name, std::vector<hsize_t>* dims = nullptr) const;
   std::vector<int64_t> read_ints(const std::string& name, std::vector<hsize_t>* dims = nullptr) const;
 
+  // Reads every attribute and dataset at and below this group, so that a damaged file (a flipped
+  // byte in a heap or an object header, a cut-short dataset) fails here, once, where the caller
+  // can name the file, rather than halfway through using it. Throws LibraryError.
+  void verify_readable() const;
+
  private:
   Handle handle_;
 };

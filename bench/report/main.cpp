@@ -31,6 +31,7 @@ void check_by_label(const sb::Campaign& campaign, const std::string& key) {
 
 int report(const sb::ReportProgramOptions& o) {
   sb::Campaign campaign = sb::load_campaign(o.inputs);
+  sb::report::skip_unplottable_runs(campaign, o.report);
   check_by_label(campaign, o.report.by);
   for (const sb::SkippedFile& skipped : campaign.skipped)
     std::fprintf(stderr, "sb-report: skipped %s: %s\n", skipped.path.c_str(), skipped.reason.c_str());

@@ -2,6 +2,9 @@
 
 #include <set>
 
+#include "common/check.hpp"
+#include "common/usage_error.hpp"
+
 namespace sb::report {
 
 std::string line_title(const std::string& what, const Run& run, const ReportOptions& options) {
@@ -29,6 +32,21 @@ std::vector<Plot> build_plots(const std::vector<Run>& runs, const ReportOptions&
     taken.insert(plot.name);
   }
   return plots;
+}
+
+void skip_unplottable_runs(Campaign& campaign, const ReportOptions& options) {
+  std::vector<Run> usable;
+  for (Run& run : campaign.runs) {
+    try {
+      build_plots({run}, options);
+      usable.push_back(std::move(run));
+    } catch (const LibraryError& e) {
+      campaign.skipped.push_back({run.source, std::string("not what its program writes: ") + e.what()});
+    }
+  }
+  if (usable.empty())
+    throw UsageError("no usable run: " + campaign.skipped.back().path + ": " + campaign.skipped.back().reason);
+  campaign.runs = std::move(usable);
 }
 
 }  // namespace sb::report

@@ -125,6 +125,62 @@ TEST_F(Report, FolderSkipsTruncatedOtherSchemaAndUnfinishedFilesAndNamesThem) {
   EXPECT_NE(campaign.skipped[2].reason.find("unfinished run"), std::string::npos) << campaign.skipped[2].reason;
 }
 
+// Damage that HDF5 reports (here the signature of a group's name heap, overwritten) is found when
+// the file is read, in a child process, and the file is skipped with HDF5's reason; named alone,
+// it is bad input. (Damage that crashes HDF5 takes the same path: IsolatedCall's tests.)
+TEST_F(Report, AFileWithADamagedNameHeapIsSkippedWithTheReasonAndIsBadInputNamedAlone) {
+  write_allreduce("campaign/good.h5", 2, {1, 2});
+  write_allreduce("campaign/damaged.h5", 2, {1, 2});
+  std::string bytes;
+  {
+    std::ifstream in(path("campaign/damaged.h5"), std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // The last group written (out_of_place) has the last heap: opening the file and reading its
+  // root's attributes does not reach it, only a full read (or a plot) does.
+  const size_t last_heap = bytes.rfind("HEAP");
+  ASSERT_NE(last_heap, std::string::npos) << "the file format changed: no local heap to damage";
+  bytes.replace(last_heap, 4, "XXXX");
+  std::ofstream(path("campaign/damaged.h5"), std::ios::binary | std::ios::trunc) << bytes;
+
+  const Campaign campaign = load_campaign({path("campaign")});
+  ASSERT_EQ(campaign.runs.size(), 1u);
+  EXPECT_EQ(campaign.runs[0].name, "good");
+  ASSERT_EQ(campaign.skipped.size(), 1u);
+  EXPECT_NE(campaign.skipped[0].path.find("damaged.h5"), std::string::npos);
+  EXPECT_NE(campaign.skipped[0].reason.find("heap"), std::string::npos) << campaign.skipped[0].reason;
+  EXPECT_THROW(load_campaign({path("campaign/damaged.h5")}), UsageError);
+}
+
+// A file that reads whole but lacks a dataset its plots need is skipped, named, before any plot
+// is built; alone, it leaves no run, which is bad input.
+TEST_F(Report, ARunLackingADatasetItsPlotsReadIsSkippedAndNamed) {
+  write_allreduce("campaign/good.h5", 2, {1, 2});
+  {
+    ResultsFile out(path("campaign/no-times.h5"));
+    const h5::Node& root = out.root();
+    root.set_attr("schema_version", kSchemaVersion);
+    root.set_attr("program", "sb-allreduce");
+    root.set_attr("ranks", int64_t{2});
+    root.create_group("labels");
+    const h5::Node impl = root.create_group("allreduce").create_group("ring@mpi");
+    impl.write("size_bytes", std::vector<uint64_t>{1024, 4096});
+    impl.create_group("out_of_place").write("busbw_GBps", std::vector<double>{1, 2});  // no time_us
+    out.commit();
+  }
+  Campaign campaign = load_campaign({path("campaign")});
+  ASSERT_EQ(campaign.runs.size(), 2u);
+  report::skip_unplottable_runs(campaign, {});
+  ASSERT_EQ(campaign.runs.size(), 1u);
+  EXPECT_EQ(campaign.runs[0].name, "good");
+  ASSERT_EQ(campaign.skipped.size(), 1u);
+  EXPECT_NE(campaign.skipped[0].path.find("no-times.h5"), std::string::npos);
+  EXPECT_NE(campaign.skipped[0].reason.find("time_us"), std::string::npos) << campaign.skipped[0].reason;
+
+  Campaign alone = load_campaign({path("campaign/no-times.h5")});
+  EXPECT_THROW(report::skip_unplottable_runs(alone, {}), UsageError);
+}
+
 TEST_F(Report, BadInputIsAUsageError) {
   write_allreduce("old.h5", 2, {1}, "", 3);
   std::ofstream(path("junk.h5")) << "junk";
