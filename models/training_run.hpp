@@ -72,6 +72,7 @@ class TrainingRun {
   void forward_backward(std::span<const int32_t> labels);
   bool forward_backward_recorded(std::span<const int32_t> labels);
   void gradient_ready(size_t parameter);
+  void skip_empty_micro_batch(Tensor& loss);
   float applied_loss_scale() const;
   void write_step_rates();
   void optimizer_step();

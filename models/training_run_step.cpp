@@ -44,6 +44,10 @@ void TrainingRun::write_inputs(const Batch& batch) {
 // Forward, loss and backward from `input`; the mean loss goes to `loss` (read once the whole
 // step is queued).
 void TrainingRun::compute(const Tensor& input, std::span<const int32_t> labels, Tensor& loss) {
+  if (labels.empty()) {
+    skip_empty_micro_batch(loss);
+    return;
+  }
   const Tensor& logits = model_->forward(input, true);
   ensure_shape(*backend_, dlogits_, logits.shape());
   backend_->softmax_cross_entropy(logits, labels, config_.label_smoothing, dlogits_, loss);
@@ -52,6 +56,25 @@ void TrainingRun::compute(const Tensor& input, std::span<const int32_t> labels, 
     backend_->scale_by(dlogits_, step_rates_, kLossScaleRate);
   }
   model_->backward(dlogits_);
+}
+
+// A micro-batch left with no sample (every image of it failed to decode; a corrupt image
+// shrinks its batch) has no forward or backward: its gradients are zero and its loss 0, reported
+// ready in the order backward reports them, so the exchange and the other ranks go on as in any
+// step. The micro-batch still counts in the average over micro-batches and ranks, as a shrunken
+// one does at its full weight. Under --bn-span every rank of a group must run each batch norm's
+// forward (its statistics are allreduced), so there an empty shard ends the job instead of
+// leaving its peers waiting.
+void TrainingRun::skip_empty_micro_batch(Tensor& loss) {
+  if (config_.bn_span > 1)
+    throw UsageError("rank " + std::to_string(rank_) + " at step " + std::to_string(state_.step + 1) +
+                     ": no image of its shard decoded, and --bn-span needs samples on every rank of a group");
+  const std::vector<Parameter*>& parameters = model_->parameters();
+  for (size_t p = parameters.size(); p-- > 0;) {
+    backend_->fill(parameters[p]->grad, 0.0f);
+    if (report_gradients_) gradient_ready(p);
+  }
+  backend_->fill(loss, 0.0f);
 }
 
 // The shard's gradients, from the inputs as written, left averaged in the parameters' grads. With

@@ -15,10 +15,18 @@ struct HandleCloser {
 };
 using TjHandle = std::unique_ptr<void, HandleCloser>;
 
+// A decoder per thread. A damaged file can leave TurboJPEG 2.1's decoder unusable: after "Bogus
+// Huffman table definition" in a header, every later header read on that handle fails the same
+// way, so one bad image would cost all the thread's images after it. A failed decode therefore
+// replaces the thread's decoder (forget_decompressor).
+thread_local TjHandle thread_decompressor;
+
 tjhandle decompressor() {
-  thread_local TjHandle handle(tjInitDecompress());
-  return handle.get();
+  if (!thread_decompressor) thread_decompressor.reset(tjInitDecompress());
+  return thread_decompressor.get();
 }
+
+void forget_decompressor() { thread_decompressor.reset(); }
 
 tjhandle compressor() {
   thread_local TjHandle handle(tjInitCompress());
@@ -31,14 +39,20 @@ bool decode_jpeg(const std::vector<uint8_t>& bytes, RgbImage& out) {
   tjhandle handle = decompressor();
   if (!handle || bytes.empty()) return false;
   int width = 0, height = 0, subsampling = 0, colorspace = 0;
-  if (tjDecompressHeader3(handle, bytes.data(), bytes.size(), &width, &height, &subsampling, &colorspace) != 0)
+  if (tjDecompressHeader3(handle, bytes.data(), bytes.size(), &width, &height, &subsampling, &colorspace) != 0) {
+    forget_decompressor();
     return false;
+  }
   if (width <= 0 || height <= 0 || static_cast<int64_t>(width) * height > (int64_t{1} << 28)) return false;
   out.width = width;
   out.height = height;
   out.pixels.resize(static_cast<size_t>(width) * height * 3);
-  return tjDecompress2(handle, bytes.data(), bytes.size(), out.pixels.data(), width, 0, height, TJPF_RGB,
-                       TJFLAG_STOPONWARNING | TJFLAG_ACCURATEDCT) == 0;
+  if (tjDecompress2(handle, bytes.data(), bytes.size(), out.pixels.data(), width, 0, height, TJPF_RGB,
+                    TJFLAG_STOPONWARNING | TJFLAG_ACCURATEDCT) != 0) {
+    forget_decompressor();
+    return false;
+  }
+  return true;
 }
 
 std::vector<uint8_t> encode_jpeg(const uint8_t* pixels, int width, int height, int channels, int quality) {

@@ -69,6 +69,19 @@ check "sb-idx2folder writes an ImageFolder" test "$(find "$WORK/folder/train" -n
 $TRAIN --data "imagefolder:$WORK/folder" --image-size 28 --batch 64 --epochs 1 --print-every 4 \
   --out "$WORK/jpeg.h5" >"$WORK/jpeg.txt" 2>&1
 check "trains and evaluates on the JPEGs" grep -qE '^\[eval\] epoch 1: top-1 .* on 256 images' "$WORK/jpeg.txt"
+# Every training image but one damaged: most steps' batches are empty, and with --accumulate 2
+# some micro-batches too; they train nothing and the run goes on (it died of a division by zero).
+mkdir -p "$WORK/damaged" && cp -r "$WORK/folder/val" "$WORK/damaged/"
+for class in "$WORK"/folder/train/*/; do mkdir -p "$WORK/damaged/train/$(basename "$class")"; done
+first=1
+for jpg in "$WORK"/folder/train/*/*.jpg; do
+  if [[ $first == 1 ]]; then cp "$jpg" "$WORK/damaged/train/${jpg#"$WORK/folder/train/"}"; first=0
+  else echo "not a JPEG" >"$WORK/damaged/train/${jpg#"$WORK/folder/train/"}"; fi
+done
+$TRAIN --data "imagefolder:$WORK/damaged" --image-size 28 --batch 32 --accumulate 2 --epochs 1 --print-every 0 \
+  --out "$WORK/damaged.h5" >"$WORK/damaged.txt" 2>&1
+check "a training set with one readable image trains through its empty batches" test $? -eq 0
+check "and counts the 511 skipped images" grep -q '(0): 511' <(h5dump -a /train/skipped_samples "$WORK/damaged.h5")
 $TRAIN --data "imagefolder:$WORK/folder" --image-size 28 --resize-schedule 20:0,28:1 --batch 64 --epochs 2 \
   --print-every 0 --out "$WORK/resize.h5" >"$WORK/resize.txt" 2>&1
 check "progressive resizing: 20 px in epoch 1" grep -q '^\[resize\] epoch 1: training images of 20 px' "$WORK/resize.txt"

@@ -87,6 +87,22 @@ TEST_F(ImageFolder, CorruptAndTruncatedImagesAreSkippedAndCounted) {
   EXPECT_EQ(images, 200);
 }
 
+// TurboJPEG 2.1 leaves a decoder unusable after some header errors: every later header read on
+// it failed with the same message, so one damaged image in a worker's batch cost the rest.
+TEST_F(ImageFolder, ADamagedHuffmanTableCostsOnlyItsOwnImage) {
+  const std::vector<uint8_t> good = read_file(root_ + "/val/9/0.jpg");
+  std::vector<uint8_t> bad = good;
+  size_t dht = 0;
+  while (dht + 1 < bad.size() && !(bad[dht] == 0xFF && bad[dht + 1] == 0xC4)) ++dht;
+  ASSERT_LT(dht + 21, bad.size()) << "no Huffman table in the JPEG";
+  for (size_t i = dht + 5; i < dht + 21; ++i) bad[i] = 0xFF;  // its 16 code counts: far more codes than 256
+  RgbImage image;
+  ASSERT_TRUE(decode_jpeg(good, image));
+  EXPECT_FALSE(decode_jpeg(bad, image));
+  EXPECT_TRUE(decode_jpeg(good, image)) << "the decoder of this thread stayed broken";
+  EXPECT_EQ(image.width, 28);
+}
+
 TEST_F(ImageFolder, MalformedFoldersAreUsageErrors) {
   EXPECT_THROW(open_image_folder(root_ + "/nowhere", 28), UsageError);
   fs::create_directories(root_ + "/empty/train");
