@@ -105,9 +105,9 @@ TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer&
   const std::lock_guard<std::timed_mutex> hdf5(h5::library_lock());
   Backend& backend = model.backend();
   ResultsReader file(path);
-  if (!file.root().has("checkpoint")) throw UsageError("'" + path + "' is not a scalebench checkpoint");
-  const h5::Node root = file.root().open_group("checkpoint");
   try {
+    if (!file.root().has("checkpoint")) throw UsageError("'" + path + "' is not a scalebench checkpoint");
+    const h5::Node root = file.root().open_group("checkpoint");
     if (root.attr_string("model") != model.config().name)
       throw UsageError("checkpoint '" + path + "' is of model " + root.attr_string("model") + ", not " +
                        model.config().name);
@@ -141,7 +141,7 @@ TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer&
     state.curve = read_curve(root.open_group("curve"));
     return state;
   } catch (const LibraryError& e) {
-    throw UsageError("checkpoint '" + path + "' is incomplete: " + e.what());
+    throw UsageError("checkpoint '" + path + "' is incomplete or damaged: " + e.what());
   }
 }
 

@@ -165,6 +165,12 @@ bad_input "unknown optimizer" --optimizer adam
 bad_input "resize schedule on IDX data" --resize-schedule 20:0,28:1
 bad_input "resize schedule out of order" --data "imagefolder:$WORK/folder" --resize-schedule 20:3,28:1
 bad_input "checkpoint of another model" --model resnet32 --checkpoint "$WORK/resumed" --resume
+# The root group's name heap overwritten: found before the file is known to be a checkpoint
+# (that ended the job as a fault, status 3).
+mkdir -p "$WORK/damaged-checkpoint" && cp "$WORK/resumed/checkpoint.h5" "$WORK/damaged-checkpoint/"
+heap=$(grep -obUa HEAP "$WORK/damaged-checkpoint/checkpoint.h5" | head -1 | cut -d: -f1)
+printf XXXX | dd of="$WORK/damaged-checkpoint/checkpoint.h5" bs=1 seek="$heap" conv=notrunc status=none
+bad_input "a damaged checkpoint" --checkpoint "$WORK/damaged-checkpoint" --resume
 bad_input "unknown progress mode" --progress spin
 bad_input "an MLPerf division other than closed or open" --mllog "$WORK/bad.mllog" --label submission_division=premier
 bad_input "batch schedule out of order" --batch-schedule 256:2,128:1
