@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 
 #include "bench/dryrun/commands.hpp"
@@ -15,6 +17,7 @@
 #include "common/check.hpp"
 #include "common/stats.hpp"
 #include "common/usage_error.hpp"
+#include "kernels/dtype.hpp"
 #include "results/campaign.hpp"
 #include "results/results_file.hpp"
 #include "sim/step_model.hpp"
@@ -30,19 +33,52 @@ struct Case {
   double error() const { return predicted_s / measured_s - 1; }
 };
 
+// A measured run is re-predicted from its own figures (ranks, counts, segment, tensor sizes), so a
+// figure that its program never writes (a damaged or hand-edited file) is refused, naming the run,
+// before the simulator is asked to run, say, 2^63 elements through one-byte segments.
+struct ImplausibleRun : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void require_plausible(bool plausible, const std::string& what) {
+  if (!plausible) throw ImplausibleRun(what);
+}
+
+// The flags' parsers read the file's words too (datatype, torus, transport, strategy); a word
+// they refuse is then the file's fault, not the command line's.
+template <class Parse>
+auto parsed_from_file(Parse parse) {
+  try {
+    return parse();
+  } catch (const UsageError& e) {
+    throw ImplausibleRun(e.what());
+  }
+}
+
+constexpr double kMostElements = 1ull << 40;  // 4 TiB of fp32: beyond any gradient or message measured
+
+int plausible_ranks(const Run& run) {
+  require_plausible(run.ranks >= 1 && run.ranks <= (1 << 20),
+                    "ranks " + std::to_string(run.ranks) + " is not a rank count from 1 to 1048576");
+  return static_cast<int>(run.ranks);
+}
+
 void validate_allreduce(const Run& run, const sim::Machine& machine, std::vector<Case>& cases) {
   const h5::Node sweep = run.root->open_group("allreduce");
-  const DataType type = parse_datatype(sweep.attr_string("datatype"));
-  const TorusShape torus = parse_torus(sweep.attr_string("torus"));
+  const DataType type = parsed_from_file([&] { return parse_datatype(sweep.attr_string("datatype")); });
+  const int64_t segment_bytes = sweep.attr_int("segment_bytes");
+  require_plausible(segment_bytes >= static_cast<int64_t>(size_of(type)),
+                    "segment_bytes " + std::to_string(segment_bytes) + " is smaller than one element");
+  const TorusShape torus = parsed_from_file([&] { return parse_torus(sweep.attr_string("torus")); });
   for (const std::string& impl : sweep.children()) {
     const h5::Node node = sweep.open_group(impl);
     const std::string transport = node.attr_string("transport");
     sim::AllreduceCase c;
     c.impl = node.attr_string("implementation");
-    if (transport != "library") c.transport = parse_transports(transport).front();
-    c.nranks = static_cast<int>(run.ranks);
+    if (transport != "library") c.transport = parsed_from_file([&] { return parse_transports(transport).front(); });
+    c.nranks = plausible_ranks(run);
     c.type = type;
-    c.segment_bytes = static_cast<size_t>(sweep.attr_int("segment_bytes"));
+    c.segment_bytes = static_cast<size_t>(segment_bytes);
     c.node_size = static_cast<int>(sweep.attr_int("node_size"));
     c.torus_x = torus.x;
     c.torus_y = torus.y;
@@ -54,6 +90,9 @@ void validate_allreduce(const Run& run, const sim::Machine& machine, std::vector
     const std::vector<double> measured = node.open_group("out_of_place").read_doubles("median_us");
     for (size_t i = 0; i < sizes.size() && i < measured.size(); ++i) {
       if (!(measured[i] > 0)) continue;
+      require_plausible(i < counts.size() && counts[i] >= 0 && counts[i] <= kMostElements &&
+                            counts[i] == std::floor(sizes[i] / static_cast<double>(size_of(type))),
+                        impl + ": count and size_bytes disagree in row " + std::to_string(i + 1));
       c.count = static_cast<size_t>(counts[i]);
       cases.push_back({run.name, impl, run.ranks, sizes[i], measured[i] * 1e-6, sim::predict_allreduce(machine, c).time_s});
     }
@@ -69,12 +108,20 @@ void validate_buckets(const Run& run, const sim::Machine& machine, std::vector<C
   BackwardProfile profile;
   profile.backward_s = buckets.attr_double("backward_s");
   profile.ready_s = buckets.read_doubles("tensor_ready_s");
-  for (int64_t n : buckets.read_ints("tensor_elements")) profile.tensors.push_back({"", static_cast<size_t>(n)});
+  require_plausible(std::isfinite(profile.backward_s) && profile.backward_s >= 0, "backward_s is not a time");
+  for (double t : profile.ready_s) require_plausible(std::isfinite(t) && t >= 0, "a tensor_ready_s is not a time");
+  double elements = 0;
+  for (int64_t n : buckets.read_ints("tensor_elements")) {
+    elements += static_cast<double>(n);
+    require_plausible(n >= 1 && elements <= kMostElements, "tensor_elements are not gradient sizes");
+    profile.tensors.push_back({"", static_cast<size_t>(n)});
+  }
+  require_plausible(profile.ready_s.size() == profile.tensors.size(), "tensor_ready_s and tensor_elements differ in length");
   sim::AllreduceCase c;
   c.impl = buckets.attr_string("algo");
   const std::string transport = buckets.attr_string("transport");
-  if (transport != "library") c.transport = parse_transports(transport).front();
-  c.nranks = static_cast<int>(run.ranks);
+  if (transport != "library") c.transport = parsed_from_file([&] { return parse_transports(transport).front(); });
+  c.nranks = plausible_ranks(run);
   if (!sim::is_known_allreduce(c.impl)) return;
   sim::StepModel model(machine, c);
   for (const std::string& group : buckets.children()) {
@@ -82,16 +129,21 @@ void validate_buckets(const Run& run, const sim::Machine& machine, std::vector<C
     const bool overlap = group != "no-overlap" && group != "fused";
     const BucketStrategy strategy = group == "no-overlap" ? BucketStrategy::per_tensor
                                     : group == "fused"    ? BucketStrategy::fixed
-                                                          : parse_bucket_strategy(group);
+                                                          : parsed_from_file([&] { return parse_bucket_strategy(group); });
     const h5::Node node = buckets.open_group(group);
     const std::vector<double> mb = node.read_doubles("bucket_mb"), measured = node.read_doubles("iteration_s");
     for (size_t i = 0; i < mb.size() && i < measured.size(); ++i) {
+      require_plausible(std::isfinite(mb[i]) && mb[i] >= 0, group + ": bucket_mb is not a bucket size");  // 0: per tensor
       // fused was planned as one bucket twice the gradients' size.
       const double planned_mb = group == "fused" ? 1e9 : mb[i];
       const sim::StepPrediction p = sim::predict_step(profile, plan_buckets_swept(profile.tensors, strategy, planned_mb), model, overlap);
       cases.push_back({run.name, "buckets:" + group, run.ranks, mb[i], measured[i], p.iteration_s});
     }
   }
+}
+
+void skip(const Run& run, const char* why) {
+  std::fprintf(stderr, "sb-dryrun: skipped %s: not what its program writes: %s\n", run.source.c_str(), why);
 }
 
 // Every measured row of the inputs with its prediction.
@@ -108,7 +160,10 @@ std::vector<Case> collect_cases(const std::vector<std::string>& inputs, const si
       if (run.program == "sb-allreduce" && run.root->has("allreduce")) validate_allreduce(run, machine, of_run);
       if (run.program == "sb-buckets" && run.root->has("buckets")) validate_buckets(run, machine, of_run);
     } catch (const LibraryError& e) {
-      std::fprintf(stderr, "sb-dryrun: skipped %s: not what its program writes: %s\n", run.source.c_str(), e.what());
+      skip(run, e.what());
+      continue;
+    } catch (const ImplausibleRun& e) {
+      skip(run, e.what());
       continue;
     }
     cases.insert(cases.end(), of_run.begin(), of_run.end());
