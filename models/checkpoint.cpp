@@ -1,5 +1,6 @@
 #include "models/checkpoint.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -30,6 +31,10 @@ void load_tensor(Backend& backend, const h5::Node& group, const std::string& pat
   if (dims != dims_of(t.shape()))
     throw UsageError("checkpoint '" + path + "': tensor '" + name + "' has another shape than the model's " +
                      t.shape().str());
+  // Training stops when its loss stops being finite, so a saved tensor never holds an inf or NaN:
+  // one here is damage, said as such rather than as a diverging loss after the resume.
+  if (!std::all_of(host.begin(), host.end(), [](float v) { return std::isfinite(v); }))
+    throw UsageError("checkpoint '" + path + "' is damaged: tensor '" + name + "' holds a value that is not finite");
   backend.write(t, host);
 }
 

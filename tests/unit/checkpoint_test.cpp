@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "common/usage_error.hpp"
 #include "models/checkpoint.hpp"
@@ -66,6 +67,15 @@ TEST_F(Checkpoint, AStateOutOfRangeIsBadInputNamingTheField) {
   nan_scale.loss_scale = std::nan("");
   EXPECT_NE(refusal(nan_scale).find("its loss_scale is out of range"), std::string::npos);
   EXPECT_EQ(refusal(TrainingState{}), "");
+}
+
+TEST_F(Checkpoint, ATensorHoldingANonFiniteValueIsBadInputNamingTheTensor) {
+  Tensor& weight = model_.parameters().front()->value;
+  std::vector<float> values(static_cast<size_t>(weight.count()), 0.5f);
+  values[7] = std::nanf("");
+  backend_.write(weight, values);
+  EXPECT_NE(refusal(TrainingState{}).find("is damaged: tensor 'conv1.weight' holds a value that is not finite"),
+            std::string::npos);
 }
 
 }  // namespace
