@@ -25,6 +25,10 @@ Run describe(std::shared_ptr<const ResultsReader> file, std::shared_ptr<const h5
   run.source = std::move(source);
   run.program = root->attr_string("program");
   run.ranks = root->attr_int("ranks");
+  // Every program writes the ranks it ran on (or predicted for); scaling plots step from the
+  // smallest by doubling, which a count below 1 would never end.
+  if (run.ranks < 1 || run.ranks > (int64_t{1} << 30))
+    throw UsageError("ranks " + std::to_string(run.ranks) + " is not a rank count (a damaged file)");
   run.simulated = root->has_attr("simulated") && root->attr_int("simulated") == 1;
   if (root->has_attr("status")) run.status = root->attr_string("status");
   if (root->has("labels")) {

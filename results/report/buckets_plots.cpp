@@ -29,6 +29,7 @@ std::vector<Plot> buckets_plots(const std::vector<Run>& runs, const ReportOption
       if (strategy.rfind("tensor_", 0) == 0) continue;  // tensor_ready_s, tensor_elements: datasets, not strategies
       const h5::Node node = buckets.open_group(strategy);
       const std::vector<double> mb = node.read_doubles("bucket_mb");
+      if (mb.empty()) continue;  // not written by sb-buckets; nothing to draw
       if (mb.size() == 1) {
         single.push_back(strategy);
         continue;

@@ -40,7 +40,9 @@ void skip_unplottable_runs(Campaign& campaign, const ReportOptions& options) {
     try {
       build_plots({run}, options);
       usable.push_back(std::move(run));
-    } catch (const LibraryError& e) {
+    } catch (const UsageError&) {
+      throw;  // about the command line, not the run
+    } catch (const std::exception& e) {  // a dataset missing (LibraryError) or shorter than its sizes (.at())
       campaign.skipped.push_back({run.source, std::string("not what its program writes: ") + e.what()});
     }
   }

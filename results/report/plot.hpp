@@ -73,10 +73,10 @@ std::vector<Plot> validate_plots(const std::vector<Run>& runs, const ReportOptio
 std::vector<Plot> micro_plots(const std::vector<Run>& runs, const ReportOptions& options);
 std::vector<Plot> build_plots(const std::vector<Run>& runs, const ReportOptions& options);
 
-// Moves each run whose file reads whole but lacks what its plots need (a dataset renamed or gone)
-// to the campaign's skipped files, with the reason, as an unreadable file is, rather than letting
-// it end the report halfway. Building a run's plots alone reads everything its plots read. Throws
-// UsageError when no run is left.
+// Moves each run whose file reads whole but lacks what its plots need (a dataset renamed, gone or
+// shorter than its sizes) to the campaign's skipped files, with the reason, as an unreadable file
+// is, rather than letting it end the report halfway. Building a run's plots alone reads everything
+// its plots read. Throws UsageError when no run is left.
 void skip_unplottable_runs(Campaign& campaign, const ReportOptions& options);
 
 }  // namespace sb::report

@@ -73,7 +73,8 @@ class Report : public testing::TempDirTest {
   // `status`: written when not empty, as sb-train writes it since schema 7.
   // `clock_s`: the curve's wall-clock times (schema 10), written when not empty.
   void write_train(const std::string& name, int64_t ranks, int64_t batch, double images_per_s, double tta_s,
-                   const std::string& status = "", const std::vector<double>& clock_s = {}, int64_t resumes = 0) {
+                   const std::string& status = "", const std::vector<double>& clock_s = {}, int64_t resumes = 0,
+                   const std::vector<double>& top1 = {0.8, 0.9}) {
     ResultsFile out(path(name));
     const h5::Node& root = out.root();
     root.set_attr("program", "sb-train");
@@ -95,7 +96,7 @@ class Report : public testing::TempDirTest {
     curve.write("epoch", std::vector<double>{1, 2});
     curve.write("wall_s", std::vector<double>{10, 20});
     curve.write("train_loss", std::vector<double>{1.0, 0.5});
-    curve.write("top1", std::vector<double>{0.8, 0.9});
+    curve.write("top1", top1);
     if (!clock_s.empty()) curve.write("clock_s", clock_s);
     out.commit();
   }
@@ -179,6 +180,31 @@ TEST_F(Report, ARunLackingADatasetItsPlotsReadIsSkippedAndNamed) {
 
   Campaign alone = load_campaign({path("campaign/no-times.h5")});
   EXPECT_THROW(report::skip_unplottable_runs(alone, {}), UsageError);
+}
+
+// A curve shorter than its epochs (the plots read it with .at(), which threw past main).
+TEST_F(Report, ARunWithADatasetShorterThanItsSizesIsSkippedAndNamed) {
+  write_train("campaign/good.h5", 1, 128, 1000, 60);
+  write_train("campaign/short-curve.h5", 1, 128, 1000, 60, "", {}, 0, {});
+  Campaign campaign = load_campaign({path("campaign")});
+  report::skip_unplottable_runs(campaign, {});
+  ASSERT_EQ(campaign.runs.size(), 1u);
+  EXPECT_EQ(campaign.runs[0].name, "good");
+  ASSERT_EQ(campaign.skipped.size(), 1u);
+  EXPECT_NE(campaign.skipped[0].path.find("short-curve.h5"), std::string::npos);
+  EXPECT_NE(campaign.skipped[0].reason.find("not what its program writes"), std::string::npos) << campaign.skipped[0].reason;
+}
+
+// Scaling plots step from the smallest rank count by doubling: a count of 0 never ended them.
+TEST_F(Report, ARunWithoutAPositiveRankCountIsSkippedAndNamed) {
+  write_train("campaign/a-good.h5", 2, 128, 1000, 60);
+  write_train("campaign/b-good.h5", 4, 128, 1900, 35);
+  write_train("campaign/no-ranks.h5", 0, 128, 1000, 60);
+  const Campaign campaign = load_campaign({path("campaign")});
+  ASSERT_EQ(campaign.runs.size(), 2u);
+  ASSERT_EQ(campaign.skipped.size(), 1u);
+  EXPECT_NE(campaign.skipped[0].path.find("no-ranks.h5"), std::string::npos);
+  EXPECT_NE(campaign.skipped[0].reason.find("ranks 0 is not a rank count"), std::string::npos) << campaign.skipped[0].reason;
 }
 
 TEST_F(Report, BadInputIsAUsageError) {
