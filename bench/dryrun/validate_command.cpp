@@ -70,13 +70,14 @@ void validate_allreduce(const Run& run, const sim::Machine& machine, std::vector
   require_plausible(segment_bytes >= static_cast<int64_t>(size_of(type)),
                     "segment_bytes " + std::to_string(segment_bytes) + " is smaller than one element");
   const TorusShape torus = parsed_from_file([&] { return parse_torus(sweep.attr_string("torus")); });
+  const int nranks = plausible_ranks(run);
   for (const std::string& impl : sweep.children()) {
     const h5::Node node = sweep.open_group(impl);
     const std::string transport = node.attr_string("transport");
     sim::AllreduceCase c;
     c.impl = node.attr_string("implementation");
     if (transport != "library") c.transport = parsed_from_file([&] { return parse_transports(transport).front(); });
-    c.nranks = plausible_ranks(run);
+    c.nranks = nranks;
     c.type = type;
     c.segment_bytes = static_cast<size_t>(segment_bytes);
     c.node_size = static_cast<int>(sweep.attr_int("node_size"));
