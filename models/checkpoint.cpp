@@ -45,6 +45,27 @@ std::vector<double> column(const std::vector<EpochRecord>& curve, Field field) {
   return out;
 }
 
+// A state that sb-train never writes (a damaged or edited file) would index epochs, batches and
+// steps out of range (a negative epoch crashed the resumed run): refused, naming the field.
+void require_plausible(const TrainingState& s, const std::string& path) {
+  const auto require = [&](bool plausible, const char* field) {
+    if (!plausible) throw UsageError("checkpoint '" + path + "' is damaged: its " + field + " is out of range");
+  };
+  const auto time = [](double seconds) { return std::isfinite(seconds) && seconds >= 0; };
+  require(s.epoch >= 0 && s.epoch < (int64_t{1} << 31), "epoch");
+  require(s.next_batch >= 0 && s.next_batch < (int64_t{1} << 40), "next_batch");
+  require(s.step >= 0 && s.step < (int64_t{1} << 50), "step");
+  require(std::isfinite(s.epoch_loss_sum), "epoch_loss_sum");
+  require(s.epoch_samples >= 0, "epoch_samples");
+  require(time(s.elapsed_s), "elapsed_s");
+  require(s.ranks >= 1 && s.ranks <= (1 << 20), "ranks");
+  require(time(s.loss_scale), "loss_scale");
+  require(s.loss_scale_clean_steps >= 0, "loss_scale_clean_steps");
+  require(time(s.run_start_unix_s), "run_start_unix_s");
+  require(s.resumes >= 0, "resumes");
+  require(time(s.resume_gap_s), "resume_gap_s");
+}
+
 }  // namespace
 
 void write_curve(const h5::Node& group, const std::vector<EpochRecord>& curve) {
@@ -105,31 +126,6 @@ void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimize
   backend.synchronize();
   file.commit();
 }
-
-namespace {
-
-// A state that sb-train never writes (a damaged or edited file) would index epochs, batches and
-// steps out of range (a negative epoch crashed the resumed run): refused, naming the field.
-void require_plausible(const TrainingState& s, const std::string& path) {
-  const auto require = [&](bool plausible, const char* field) {
-    if (!plausible) throw UsageError("checkpoint '" + path + "' is damaged: its " + field + " is out of range");
-  };
-  const auto time = [](double seconds) { return std::isfinite(seconds) && seconds >= 0; };
-  require(s.epoch >= 0 && s.epoch < (int64_t{1} << 31), "epoch");
-  require(s.next_batch >= 0 && s.next_batch < (int64_t{1} << 40), "next_batch");
-  require(s.step >= 0 && s.step < (int64_t{1} << 50), "step");
-  require(std::isfinite(s.epoch_loss_sum), "epoch_loss_sum");
-  require(s.epoch_samples >= 0, "epoch_samples");
-  require(time(s.elapsed_s), "elapsed_s");
-  require(s.ranks >= 1 && s.ranks <= (1 << 20), "ranks");
-  require(time(s.loss_scale), "loss_scale");
-  require(s.loss_scale_clean_steps >= 0, "loss_scale_clean_steps");
-  require(time(s.run_start_unix_s), "run_start_unix_s");
-  require(s.resumes >= 0, "resumes");
-  require(time(s.resume_gap_s), "resume_gap_s");
-}
-
-}  // namespace
 
 TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer& optimizer) {
   const std::lock_guard<std::timed_mutex> hdf5(h5::library_lock());

@@ -160,10 +160,10 @@ std::vector<Case> collect_cases(const std::vector<std::string>& inputs, const si
     try {
       if (run.program == "sb-allreduce" && run.root->has("allreduce")) validate_allreduce(run, machine, of_run);
       if (run.program == "sb-buckets" && run.root->has("buckets")) validate_buckets(run, machine, of_run);
-    } catch (const LibraryError& e) {
+    } catch (const LibraryError& e) {  // a dataset gone
       skip(run, e.what());
       continue;
-    } catch (const ImplausibleRun& e) {
+    } catch (const ImplausibleRun& e) {  // a figure its program never writes
       skip(run, e.what());
       continue;
     }

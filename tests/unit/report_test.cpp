@@ -108,6 +108,13 @@ const report::Plot& find_plot(const std::vector<report::Plot>& plots, const std:
   throw std::runtime_error("no plot named " + name);
 }
 
+// The campaign skipped one file, `file`, for a reason that says `reason`.
+void expect_one_skipped(const Campaign& campaign, const std::string& file, const std::string& reason) {
+  ASSERT_EQ(campaign.skipped.size(), 1u);
+  EXPECT_NE(campaign.skipped[0].path.find(file), std::string::npos) << campaign.skipped[0].path;
+  EXPECT_NE(campaign.skipped[0].reason.find(reason), std::string::npos) << campaign.skipped[0].reason;
+}
+
 TEST_F(Report, FolderSkipsTruncatedOtherSchemaAndUnfinishedFilesAndNamesThem) {
   write_allreduce("campaign/good.h5", 2, {1, 2});
   write_allreduce("campaign/old.h5", 2, {1, 2}, "", 3);
@@ -147,9 +154,7 @@ TEST_F(Report, AFileWithADamagedNameHeapIsSkippedWithTheReasonAndIsBadInputNamed
   const Campaign campaign = load_campaign({path("campaign")});
   ASSERT_EQ(campaign.runs.size(), 1u);
   EXPECT_EQ(campaign.runs[0].name, "good");
-  ASSERT_EQ(campaign.skipped.size(), 1u);
-  EXPECT_NE(campaign.skipped[0].path.find("damaged.h5"), std::string::npos);
-  EXPECT_NE(campaign.skipped[0].reason.find("heap"), std::string::npos) << campaign.skipped[0].reason;
+  expect_one_skipped(campaign, "damaged.h5", "heap");
   EXPECT_THROW(load_campaign({path("campaign/damaged.h5")}), UsageError);
 }
 
@@ -174,9 +179,7 @@ TEST_F(Report, ARunLackingADatasetItsPlotsReadIsSkippedAndNamed) {
   report::skip_unplottable_runs(campaign, {});
   ASSERT_EQ(campaign.runs.size(), 1u);
   EXPECT_EQ(campaign.runs[0].name, "good");
-  ASSERT_EQ(campaign.skipped.size(), 1u);
-  EXPECT_NE(campaign.skipped[0].path.find("no-times.h5"), std::string::npos);
-  EXPECT_NE(campaign.skipped[0].reason.find("time_us"), std::string::npos) << campaign.skipped[0].reason;
+  expect_one_skipped(campaign, "no-times.h5", "time_us");
 
   Campaign alone = load_campaign({path("campaign/no-times.h5")});
   EXPECT_THROW(report::skip_unplottable_runs(alone, {}), UsageError);
@@ -190,9 +193,7 @@ TEST_F(Report, ARunWithADatasetShorterThanItsSizesIsSkippedAndNamed) {
   report::skip_unplottable_runs(campaign, {});
   ASSERT_EQ(campaign.runs.size(), 1u);
   EXPECT_EQ(campaign.runs[0].name, "good");
-  ASSERT_EQ(campaign.skipped.size(), 1u);
-  EXPECT_NE(campaign.skipped[0].path.find("short-curve.h5"), std::string::npos);
-  EXPECT_NE(campaign.skipped[0].reason.find("not what its program writes"), std::string::npos) << campaign.skipped[0].reason;
+  expect_one_skipped(campaign, "short-curve.h5", "not what its program writes");
 }
 
 // Scaling plots step from the smallest rank count by doubling: a count of 0 never ended them.
@@ -202,9 +203,7 @@ TEST_F(Report, ARunWithoutAPositiveRankCountIsSkippedAndNamed) {
   write_train("campaign/no-ranks.h5", 0, 128, 1000, 60);
   const Campaign campaign = load_campaign({path("campaign")});
   ASSERT_EQ(campaign.runs.size(), 2u);
-  ASSERT_EQ(campaign.skipped.size(), 1u);
-  EXPECT_NE(campaign.skipped[0].path.find("no-ranks.h5"), std::string::npos);
-  EXPECT_NE(campaign.skipped[0].reason.find("ranks 0 is not a rank count"), std::string::npos) << campaign.skipped[0].reason;
+  expect_one_skipped(campaign, "no-ranks.h5", "ranks 0 is not a rank count");
 }
 
 TEST_F(Report, BadInputIsAUsageError) {
