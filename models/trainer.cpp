@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <numeric>
 #include <optional>
 
 #include "common/check.hpp"
@@ -272,6 +273,23 @@ double TrainingRun::sum_over_ranks(double value) const {
   return sum;
 }
 
+void TrainingRun::count_trained_images() {
+  std::vector<int64_t> global(uncounted_images_.size());
+  if (nranks_ > 1)
+    SB_MPI_CHECK(MPI_Allreduce(uncounted_images_.data(), global.data(), static_cast<int>(global.size()), MPI_INT64_T,
+                               MPI_SUM, comm_));
+  else
+    global = uncounted_images_;
+  std::lock_guard<std::mutex> lock(so_far_.mutex_);
+  std::copy(global.begin(), global.end(), step_batches_.end() - static_cast<std::ptrdiff_t>(global.size()));
+  uncounted_images_.clear();
+}
+
+double TrainingRun::images_trained_since(size_t first_step) const {
+  return static_cast<double>(std::accumulate(step_batches_.begin() + static_cast<std::ptrdiff_t>(first_step),
+                                             step_batches_.end(), int64_t{0}));
+}
+
 Evaluation TrainingRun::evaluate() {
   int64_t correct1 = 0, correct5 = 0, seen = 0;
   eval_loader_->start_epoch(0);
@@ -311,7 +329,7 @@ TrainResult TrainingRun::execute() {
   bool stop = state_.step >= last_step;
   for (int64_t epoch = state_.epoch; epoch < config_.epochs && !stop; ++epoch) {
     double train_seconds = 0;
-    int64_t epoch_images = 0;
+    const size_t epoch_first_step = step_batches_.size();  // this epoch's steps in step_batches_
     mllog_.start("epoch_start", MlLog::epoch_metadata(epoch + 1));
     apply_resize_schedule(epoch);
     apply_batch_schedule(epoch);
@@ -336,7 +354,6 @@ TrainResult TrainingRun::execute() {
       if (profiled) profiler_->set_timing(false);
       const double step_s = seconds_since(step_start);
       train_seconds += step_s;
-      epoch_images += batch_size;
       state_.epoch_loss_sum += loss_sum;
       state_.epoch_samples += batch->count();
       ++state_.step;
@@ -344,19 +361,22 @@ TrainResult TrainingRun::execute() {
         std::lock_guard<std::mutex> lock(so_far_.mutex_);
         result_.step_seconds.push_back(step_s);
         result_.step_times.push_back(times);
-        step_batches_.push_back(batch_size);
+        step_batches_.push_back(batch_size);  // until count_trained_images() replaces it
         result_.steps = state_.step;
         if (profiled) ++result_.profiled_steps;
         if (profiled && result_.profiled_steps == config_.profile_ops) result_.op_profile = profiler_->profile();
         if (loss_scale_) result_.loss_scale_skipped_steps = loss_scale_->skipped_steps();
       }
+      uncounted_images_.push_back(batch->count());
       beat("training, step " + std::to_string(state_.step) + " done");
       state_.next_batch = batch->index + 1;
       stop = state_.step >= last_step;
       if (config_.print_every > 0 && (state_.step % config_.print_every == 0 || stop)) {
-        const double loss = sum_over_ranks(loss_sum) / std::max(sum_over_ranks(static_cast<double>(batch->count())), 1.0);
-        const double rate = epoch_images / std::max(train_seconds, 1e-9);
-        const double eta = static_cast<double>(last_step - state_.step) * batch_size / std::max(rate, 1e-9);
+        count_trained_images();
+        const double loss = sum_over_ranks(loss_sum) / std::max(static_cast<double>(step_batches_.back()), 1.0);
+        const double rate = images_trained_since(epoch_first_step) / std::max(train_seconds, 1e-9);
+        const double steps_done = static_cast<double>(step_batches_.size() - epoch_first_step);
+        const double eta = static_cast<double>(last_step - state_.step) * train_seconds / steps_done;
         log("[train] epoch %lld step %lld/%lld loss %.4f lr %.4g %.1f img/s ETA %s\n",
             static_cast<long long>(epoch + 1), static_cast<long long>(batch->index + 1),
             static_cast<long long>(steps_per_epoch), loss, lr, rate, clock_text(eta).c_str());
@@ -370,7 +390,8 @@ TrainResult TrainingRun::execute() {
     record.epoch = epoch + 1;
     const double samples = sum_over_ranks(static_cast<double>(state_.epoch_samples));
     record.train_loss = samples > 0 ? sum_over_ranks(state_.epoch_loss_sum) / samples : 0;
-    record.images_per_s = epoch_images / std::max(train_seconds, 1e-9);
+    count_trained_images();
+    record.images_per_s = images_trained_since(epoch_first_step) / std::max(train_seconds, 1e-9);
     const bool last_epoch = epoch + 1 == config_.epochs || stop;
     if ((epoch + 1) % config_.eval_every == 0 || last_epoch) {
       const Clock::time_point eval_start = Clock::now();
@@ -416,6 +437,7 @@ TrainResult TrainingRun::execute() {
   mllog_.end("run_stop", std::string("{\"status\": \"") + (aborted ? "aborted" : "success") + "\"}");
   const double skipped_samples =
       sum_over_ranks(static_cast<double>(train_loader_->skipped_total() + eval_loader_->skipped_total()));
+  count_trained_images();  // the steps of an epoch that --steps ended
   std::lock_guard<std::mutex> lock(so_far_.mutex_);
   result_.run_s = elapsed();
   result_.steps = state_.step;

@@ -153,13 +153,15 @@ class TrainProgress {
   friend class TrainingRun;
   mutable std::mutex mutex_;
   TrainResult result_;
-  std::vector<int64_t> step_batches_;  // the global batch of every step in result_.step_seconds
+  // The images trained in every step in result_.step_seconds, over all ranks; the steps since the
+  // last print or epoch end hold the nominal global batch (counting them is a collective).
+  std::vector<int64_t> step_batches_;
   bool started_ = false;               // run_start_ is set
   std::chrono::steady_clock::time_point run_start_;
   double elapsed_before_ = 0;          // a resumed run's seconds before this process
 };
 
-// The median images/s of result.step_seconds (step_batches: each step's global batch), leaving out
+// The median images/s of result.step_seconds (step_batches: each step's images), leaving out
 // the first step (it creates primitives and plans) and the profiled ones; 0 without such steps.
 double median_step_rate(const TrainResult& result, const std::vector<int64_t>& step_batches);
 

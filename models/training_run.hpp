@@ -65,6 +65,10 @@ class TrainingRun {
   }
   double elapsed() const { return elapsed_before_ + seconds_since(run_start_); }
   double sum_over_ranks(double value) const;
+  // Collective: replaces the nominal global batch of the steps since the last count, in
+  // step_batches_, with the images the ranks trained in them (fewer where images were skipped).
+  void count_trained_images();
+  double images_trained_since(size_t first_step) const;  // over step_batches_[first_step..]
   double train_step(const Batch& batch, int64_t step, StepTimes& times);
   std::optional<Batch> next_batch(StepTimes& times);
   void fetch_ahead(const Batch& current);
@@ -129,6 +133,10 @@ class TrainingRun {
   TrainProgress& so_far_;
   TrainResult& result_ = so_far_.result_;
   std::vector<int64_t>& step_batches_ = so_far_.step_batches_;
+  // This rank's trained images in each of the last steps, whose step_batches_ entries still hold
+  // the nominal global batch: counted over the ranks at print steps and epoch ends, where every
+  // rank is anyway in a collective, rather than with one more allreduce per step.
+  std::vector<int64_t> uncounted_images_;
   // --balance: forward and backward time and samples since the last rebalance, and every rank's
   // forward and backward seconds per image (empty until measured).
   double balance_compute_s_ = 0;

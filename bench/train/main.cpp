@@ -189,6 +189,10 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     std::printf("[loader] rank 0's %d workers alone: %.1f img/s, against %.1f img/s consumed per rank%s\n",
                 parsed->config.workers, result.loader_images_per_s, consumed,
                 result.loader_images_per_s < consumed ? ": the loader is the bottleneck (raise --workers)" : "");
+    if (result.skipped_samples > 0)
+      std::printf("[data] %lld images could not be read and were left out of their batches (training and evaluation, "
+                  "all ranks); the rates above count the images trained\n",
+                  static_cast<long long>(result.skipped_samples));
     if (parsed->config.target_accuracy > 0) {
       if (result.reached_target)
         std::printf("[result] time to %.4f top-1: %.1f s (%.4f rank-hours)\n", parsed->config.target_accuracy,
