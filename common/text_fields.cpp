@@ -1,6 +1,7 @@
 #include "common/text_fields.hpp"
 
-#include <stdexcept>
+#include <charconv>
+#include <cmath>
 
 namespace sb {
 
@@ -15,24 +16,20 @@ std::vector<std::string> split_list(const std::string& text, char separator) {
   }
 }
 
+// std::from_chars rather than stoll/stod: those skip leading blanks and read hexadecimal ("0x1p3"),
+// so " 2" and "0x10" passed for numbers that no user means.
 std::optional<int64_t> parse_whole_integer(const std::string& text) {
-  try {
-    size_t used = 0;
-    const long long value = std::stoll(text, &used);
-    if (used == text.size()) return value;
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
 }
 
 std::optional<double> parse_whole_number(const std::string& text) {
-  try {
-    size_t used = 0;
-    const double value = std::stod(text, &used);
-    if (used == text.size()) return value;
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
+  double value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) return std::nullopt;
+  return value;
 }
 
 }  // namespace sb

@@ -11,7 +11,8 @@ namespace sb {
 // "a,b,,c" -> {"a", "b", "", "c"}; "" -> {""}.
 std::vector<std::string> split_list(const std::string& text, char separator = ',');
 
-// The number the whole text spells, or nothing (empty, trailing characters, out of range).
+// The number the whole text spells in decimal, or nothing (empty, blanks or other characters
+// around it, hexadecimal, out of range; for the double: inf or nan).
 std::optional<int64_t> parse_whole_integer(const std::string& text);
 std::optional<double> parse_whole_number(const std::string& text);
 

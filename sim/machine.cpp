@@ -17,11 +17,11 @@ std::optional<double> parse_with_units(const std::string& text,
   for (const auto& [suffix, factor] : units) {
     if (text.size() <= suffix.size() || text.compare(text.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
     const auto number = parse_whole_number(text.substr(0, text.size() - suffix.size()));
-    if (!number || *number < 0 || !std::isfinite(*number)) return std::nullopt;
+    if (!number || *number < 0 || !std::isfinite(*number * factor)) return std::nullopt;
     return *number * factor;
   }
   const auto number = parse_whole_number(text);
-  if (!number || *number < 0 || !std::isfinite(*number)) return std::nullopt;
+  if (!number || *number < 0) return std::nullopt;
   return number;
 }
 

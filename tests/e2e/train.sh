@@ -196,6 +196,8 @@ bad_input "CUDA-aware MPI_Allreduce (device buffers) for host gradients" --algo 
 bad_input "CUDA-aware MPI_Allreduce for GPU gradients (nccl or a schedule)" --backend cudnn --algo mpi-cuda
 bad_input "the shm transport for GPU gradients" --backend cudnn --algo ring --transport shm
 bad_input "an unknown algorithm for GPU gradients" --backend cudnn --algo nccl_ring
+bad_input "an infinite straggler factor" --straggler 1:inf
+bad_input "a straggler factor in hexadecimal" --straggler 1:0x2
 bad_input "the nccl transport on the CPU backend" --algo ring --transport nccl
 bad_input "--cuda-graph on the CPU backend" --cuda-graph
 bad_input "a loss scale below 1" --loss-scale 0.5

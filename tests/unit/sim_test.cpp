@@ -271,5 +271,17 @@ TEST(SimMachine, BadFiguresAreRefusedNamingTheLine) {
             "machine 'bad.machine' line 5: cache 'lots' is not a size (e.g. 32M)");
 }
 
+// NaN passed "> 0" (NaN images/s made every simulated step NaN); hexadecimal passed for decimal.
+TEST(SimMachine, NumbersAreFiniteAndDecimal) {
+  const std::string head = "name m\nlevel l size 2 alpha 1us bandwidth 1GB/s\ngamma float 1GB/s\ncopy 1GB/s\n";
+  EXPECT_EQ(error_of(head + "compute resnet50 nan 256\n"), "machine 'bad.machine' line 5: compute needs images/s per rank > 0");
+  EXPECT_EQ(error_of(head + "compute resnet50 inf 256\n"), "machine 'bad.machine' line 5: compute needs images/s per rank > 0");
+  EXPECT_EQ(error_of("name m\nlevel l size 2 alpha 0x1p-20 bandwidth 1GB/s\ngamma float 1GB/s\ncopy 1GB/s\n"),
+            "machine 'bad.machine' line 2: alpha '0x1p-20' is not a time >= 0 (e.g. 2us, 1.5ms)");
+  EXPECT_EQ(error_of("name m\nlevel l size 2 alpha 1us bandwidth 1e300TB/s\ngamma float 1GB/s\ncopy 1GB/s\n"),
+            "machine 'bad.machine' line 2: bandwidth '1e300TB/s' is not a rate > 0 (e.g. 12.5GB/s, 100Gb/s)");
+  EXPECT_EQ(error_of(head + "compute resnet50 2800 256\n"), "(accepted)");
+}
+
 }  // namespace
 }  // namespace sb::sim
