@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <system_error>
 
 #include "common/check.hpp"
@@ -24,6 +25,7 @@ Run describe(std::shared_ptr<const ResultsReader> file, std::shared_ptr<const h5
   run.name = std::move(name);
   run.source = std::move(source);
   run.program = root->attr_string("program");
+  if (root->has_attr("run_id")) run.run_id = root->attr_string("run_id");
   run.ranks = root->attr_int("ranks");
   // Every program writes the ranks it ran on (or predicted for); scaling plots step from the
   // smallest by doubling, which a count below 1 would never end.
@@ -62,7 +64,8 @@ void verify_readable_in_child(const fs::path& path) {
 
 // The runs of one file, and the files a merged file says were skipped when it was made; throws
 // UsageError or LibraryError when the file cannot be used.
-std::vector<Run> open_runs(const fs::path& path, std::vector<SkippedFile>& skipped) {
+std::vector<Run> open_runs(const fs::path& path, Campaign& campaign) {
+  std::vector<SkippedFile>& skipped = campaign.skipped;
   if (path.filename().string().find(".tmp-") != std::string::npos)
     throw UsageError("the temporary file of an unfinished run (killed, or still running)");
   verify_readable_in_child(path);
@@ -81,6 +84,7 @@ std::vector<Run> open_runs(const fs::path& path, std::vector<SkippedFile>& skipp
   if (root.attr_string("program") != kMergeProgram) {
     if (!root.has_attr("ranks")) throw UsageError("no 'ranks' attribute: not a complete results file");
     runs.push_back(describe(file, open("."), path.stem().string(), path.string()));
+    campaign.run_files.push_back(path.string());
     return runs;
   }
   // A merged file: /runs/<program>/ranks-<N>/<labels>/<name>, a fixed depth of four.
@@ -108,6 +112,24 @@ std::vector<Run> open_runs(const fs::path& path, std::vector<SkippedFile>& skipp
   return runs;
 }
 
+// A merged file read beside the files it was made from would count each of their runs twice: in
+// the scaling medians, the summary's counts and the plots' lines.
+void keep_each_run_once(Campaign& campaign) {
+  std::map<std::string, std::string> first_source;  // run_id -> source
+  std::vector<Run> kept;
+  for (Run& run : campaign.runs) {
+    if (!run.run_id.empty()) {
+      const auto [first, inserted] = first_source.emplace(run.run_id, run.source);
+      if (!inserted) {
+        campaign.repeated.push_back({run.source, first->second});
+        continue;
+      }
+    }
+    kept.push_back(std::move(run));
+  }
+  campaign.runs = std::move(kept);
+}
+
 // The reader's messages name the file; the campaign names it once, before the reason.
 std::string reason_without_path(std::string reason, const std::string& path) {
   for (const std::string& quoted : {"'" + path + "' ", " '" + path + "'"})
@@ -130,7 +152,7 @@ Campaign load_campaign(const std::vector<std::string>& inputs) {
     if (error || !fs::exists(status)) throw UsageError("'" + input + "' does not exist");
     if (!fs::is_directory(status)) {
       try {
-        std::vector<Run> runs = open_runs(input, campaign.skipped);
+        std::vector<Run> runs = open_runs(input, campaign);
         for (Run& run : runs) campaign.runs.push_back(std::move(run));
       } catch (const std::runtime_error& e) {  // UsageError or LibraryError
         throw UsageError("'" + input + "': " + reason_without_path(e.what(), input));
@@ -144,13 +166,14 @@ Campaign load_campaign(const std::vector<std::string>& inputs) {
     std::sort(found.begin(), found.end());
     for (const fs::path& path : found) {
       try {
-        std::vector<Run> runs = open_runs(path, campaign.skipped);
+        std::vector<Run> runs = open_runs(path, campaign);
         for (Run& run : runs) campaign.runs.push_back(std::move(run));
       } catch (const std::runtime_error& e) {
         campaign.skipped.push_back({path.string(), reason_without_path(e.what(), path.string())});
       }
     }
   }
+  keep_each_run_once(campaign);
   if (campaign.runs.empty()) {
     std::string message = "no scalebench results files found in";
     for (const std::string& input : inputs) message += " '" + input + "'";

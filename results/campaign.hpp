@@ -19,6 +19,7 @@ struct Run {
   std::string name;    // short name for legends: the file's stem
   std::string source;  // where it came from: path, or path:/group for a merged run
   std::string program;
+  std::string run_id;  // empty in files before schema 12
   int64_t ranks = 0;
   bool simulated = false;  // written by sb-dryrun: a prediction, drawn as "(predicted)"
   // "complete", or why the run ended early (its file holds what it finished); files from before
@@ -37,14 +38,23 @@ struct SkippedFile {
   std::string reason;
 };
 
+// A run read a second time: a merged file beside the files it was made from, or a copy.
+struct RepeatedRun {
+  std::string source;   // where it was read again
+  std::string same_as;  // the source of the run kept
+};
+
 struct Campaign {
   std::vector<Run> runs;  // in path order, so reports are the same from run to run
   std::vector<SkippedFile> skipped;
+  std::vector<RepeatedRun> repeated;  // left out of runs: each run counts once
+  std::vector<std::string> run_files;  // the files read that hold one run each (not merged files)
 };
 
 // Reads every input: a results file, a merged file, or a folder searched recursively for *.h5
-// (and *.h5.tmp-* leftovers, which are listed as skipped). Throws UsageError for an input that
-// does not exist, a named file that cannot be used, or when no run is found at all.
+// (and *.h5.tmp-* leftovers, which are listed as skipped). A run read twice (the same run_id) is
+// kept once, the first in input and path order. Throws UsageError for an input that does not
+// exist, a named file that cannot be used, or when no run is found at all.
 Campaign load_campaign(const std::vector<std::string>& inputs);
 
 // Where a merged file keeps its runs: /runs/<program>/ranks-<N>/<labels>/<name>.

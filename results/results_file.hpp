@@ -10,7 +10,7 @@
 
 namespace sb {
 
-inline constexpr int64_t kSchemaVersion = 11;
+inline constexpr int64_t kSchemaVersion = 12;
 // The oldest version whose groups sb-report reads: 5 to 9 only added groups and attributes.
 inline constexpr int64_t kOldestReadableSchemaVersion = 4;
 

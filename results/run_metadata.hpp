@@ -16,6 +16,7 @@ struct RunMetadata {
   std::string program;
   std::string command_line;
   std::string start_time_utc;
+  std::string run_id;  // new_run_id(): the same run in several files (a merged copy) is counted once
   WorldLayout layout;
   std::vector<std::string> devices;  // per rank; empty when the run uses no device
   std::vector<std::pair<std::string, std::string>> libraries;  // name, version
@@ -28,6 +29,10 @@ RunMetadata describe_run(std::string program, int argc, char** argv);
 
 // "key=value" -> labels[key] = value. Throws UsageError for anything else.
 void add_label(std::map<std::string, std::string>& labels, const std::string& text);
+
+// 32 random hexadecimal digits, naming one run: a run's file, its snapshots and every merged copy
+// of it carry the same, and no two runs share one (start times and command lines may).
+std::string new_run_id();
 
 // The current UTC time as ISO 8601, e.g. 2026-12-02T16:04:50Z.
 std::string utc_now();

@@ -13,6 +13,7 @@ RunMetadata simulated_metadata(const RunMetadata& base, const std::string& progr
                                int nranks) {
   RunMetadata m = base;
   m.program = program;
+  m.run_id = new_run_id();  // each predicted run is a run of its own
   const int per_node = machine.levels.front().size > 0 ? machine.levels.front().size : nranks;
   m.layout = WorldLayout{};
   m.layout.nranks = nranks;

@@ -64,6 +64,8 @@ void write_summary(const std::vector<Plot>& plots, const Campaign& campaign, con
         << labels_text(run) << " (" << run.source << ")"
         << (run.status == "complete" ? "" : "; ended early: " + run.status) << resumes_text(run) << "\n";
   for (const SkippedFile& skipped : campaign.skipped) out << "# skipped " << skipped.path << ": " << skipped.reason << "\n";
+  for (const RepeatedRun& again : campaign.repeated)
+    out << "# read again, counted once: " << again.source << " (the same run as " << again.same_as << ")\n";
   for (const Plot& plot : plots) {
     out << "\n## " << plot.title << "  [" << plot.name << "]\n";
     for (const Series& s : plot.series) {

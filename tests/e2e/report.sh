@@ -84,6 +84,20 @@ check "merged runs are grouped by program, ranks and labels" \
 check "--merge alone writes no report" test -z "$(ls -A "$WORK/merge-here")"
 "$BIN/sb-report" --out "$WORK/from-merged" "$WORK/campaign.h5" >/dev/null 2>&1
 check "the merged file reports the same numbers" diff -r "$WORK/report/data" "$WORK/from-merged/data"
+# The merged file kept in the campaign's folder: its runs are the folder's, counted once (they
+# were counted twice), and merging again rewrites it.
+cp "$WORK/campaign.h5" "$camp/all.h5"
+"$BIN/sb-report" --out "$WORK/beside" "$camp" >/dev/null 2>"$WORK/beside.err"
+check "a merged file beside its runs: each run counted once" diff -r "$WORK/report/data" "$WORK/beside/data"
+check "and said once" grep -q '^sb-report: 9 runs read more than once, each counted once' "$WORK/beside.err"
+"$BIN/sb-report" --merge "$camp/all.h5" "$camp" >"$WORK/remerge.out" 2>/dev/null
+check "merging again into the folder's merged file" grep -q 'merged 9 runs into' "$WORK/remerge.out"
+cp "$camp/ar-shm-np2.h5" "$WORK/run-before.h5"
+"$BIN/sb-report" --merge "$camp/ar-shm-np2.h5" "$camp" >"$WORK/bad.out" 2>"$WORK/bad.err"
+check "--merge into a run's own file: exit 2 ($?), one line" \
+  bash -c "test $? -eq 2 && grep -q '^sb-report: error: --merge .* is one of the runs read' '$WORK/bad.err'"
+check "and the run's file is left as it was" cmp -s "$camp/ar-shm-np2.h5" "$WORK/run-before.h5"
+rm "$camp/all.h5"
 
 # Bad input: one line, exit status 2, no report.
 bad_input() {

@@ -41,6 +41,7 @@ class Report : public testing::TempDirTest {
     root.set_attr("schema_version", schema);
     root.set_attr("program", "sb-allreduce");
     root.set_attr("ranks", ranks);
+    if (schema >= 12) root.set_attr("run_id", "run-" + name);  // one per file, as a run has
     const h5::Node labels = root.create_group("labels");
     if (!interconnect.empty()) labels.set_attr("interconnect", interconnect);
     const h5::Node sweep = root.create_group("allreduce");
@@ -238,6 +239,35 @@ TEST_F(Report, MergedFileHoldsEveryRunAndReadsBackTheSame) {
     for (size_t s = 0; s < from_folder[i].series.size(); ++s)
       EXPECT_EQ(from_folder[i].series[s].y, from_merge[i].series[s].y);
   }
+}
+
+// A merged file kept beside the files it was made from (sb-report --merge campaign/all.h5 campaign)
+// counted each run twice. Each run is kept once, the first in path order; files from before
+// run_id (schema 12) are all kept.
+TEST_F(Report, ARunReadTwiceCountsOnce) {
+  write_allreduce("campaign/a.h5", 2, {1, 2});
+  write_allreduce("campaign/b.h5", 4, {3, 4});
+  EXPECT_EQ(merge_campaign(load_campaign({path("campaign")}), path("campaign/all.h5")), 2u);
+  fs::copy_file(path("campaign/a.h5"), path("a-copy.h5"));
+  fs::create_directories(path("old"));
+  write_allreduce("old/c.h5", 8, {5, 6}, "", 11);
+  fs::copy_file(path("old/c.h5"), path("old/c-copy.h5"));
+
+  const Campaign campaign = load_campaign({path("campaign"), path("a-copy.h5"), path("old")});
+  ASSERT_EQ(campaign.runs.size(), 4u);
+  EXPECT_EQ(campaign.runs[0].source, path("campaign/a.h5"));
+  EXPECT_EQ(campaign.runs[1].source, path("campaign/all.h5") + ":/runs/sb-allreduce/ranks-4/no-labels/b");
+  EXPECT_EQ(campaign.runs[2].source, path("old/c-copy.h5"));
+  EXPECT_EQ(campaign.runs[3].source, path("old/c.h5"));
+  ASSERT_EQ(campaign.repeated.size(), 3u);
+  EXPECT_EQ(campaign.repeated[0].source, path("campaign/all.h5") + ":/runs/sb-allreduce/ranks-2/no-labels/a");
+  EXPECT_EQ(campaign.repeated[0].same_as, path("campaign/a.h5"));
+  EXPECT_EQ(campaign.repeated[1].source, path("campaign/b.h5"));
+  EXPECT_EQ(campaign.repeated[1].same_as, campaign.runs[1].source);
+  EXPECT_EQ(campaign.repeated[2].source, path("a-copy.h5"));
+  EXPECT_TRUE(campaign.skipped.empty());
+  EXPECT_EQ(campaign.run_files, (std::vector<std::string>{path("campaign/a.h5"), path("campaign/b.h5"), path("a-copy.h5"),
+                                                          path("old/c-copy.h5"), path("old/c.h5")}));
 }
 
 TEST_F(Report, AllreducePlotsCarryTheFilesNumbersAndTheMemcpyCeiling) {
