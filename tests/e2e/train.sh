@@ -178,6 +178,12 @@ mkdir -p "$WORK/damaged-checkpoint" && cp "$WORK/resumed/checkpoint.h5" "$WORK/d
 heap=$(grep -obUa HEAP "$WORK/damaged-checkpoint/checkpoint.h5" | head -1 | cut -d: -f1)
 printf XXXX | dd of="$WORK/damaged-checkpoint/checkpoint.h5" bs=1 seek="$heap" conv=notrunc status=none
 bad_input "a damaged checkpoint" --checkpoint "$WORK/damaged-checkpoint" --resume
+# --out naming the checkpoint (through another spelling of its folder) trained, then lost both.
+mkdir -p "$WORK/same-file"
+$MPIRUN_FAILFAST --bind-to none -np 1 $BIN/sb-train --threads 2 --steps 2 --checkpoint "$WORK/same-file" \
+  --out "$WORK/same-file/../same-file/checkpoint.h5" >/dev/null 2>"$WORK/same-file.err"
+check "bad input: --out naming the checkpoint (rc $?)" \
+  bash -c "test $? -eq 2 && grep -q '^sb-train: error: --out and --checkpoint name the same file' '$WORK/same-file.err'"
 bad_input "unknown progress mode" --progress spin
 bad_input "an MLPerf division other than closed or open" --mllog "$WORK/bad.mllog" --label submission_division=premier
 bad_input "batch schedule out of order" --batch-schedule 256:2,128:1
@@ -196,6 +202,7 @@ bad_input "CUDA-aware MPI_Allreduce (device buffers) for host gradients" --algo 
 bad_input "CUDA-aware MPI_Allreduce for GPU gradients (nccl or a schedule)" --backend cudnn --algo mpi-cuda
 bad_input "the shm transport for GPU gradients" --backend cudnn --algo ring --transport shm
 bad_input "an unknown algorithm for GPU gradients" --backend cudnn --algo nccl_ring
+bad_input "--mllog naming the results file" --mllog "$WORK/bad.h5"
 bad_input "an infinite straggler factor" --straggler 1:inf
 bad_input "a straggler factor in hexadecimal" --straggler 1:0x2
 bad_input "the nccl transport on the CPU backend" --algo ring --transport nccl
