@@ -144,6 +144,14 @@ std::string Run::label(const std::string& key) const {
   return it == labels.end() ? std::string() : it->second;
 }
 
+void refuse_writing_over_a_run(const Campaign& campaign, const std::string& path, const std::string& flag) {
+  for (const std::string& file : campaign.run_files) {
+    std::error_code error;
+    if (fs::equivalent(file, path, error))
+      throw UsageError(flag + " '" + path + "' is one of the runs read (" + file + "): writing it would replace that run's file");
+  }
+}
+
 Campaign load_campaign(const std::vector<std::string>& inputs) {
   Campaign campaign;
   for (const std::string& input : inputs) {

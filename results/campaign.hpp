@@ -57,6 +57,10 @@ struct Campaign {
 // exist, a named file that cannot be used, or when no run is found at all.
 Campaign load_campaign(const std::vector<std::string>& inputs);
 
+// Throws UsageError when `path` is the file of one of the campaign's runs, which writing `path`
+// (`flag` names where it came from) would replace: sb-report --merge, sb-dryrun validate --out.
+void refuse_writing_over_a_run(const Campaign& campaign, const std::string& path, const std::string& flag);
+
 // Where a merged file keeps its runs: /runs/<program>/ranks-<N>/<labels>/<name>.
 inline constexpr const char* kMergedRunsGroup = "runs";
 inline constexpr const char* kMergeProgram = "sb-report --merge";

@@ -148,8 +148,10 @@ void skip(const Run& run, const char* why) {
 }
 
 // Every measured row of the inputs with its prediction.
-std::vector<Case> collect_cases(const std::vector<std::string>& inputs, const sim::Machine& machine) {
+std::vector<Case> collect_cases(const std::vector<std::string>& inputs, const sim::Machine& machine,
+                                const std::string& out) {
   const Campaign campaign = load_campaign(inputs);
+  if (!out.empty()) refuse_writing_over_a_run(campaign, out, "--out");
   for (const SkippedFile& skipped : campaign.skipped)
     std::fprintf(stderr, "sb-dryrun: skipped %s: %s\n", skipped.path.c_str(), skipped.reason.c_str());
   std::vector<Case> cases;
@@ -194,8 +196,8 @@ void replace_by_reference(std::vector<Case>& cases, const std::vector<Case>& ref
 
 int validate_campaign(const DryrunOptions& o, const RunMetadata& metadata) {
   const sim::Machine machine = sim::read_machine(o.machine);
-  std::vector<Case> cases = collect_cases(o.inputs, machine);
-  if (!o.reference.empty()) replace_by_reference(cases, collect_cases(o.reference, machine));
+  std::vector<Case> cases = collect_cases(o.inputs, machine, o.out);
+  if (!o.reference.empty()) replace_by_reference(cases, collect_cases(o.reference, machine, o.out));
 
   if (o.print_rows) {
     std::printf("%-34s %-22s %6s %12s %14s %14s %9s\n", "run", "implementation", "ranks", "size", "measured(us)",

@@ -29,22 +29,13 @@ void check_by_label(const sb::Campaign& campaign, const std::string& key) {
                        (known.empty() ? std::string("the runs have no labels") : "labels: " + known) + ")");
 }
 
-// --merge may rewrite an earlier merged file among the inputs (its runs are read first, and all go
-// into the new one), but not a file of one run: that run's own file would become a campaign.
-void check_merge_target(const sb::Campaign& campaign, const std::string& merge) {
-  for (const std::string& file : campaign.run_files) {
-    std::error_code error;
-    if (std::filesystem::equivalent(file, merge, error))
-      throw sb::UsageError("--merge '" + merge + "' is one of the runs read (" + file +
-                           "): merging into it would replace that run's own file");
-  }
-}
-
 int report(const sb::ReportProgramOptions& o) {
   sb::Campaign campaign = sb::load_campaign(o.inputs);
   sb::report::skip_unplottable_runs(campaign, o.report);
   check_by_label(campaign, o.report.by);
-  if (!o.merge.empty()) check_merge_target(campaign, o.merge);
+  // --merge may rewrite an earlier merged file among the inputs (its runs are read first, and all
+  // go into the new one), but not a run's own file.
+  if (!o.merge.empty()) sb::refuse_writing_over_a_run(campaign, o.merge, "--merge");
   for (const sb::SkippedFile& skipped : campaign.skipped)
     std::fprintf(stderr, "sb-report: skipped %s: %s\n", skipped.path.c_str(), skipped.reason.c_str());
   if (!campaign.repeated.empty())

@@ -108,5 +108,11 @@ check "a mistyped flag exits 2 with one line naming it" \
 check "an unknown subcommand exits 2 naming it" bash -c "test $? -eq 2 && grep -q \"unknown argument 'simulate'\" '$WORK/bad.out'"
 "$BIN/sb-dryrun" validate --machine "$WORK/flat.machine" "$WORK/pred" >"$WORK/bad.out" 2>&1
 check "validate without measured runs exits 2" test $? -eq 2
+# --out naming a measured run's file replaced that run with the comparison (exit 0).
+cp "$WORK/meas/ar.h5" "$WORK/ar-before.h5"
+"$BIN/sb-dryrun" validate --machine "$WORK/here.machine" "$WORK/meas" --out "$WORK/meas/ar.h5" >"$WORK/bad.out" 2>&1
+check "validate --out naming a run it reads exits 2 ($?), saying so" \
+  bash -c "test $? -eq 2 && grep -q \"^sb-dryrun: error: --out '$WORK/meas/ar.h5' is one of the runs read\" '$WORK/bad.out'"
+check "and the run's file is left as it was" cmp -s "$WORK/meas/ar.h5" "$WORK/ar-before.h5"
 "$BIN/sb-dryrun" train --machine "$WORK/flat.machine" --profile "$WORK/none.profile" >"$WORK/bad.out" 2>&1
 check "a missing profile exits 2" test $? -eq 2
