@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/command_line.hpp"
+#include "common/distinct_files.hpp"
 #include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 #include "models/resnet.hpp"
@@ -55,6 +56,7 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   models::make_resnet_config(o.model, 3, 1000, o.image_size, 0);  // unknown model: UsageError
   if (o.batch < 1 || o.image_size < 8 || o.profile_steps < 1) throw UsageError("--batch, --image-size, --profile-steps must be positive");
   if (o.compute_scale <= 0) throw UsageError("--compute-scale must be positive");
+  require_distinct_files({{"--profile", o.profile}, {"--write-profile", o.write_profile}, {"--out", o.out}});
   if (o.min_mb <= 0 || o.max_mb < o.min_mb || o.factor <= 1) throw UsageError("bucket sizes need 0 < min <= max and factor > 1");
   if (o.iters < 1 || o.warmup_iters < 0) throw UsageError("--iters must be at least 1 and --warmup_iters at least 0");
   if (o.timeout_seconds < 0) throw UsageError("--timeout must not be negative");

@@ -2,43 +2,16 @@
 
 #include <CLI/CLI.hpp>
 
-#include <filesystem>
-#include <utility>
-#include <vector>
-
 #include "collectives/allreduce_impl.hpp"
 #include "collectives/compress/compressor.hpp"
 #include "common/command_line.hpp"
+#include "common/distinct_files.hpp"
 #include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 #include "models/resnet.hpp"
 #include "results/run_metadata.hpp"
 
 namespace sb {
-namespace {
-
-// The results, the checkpoint and the MLPerf log are three files. --out naming the checkpoint lost
-// both at the run's end: the results could not replace the checkpoint, held open, and the next
-// checkpoint could not truncate the results.
-void check_outputs_distinct(const TrainOptions& o) {
-  std::vector<std::pair<std::string, std::string>> files;  // flag, path
-  if (!o.out.empty()) files.emplace_back("--out", o.out);
-  if (!o.config.checkpoint_dir.empty())
-    files.emplace_back("--checkpoint", models::checkpoint_path(o.config.checkpoint_dir));
-  if (!o.config.mllog.empty()) files.emplace_back("--mllog", o.config.mllog);
-  for (size_t i = 0; i < files.size(); ++i)
-    for (size_t j = i + 1; j < files.size(); ++j) {
-      std::error_code error;
-      const std::filesystem::path a = std::filesystem::weakly_canonical(files[i].second, error);
-      const std::filesystem::path b = std::filesystem::weakly_canonical(files[j].second, error);
-      if (!error && a == b)
-        throw UsageError(files[i].first + " and " + files[j].first + " name the same file, '" + a.string() +
-                         "': the run writes both");
-    }
-}
-
-}  // namespace
-
 std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool print) {
   TrainOptions o;
   models::TrainConfig& c = o.config;
@@ -193,7 +166,10 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   models::make_resnet_config(c.model, 1, 2, 28, 0);  // an unknown model is a usage error now
   for (const std::string& label : label_texts) add_label(o.labels, label);
   c.submission = models::mlperf_submission(o.labels);
-  check_outputs_distinct(o);
+  // Three files: --out naming the checkpoint trained, then lost both (neither could replace the other).
+  require_distinct_files({{"--out", o.out},
+                          {"--checkpoint", c.checkpoint_dir.empty() ? "" : models::checkpoint_path(c.checkpoint_dir)},
+                          {"--mllog", c.mllog}});
   return o;
 }
 

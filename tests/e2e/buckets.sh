@@ -49,6 +49,11 @@ bad_input "unknown model" --model vgg16
 bad_input "unknown progress mode" --progress spin
 bad_input "polled progress with a schedule" --progress poll --algo ring
 bad_input "a profile to write where no file can be" --write-profile "$WORK/nowhere/profile.txt"
+# The results written as the profile ended in a fault (exit 3) after the whole sweep.
+bad_input "--write-profile naming the results file" --profile "$WORK/profile.txt" --write-profile "$WORK/bad.h5"
+cp "$WORK/profile.txt" "$WORK/profile-before.txt"
+bad_input "--write-profile naming the profile read" --profile "$WORK/profile.txt" --write-profile "$WORK/./profile.txt"
+check "the profile is left as it was" cmp -s "$WORK/profile.txt" "$WORK/profile-before.txt"
 bad_input "a NaN compute scale" --compute-scale nan
 
 # ---- faults --------------------------------------------------------------------------------------
