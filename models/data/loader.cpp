@@ -130,7 +130,7 @@ void Loader::work() {
     {
       std::lock_guard lock(mutex_);
       build_seconds_ += seconds;
-      built_images_ += built.count() + built.skipped;
+      built_images_ += built.count();  // undecodable files cost time but feed no step
       ready_.emplace(batch, std::move(built));
     }
     changed_.notify_all();

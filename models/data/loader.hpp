@@ -78,9 +78,9 @@ class Loader {
   void set_global_batch(int64_t global_batch);
   void set_shares(std::vector<int64_t> shares);
   int64_t skipped_total() const { return skipped_total_; }
-  // What the workers alone could deliver: images built per second of a worker's building time,
-  // times the workers (0 before the first batch). Below the training rate, the loader is the
-  // bottleneck.
+  // What the workers alone could deliver: images built (decoded, not skipped) per second of a
+  // worker's building time, times the workers (0 before the first batch). Below the training
+  // rate, which counts the images trained, the loader is the bottleneck.
   double images_per_s() const;
   int workers() const { return workers_; }
   // Stops and joins the workers (start_epoch starts them again).

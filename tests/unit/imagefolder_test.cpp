@@ -87,6 +87,19 @@ TEST_F(ImageFolder, CorruptAndTruncatedImagesAreSkippedAndCounted) {
   EXPECT_EQ(images, 200);
 }
 
+// The loader's own rate, set against the training rate (images trained), counts the images it
+// decoded: with every file undecodable it delivered nothing, though it counted every file read.
+TEST_F(ImageFolder, TheLoadersRateCountsOnlyDecodedImages) {
+  for (const fs::directory_entry& file : fs::recursive_directory_iterator(root_ + "/train"))
+    if (file.is_regular_file()) std::ofstream(file.path()) << "not a JPEG";
+  DataSplits folder = open_image_folder(root_, 28);
+  Loader loader(*folder.train, Sampler(200, 100, 0, 1, 3, true), 2, 2);
+  loader.start_epoch(0);
+  while (auto batch = loader.next()) EXPECT_EQ(batch->count(), 0);
+  EXPECT_EQ(loader.skipped_total(), 200);
+  EXPECT_EQ(loader.images_per_s(), 0.0);
+}
+
 // TurboJPEG 2.1 leaves a decoder unusable after some header errors: every later header read on
 // it failed with the same message, so one damaged image in a worker's batch cost the rest.
 TEST_F(ImageFolder, ADamagedHuffmanTableCostsOnlyItsOwnImage) {
