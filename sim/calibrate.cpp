@@ -238,6 +238,18 @@ TransportLatency mpi_latency(MPI_Comm node, int repeats) {
 
 }  // namespace
 
+namespace {
+
+// Where noise leaves no positive slope (a loaded machine: the larger messages timed no slower), the
+// bandwidth of the largest message alone, its alpha included: a lower bound, where 0 made a
+// machine file that sb-dryrun refuses to read.
+double largest_message_bandwidth(const std::vector<uint64_t>& sizes, const std::vector<double>& seconds) {
+  const size_t largest = static_cast<size_t>(std::max_element(sizes.begin(), sizes.end()) - sizes.begin());
+  return seconds[largest] > 0 ? static_cast<double>(sizes[largest]) / seconds[largest] : 0;
+}
+
+}  // namespace
+
 LinkFit fit_link(const std::vector<uint64_t>& sizes, const std::vector<double>& seconds) {
   // Weighted least squares with weights 1/t^2: minimises sum ((alpha + n beta - t) / t)^2.
   double sw = 0, swn = 0, swnn = 0, swt = 0, swnt = 0;
@@ -259,7 +271,7 @@ LinkFit fit_link(const std::vector<uint64_t>& sizes, const std::vector<double>& 
     beta = swnn > 0 ? swnt / swnn : 0;
   }
   fit.alpha_s = alpha;
-  fit.bandwidth = beta > 0 ? 1 / beta : 0;
+  fit.bandwidth = beta > 0 ? 1 / beta : largest_message_bandwidth(sizes, seconds);
   return fit;
 }
 
@@ -270,7 +282,8 @@ double fit_bandwidth(const std::vector<uint64_t>& sizes, const std::vector<doubl
     swnn += w * n * n;
     swnt += w * n * (t - alpha_s);
   }
-  return swnt > 0 ? swnn / swnt : 0;
+  if (sizes.empty()) return 0;
+  return swnt > 0 ? swnn / swnt : largest_message_bandwidth(sizes, seconds);
 }
 
 Machine calibrate(const CalibrationSettings& s, MPI_Comm comm, std::vector<std::string>& log,

@@ -36,7 +36,8 @@ struct LinkFit {
 };
 
 // Fits t = alpha + bytes / bandwidth to the points, minimising the squared relative error.
-// alpha is clamped at 0; pure.
+// alpha is clamped at 0; where the points give no positive slope (noise), the bandwidth is the
+// largest message's size over its time. Pure.
 LinkFit fit_link(const std::vector<uint64_t>& sizes, const std::vector<double>& seconds);
 // The bandwidth of t = alpha + bytes / bandwidth with alpha given, by the same criterion; pure.
 double fit_bandwidth(const std::vector<uint64_t>& sizes, const std::vector<double>& seconds, double alpha_s);

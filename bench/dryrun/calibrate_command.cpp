@@ -60,11 +60,20 @@ int calibrate_machine(const DryrunOptions& o, const RunMetadata& metadata) {
     machine.sources.push_back(line);
     std::printf("# %s\n", line.c_str());
   }
+  // A figure the reader refuses would leave a description that every later command rejects: the
+  // measurement failed, and nothing is written.
+  const std::string description = sim::format_machine(machine);
+  try {
+    sim::parse_machine(description, out);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "sb-dryrun: calibrate measured a figure no description can hold (%s); nothing written: "
+                 "rerun with more --repeats, on a quieter machine\n", e.what());
+    return kExitFault;
+  }
   AtomicFile file(out);
-  file.stream() << "# machine description measured by sb-dryrun calibrate (format: sim/README.md)\n"
-                << sim::format_machine(machine);
+  file.stream() << "# machine description measured by sb-dryrun calibrate (format: sim/README.md)\n" << description;
   file.commit();
-  std::fputs(sim::format_machine(machine).c_str(), stdout);
+  std::fputs(description.c_str(), stdout);
   std::printf("# written: %s\n", out.c_str());
   return 0;
 }

@@ -1,15 +1,17 @@
 // The simulator against what is known exactly: on a contention-free machine of one level, the
 // schedules of ring, recursive doubling and Rabenseifner cost what the alpha-beta-gamma formulas
 // of Thakur, Rabenseifner and Gropp (2005) say; shared links never make a schedule faster; and a
-// machine file with a missing, negative or unknown figure is refused naming its line.
+// machine file with a missing, negative or unknown figure is refused naming its line; calibrate's
+// link fit recovers an exact line and survives noise without a slope.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "collectives/algorithms/algorithms.hpp"
+#include "collectives/verify.hpp"
 #include "common/usage_error.hpp"
 #include "sim/allreduce_model.hpp"
-#include "collectives/verify.hpp"
+#include "sim/calibrate.hpp"
 #include "sim/fair_share.hpp"
 #include "sim/machine.hpp"
 #include "sim/nccl_rings.hpp"
@@ -269,6 +271,27 @@ TEST(SimMachine, BadFiguresAreRefusedNamingTheLine) {
             "machine 'bad.machine' line 2: engine must be dma or cpu, not 'warp'");
   EXPECT_EQ(error_of(head + "level l size 2 alpha 1us bandwidth 1GB/s\n" + tail + "cache lots\n"),
             "machine 'bad.machine' line 5: cache 'lots' is not a size (e.g. 32M)");
+}
+
+TEST(SimCalibrate, AFitRecoversAnExactLine) {
+  const std::vector<uint64_t> sizes = {1024, 65536, 1 << 20};
+  std::vector<double> seconds;
+  for (uint64_t n : sizes) seconds.push_back(2e-6 + static_cast<double>(n) / 5e9);
+  const LinkFit fit = fit_link(sizes, seconds);
+  EXPECT_NEAR(fit.alpha_s, 2e-6, 1e-12);
+  EXPECT_NEAR(fit.bandwidth, 5e9, 1e3);
+  EXPECT_NEAR(fit_bandwidth(sizes, seconds, 2e-6), 5e9, 1e3);
+}
+
+// On a loaded machine the larger messages can time no slower than the small ones: the fit's slope
+// is then not positive, and a bandwidth of 0 made a description sb-dryrun refused to read.
+TEST(SimCalibrate, NoiseWithoutASlopeGivesTheLargestMessagesBandwidth) {
+  const std::vector<uint64_t> sizes = {1024, 65536, 1 << 20};
+  const std::vector<double> falling = {300e-6, 200e-6, 100e-6};
+  const LinkFit fit = fit_link(sizes, falling);
+  EXPECT_DOUBLE_EQ(fit.bandwidth, (1 << 20) / 100e-6);
+  EXPECT_GE(fit.alpha_s, 0);
+  EXPECT_DOUBLE_EQ(fit_bandwidth(sizes, falling, 150e-6), (1 << 20) / 100e-6);
 }
 
 // NaN passed "> 0" (NaN images/s made every simulated step NaN); hexadecimal passed for decimal.
