@@ -148,7 +148,8 @@ void refuse_writing_over_a_run(const Campaign& campaign, const std::string& path
   for (const std::string& file : campaign.run_files) {
     std::error_code error;
     if (fs::equivalent(file, path, error))
-      throw UsageError(flag + " '" + path + "' is one of the runs read (" + file + "): writing it would replace that run's file");
+      throw UsageError(flag + " '" + path + "' is one of the runs read (" + file +
+                       "): writing it would replace that run's file");
   }
 }
 
