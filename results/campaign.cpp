@@ -62,10 +62,10 @@ void verify_readable_in_child(const fs::path& path) {
   }
 }
 
-// The runs of one file, and the files a merged file says were skipped when it was made; throws
-// UsageError or LibraryError when the file cannot be used.
+// The runs of one file; adds the file to campaign.run_files when it holds one run, and the files a
+// merged file says were skipped when it was made to campaign.skipped. Throws UsageError or
+// LibraryError when the file cannot be used.
 std::vector<Run> open_runs(const fs::path& path, Campaign& campaign) {
-  std::vector<SkippedFile>& skipped = campaign.skipped;
   if (path.filename().string().find(".tmp-") != std::string::npos)
     throw UsageError("the temporary file of an unfinished run (killed, or still running)");
   verify_readable_in_child(path);
@@ -91,7 +91,8 @@ std::vector<Run> open_runs(const fs::path& path, Campaign& campaign) {
   if (root.has_attr("skipped"))
     for (const std::string& entry : root.attr_strings("skipped")) {
       const size_t colon = entry.find(": ");
-      if (colon != std::string::npos) skipped.push_back({entry.substr(0, colon), entry.substr(colon + 2) + " (" + path.string() + ")"});
+      if (colon != std::string::npos)
+        campaign.skipped.push_back({entry.substr(0, colon), entry.substr(colon + 2) + " (" + path.string() + ")"});
     }
   if (!root.has(kMergedRunsGroup)) return runs;
   const h5::Node all = root.open_group(kMergedRunsGroup);
