@@ -5,7 +5,9 @@
 #include <filesystem>
 
 #include "common/check.hpp"
+#include "common/content_checksum.hpp"
 #include "common/usage_error.hpp"
+#include "results/checksummed_group.hpp"
 #include "results/results_file.hpp"
 
 // Each entry point below holds h5::library_lock(): in sb-train, rank 0's fault handler may save
@@ -18,13 +20,14 @@ std::vector<hsize_t> dims_of(const Shape& s) {
   return {static_cast<hsize_t>(s.n), static_cast<hsize_t>(s.c), static_cast<hsize_t>(s.h), static_cast<hsize_t>(s.w)};
 }
 
-void save_tensor(Backend& backend, const h5::Node& group, const std::string& name, const Tensor& t) {
+void save_tensor(Backend& backend, const h5::ChecksummedGroup& group, const std::string& name, const Tensor& t) {
   std::vector<float> host(static_cast<size_t>(t.count()));
   backend.read(t, host);
   group.write(name, host, dims_of(t.shape()));
 }
 
-void load_tensor(Backend& backend, const h5::Node& group, const std::string& path, const std::string& name, Tensor& t) {
+void load_tensor(Backend& backend, const h5::ChecksummedGroup& group, const std::string& path, const std::string& name,
+                 Tensor& t) {
   if (!group.has(name)) throw UsageError("checkpoint '" + path + "' has no tensor '" + name + "'");
   std::vector<hsize_t> dims;
   std::vector<float> host = group.read_floats(name, &dims);
@@ -68,39 +71,70 @@ void require_plausible(const TrainingState& s, const std::string& path) {
 
 }  // namespace
 
-void write_curve(const h5::Node& group, const std::vector<EpochRecord>& curve) {
+namespace {
+
+// The curve's datasets, in the order they are written.
+constexpr const char* kCurveColumns[] = {"epoch", "wall_s", "train_loss", "images_per_s", "evaluated", "top1", "top5",
+                                         "clock_s"};
+
+std::vector<std::vector<double>> curve_columns(const std::vector<EpochRecord>& curve) {
   std::vector<double> top1 = column(curve, &EpochRecord::top1), top5 = column(curve, &EpochRecord::top5);
   for (size_t i = 0; i < curve.size(); ++i)
     if (!curve[i].evaluated) top1[i] = top5[i] = std::nan("");
-  group.write("epoch", column(curve, &EpochRecord::epoch));
-  group.write("wall_s", column(curve, &EpochRecord::wall_s));
-  group.write("train_loss", column(curve, &EpochRecord::train_loss));
-  group.write("images_per_s", column(curve, &EpochRecord::images_per_s));
-  group.write("evaluated", column(curve, &EpochRecord::evaluated));
-  group.write("top1", top1);
-  group.write("top5", top5);
-  group.write("clock_s", column(curve, &EpochRecord::clock_s));
+  return {column(curve, &EpochRecord::epoch),      column(curve, &EpochRecord::wall_s),
+          column(curve, &EpochRecord::train_loss), column(curve, &EpochRecord::images_per_s),
+          column(curve, &EpochRecord::evaluated),  top1,
+          top5,                                    column(curve, &EpochRecord::clock_s)};
 }
 
-std::vector<EpochRecord> read_curve(const h5::Node& group) {
-  const std::vector<double> epoch = group.read_doubles("epoch"), wall = group.read_doubles("wall_s"),
-                            loss = group.read_doubles("train_loss"), rate = group.read_doubles("images_per_s"),
-                            evaluated = group.read_doubles("evaluated"), top1 = group.read_doubles("top1"),
-                            top5 = group.read_doubles("top5");
-  // Checkpoints from before clock_s was kept: their epochs' clock is their run time.
-  const std::vector<double> clock = group.has("clock_s") ? group.read_doubles("clock_s") : wall;
+// The columns in kCurveColumns' order; a checkpoint from before clock_s was kept has none, and
+// its epochs' clock is their run time.
+std::vector<EpochRecord> curve_from_columns(std::vector<std::vector<double>> c) {
+  if (c[7].empty()) c[7] = c[1];
+  const size_t epochs = c[0].size();
+  for (const std::vector<double>& field : c)
+    if (field.size() != epochs) throw LibraryError("the curve's datasets differ in length");
   std::vector<EpochRecord> curve;
-  for (size_t i = 0; i < epoch.size(); ++i)
-    curve.push_back({static_cast<int64_t>(epoch[i]), wall[i], loss[i], rate[i], evaluated[i] != 0,
-                     evaluated[i] != 0 ? top1[i] : 0, evaluated[i] != 0 ? top5[i] : 0, clock.at(i)});
+  for (size_t i = 0; i < epochs; ++i) {
+    const bool evaluated = c[4][i] != 0;
+    curve.push_back({static_cast<int64_t>(c[0][i]), c[1][i], c[2][i], c[3][i], evaluated, evaluated ? c[5][i] : 0,
+                     evaluated ? c[6][i] : 0, c[7][i]});
+  }
   return curve;
 }
+
+template <class Group>
+void write_curve_into(const Group& group, const std::vector<EpochRecord>& curve) {
+  const std::vector<std::vector<double>> columns = curve_columns(curve);
+  for (size_t i = 0; i < columns.size(); ++i) group.write(kCurveColumns[i], columns[i]);
+}
+
+std::vector<EpochRecord> read_curve_from(const h5::ChecksummedGroup& group) {
+  std::vector<std::vector<double>> columns;
+  for (const char* name : kCurveColumns) {
+    const bool absent = std::string_view(name) == "clock_s" && !group.has(name);
+    columns.push_back(absent ? std::vector<double>{} : group.read_doubles(name));
+  }
+  return curve_from_columns(std::move(columns));
+}
+
+// Damage found once everything was read: the stored sum and the one of what was read differ.
+void require_sealed(const ResultsReader& file, const h5::Node& group, const ContentChecksum& read,
+                    const std::string& what) {
+  const std::string damage = h5::verify_seal(group, read, file.schema_version() >= kFirstChecksummedSchemaVersion);
+  if (!damage.empty()) throw UsageError(what + " is damaged: " + damage);
+}
+
+}  // namespace
+
+void write_curve(const h5::Node& group, const std::vector<EpochRecord>& curve) { write_curve_into(group, curve); }
 
 void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimizer, const TrainingState& state) {
   const std::lock_guard<std::timed_mutex> hdf5(h5::library_lock());
   Backend& backend = model.backend();
   ResultsFile file(path);
-  const h5::Node root = file.root().create_group("checkpoint");
+  ContentChecksum sum;
+  const h5::ChecksummedGroup root(file.root().create_group("checkpoint"), sum);
   root.set_attr("model", model.config().name);
   root.set_attr("seed", static_cast<int64_t>(model.config().seed));
   root.set_attr("optimizer", optimizer_name(optimizer.config().kind));
@@ -116,13 +150,14 @@ void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimize
   root.set_attr("run_start_unix_s", state.run_start_unix_s);
   root.set_attr("resumes", state.resumes);
   root.set_attr("resume_gap_s", state.resume_gap_s);
-  const h5::Node parameters = root.create_group("parameters");
+  const h5::ChecksummedGroup parameters = root.create_group("parameters");
   for (const Parameter* p : model.parameters()) save_tensor(backend, parameters, p->name, p->value);
-  const h5::Node buffers = root.create_group("buffers");
+  const h5::ChecksummedGroup buffers = root.create_group("buffers");
   for (const Buffer* b : model.buffers()) save_tensor(backend, buffers, b->name, b->value);
-  const h5::Node momentum = root.create_group("optimizer");
+  const h5::ChecksummedGroup momentum = root.create_group("optimizer");
   for (const Buffer& b : optimizer.state()) save_tensor(backend, momentum, b.name, b.value);
-  write_curve(root.create_group("curve"), state.curve);
+  write_curve_into(root.create_group("curve"), state.curve);
+  h5::seal(root.node(), sum);
   backend.synchronize();
   file.commit();
 }
@@ -133,19 +168,21 @@ TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer&
   ResultsReader file(path);
   try {
     if (!file.root().has("checkpoint")) throw UsageError("'" + path + "' is not a scalebench checkpoint");
-    const h5::Node root = file.root().open_group("checkpoint");
+    ContentChecksum sum;
+    const h5::ChecksummedGroup root(file.root().open_group("checkpoint"), sum);
+    const h5::Node& group = root.node();
     if (root.attr_string("model") != model.config().name)
-      throw UsageError("checkpoint '" + path + "' is of model " + root.attr_string("model") + ", not " +
+      throw UsageError("checkpoint '" + path + "' is of model " + group.attr_string("model") + ", not " +
                        model.config().name);
     if (root.attr_int("seed") != static_cast<int64_t>(model.config().seed))
-      throw UsageError("checkpoint '" + path + "' was made with --seed " + std::to_string(root.attr_int("seed")));
+      throw UsageError("checkpoint '" + path + "' was made with --seed " + std::to_string(group.attr_int("seed")));
     if (root.attr_string("optimizer") != optimizer_name(optimizer.config().kind))
-      throw UsageError("checkpoint '" + path + "' was made with --optimizer " + root.attr_string("optimizer"));
-    const h5::Node parameters = root.open_group("parameters");
+      throw UsageError("checkpoint '" + path + "' was made with --optimizer " + group.attr_string("optimizer"));
+    const h5::ChecksummedGroup parameters = root.open_group("parameters");
     for (Parameter* p : model.parameters()) load_tensor(backend, parameters, path, p->name, p->value);
-    const h5::Node buffers = root.open_group("buffers");
+    const h5::ChecksummedGroup buffers = root.open_group("buffers");
     for (Buffer* b : model.buffers()) load_tensor(backend, buffers, path, b->name, b->value);
-    const h5::Node momentum = root.open_group("optimizer");
+    const h5::ChecksummedGroup momentum = root.open_group("optimizer");
     for (Buffer& b : optimizer.state()) load_tensor(backend, momentum, path, b.name, b.value);
     TrainingState state;
     state.epoch = root.attr_int("epoch");
@@ -164,7 +201,8 @@ TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer&
       state.resumes = root.attr_int("resumes");
       state.resume_gap_s = root.attr_double("resume_gap_s");
     }
-    state.curve = read_curve(root.open_group("curve"));
+    state.curve = read_curve_from(root.open_group("curve"));
+    require_sealed(file, group, sum, "checkpoint '" + path + "'");
     require_plausible(state, path);
     return state;
   } catch (const LibraryError& e) {
@@ -182,10 +220,12 @@ std::string exchange_state_path(const std::string& checkpoint_path, int rank) {
 void save_exchange_state(const std::string& path, const std::vector<NamedFloats>& state, int64_t step, int ranks) {
   const std::lock_guard<std::timed_mutex> hdf5(h5::library_lock());
   ResultsFile file(path);
-  const h5::Node root = file.root().create_group("exchange");
+  ContentChecksum sum;
+  const h5::ChecksummedGroup root(file.root().create_group("exchange"), sum);
   root.set_attr("step", step);
   root.set_attr("ranks", static_cast<int64_t>(ranks));
   for (const auto& [name, values] : state) root.write(name, values);
+  h5::seal(root.node(), sum);
   file.commit();
 }
 
@@ -198,14 +238,16 @@ std::optional<std::vector<NamedFloats>> load_exchange_state(const std::string& p
   }
   try {
     ResultsReader file(path);
-    const h5::Node root = file.root().open_group("exchange");
-    if (root.attr_int("step") != step || root.attr_int("ranks") != ranks) {
-      why = path + " is of step " + std::to_string(root.attr_int("step")) + " with " +
-            std::to_string(root.attr_int("ranks")) + " ranks";
+    ContentChecksum sum;
+    const h5::ChecksummedGroup root(file.root().open_group("exchange"), sum);
+    const int64_t saved_step = root.attr_int("step"), saved_ranks = root.attr_int("ranks");
+    if (saved_step != step || saved_ranks != ranks) {
+      why = path + " is of step " + std::to_string(saved_step) + " with " + std::to_string(saved_ranks) + " ranks";
       return std::nullopt;
     }
     std::vector<NamedFloats> state;
-    for (const std::string& name : root.children()) state.emplace_back(name, root.read_floats(name));
+    for (const std::string& name : root.node().children()) state.emplace_back(name, root.read_floats(name));
+    require_sealed(file, root.node(), sum, "'" + path + "'");
     return state;
   } catch (const LibraryError& e) {
     throw UsageError("'" + path + "' is not a readable exchange state: " + e.what());

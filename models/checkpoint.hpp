@@ -21,7 +21,6 @@ namespace sb::models {
 // The per-epoch curve as one dataset per field (`epoch`, `wall_s`, `train_loss`, `images_per_s`,
 // `evaluated`, `top1`, `top5`; top-1/5 NaN where not evaluated): in results files and checkpoints.
 void write_curve(const h5::Node& group, const std::vector<EpochRecord>& curve);
-std::vector<EpochRecord> read_curve(const h5::Node& group);
 
 void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimizer, const TrainingState& state);
 

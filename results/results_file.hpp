@@ -10,7 +10,9 @@
 
 namespace sb {
 
-inline constexpr int64_t kSchemaVersion = 12;
+inline constexpr int64_t kSchemaVersion = 13;
+// The first version whose checkpoints and exchange states carry a content_checksum.
+inline constexpr int64_t kFirstChecksummedSchemaVersion = 13;
 // The oldest version whose groups sb-report reads: 5 to 9 only added groups and attributes.
 inline constexpr int64_t kOldestReadableSchemaVersion = 4;
 

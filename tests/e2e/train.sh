@@ -178,6 +178,16 @@ mkdir -p "$WORK/damaged-checkpoint" && cp "$WORK/resumed/checkpoint.h5" "$WORK/d
 heap=$(grep -obUa HEAP "$WORK/damaged-checkpoint/checkpoint.h5" | head -1 | cut -d: -f1)
 printf XXXX | dd of="$WORK/damaged-checkpoint/checkpoint.h5" bs=1 seek="$heap" conv=notrunc status=none
 bad_input "a damaged checkpoint" --checkpoint "$WORK/damaged-checkpoint" --resume
+# One bit of a stored value flipped (epoch_loss_sum's lowest), which HDF5 reads without complaint:
+# the checkpoint's checksum finds it (this had resumed, its loss wrong).
+mkdir -p "$WORK/flipped-checkpoint" && cp "$WORK/resumed/checkpoint.h5" "$WORK/flipped-checkpoint/"
+loss_sum=$(h5dump -m %.17g -a /checkpoint/epoch_loss_sum "$WORK/flipped-checkpoint/checkpoint.h5" | sed -n 's/.*(0): //p')
+check "one bit of its epoch_loss_sum ($loss_sum) flipped" perl -e 'my ($f, $v) = @ARGV; open(my $h, "+<:raw", $f) or die; local $/; my $b = <$h>; my $p = pack("d<", $v);
+         my $at = index($b, $p); die "not found" if $at < 0 || index($b, $p, $at + 1) >= 0;
+         seek($h, $at, 0); print $h chr(ord(substr($b, $at, 1)) ^ 1); close($h)' \
+  "$WORK/flipped-checkpoint/checkpoint.h5" "$loss_sum"
+bad_input "a bit flipped in a checkpoint's value" --seed 5 --checkpoint "$WORK/flipped-checkpoint" --resume
+check "which is called damage" grep -q "is damaged: its content does not match its checksum" "$WORK/bad.err"
 # --out naming the checkpoint (through another spelling of its folder) trained, then lost both.
 mkdir -p "$WORK/same-file"
 $MPIRUN_FAILFAST --bind-to none -np 1 $BIN/sb-train --threads 2 --steps 2 --checkpoint "$WORK/same-file" \

@@ -1,9 +1,14 @@
 // Checkpoints: the round trip of the training state, and a state that sb-train never writes (a
 // damaged or edited file: a negative epoch crashed the resumed run) refused as bad input, naming
-// the field.
+// the field; a bit flipped in a stored value, which HDF5 reads without complaint, found by the
+// content checksum.
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
 #include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -12,6 +17,7 @@
 #include "models/onednn_backend.hpp"
 #include "models/optimizer.hpp"
 #include "models/resnet.hpp"
+#include "results/results_file.hpp"
 #include "tests/unit/temp_dir.hpp"
 
 namespace sb::models {
@@ -28,6 +34,38 @@ class Checkpoint : public testing::TempDirTest {
   std::string refusal(const TrainingState& state) {
     try {
       round_trip(state);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  // Flips the lowest bit of the one place in the file where `value`'s bytes are stored.
+  template <class T>
+  void flip_stored(const std::string& file, T value) {
+    std::ifstream in(file, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string pattern(sizeof value, '\0');
+    std::memcpy(pattern.data(), &value, sizeof value);
+    const size_t at = bytes.find(pattern);
+    ASSERT_NE(at, std::string::npos);
+    ASSERT_EQ(bytes.find(pattern, at + 1), std::string::npos) << "the value is stored more than once";
+    bytes[at] = static_cast<char>(bytes[at] ^ 1);
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  // The checkpoint's sum removed, and its schema_version set to `version`, through HDF5 itself.
+  static void remove_checksum(const std::string& file, int64_t version) {
+    const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t group = H5Gopen2(f, "checkpoint", H5P_DEFAULT);
+    if (H5Aexists(group, "content_checksum") > 0) {
+      EXPECT_GE(H5Adelete(group, "content_checksum"), 0);
+    }
+    const hid_t attr = H5Aopen(f, "schema_version", H5P_DEFAULT);
+    EXPECT_GE(H5Awrite(attr, H5T_NATIVE_INT64, &version), 0);
+    H5Aclose(attr), H5Gclose(group), H5Fclose(f);
+  }
+  std::string load_refusal() {
+    try {
+      load_checkpoint(path("checkpoint.h5"), model_, optimizer_);
     } catch (const UsageError& e) {
       return e.what();
     }
@@ -76,6 +114,50 @@ TEST_F(Checkpoint, ATensorHoldingANonFiniteValueIsBadInputNamingTheTensor) {
   backend_.write(weight, values);
   EXPECT_NE(refusal(TrainingState{}).find("is damaged: tensor 'conv1.weight' holds a value that is not finite"),
             std::string::npos);
+}
+
+// A flipped bit in an attribute's value or in a tensor is no error to HDF5: a checkpoint whose
+// epoch_loss_sum had become 1024.0 was resumed as if whole.
+TEST_F(Checkpoint, ABitFlippedInAStoredValueIsDamageFoundByTheChecksum) {
+  TrainingState state;
+  state.epoch_loss_sum = 812.3046875;
+  save_checkpoint(path("checkpoint.h5"), model_, optimizer_, state);
+  ASSERT_EQ(load_refusal(), "");
+  flip_stored(path("checkpoint.h5"), state.epoch_loss_sum);
+  EXPECT_NE(load_refusal().find("is damaged: its content does not match its checksum"), std::string::npos);
+
+  Tensor& weight = model_.parameters().front()->value;
+  std::vector<float> values(static_cast<size_t>(weight.count()), 0.5f);
+  values[7] = 0.123456789f;
+  backend_.write(weight, values);
+  save_checkpoint(path("checkpoint.h5"), model_, optimizer_, TrainingState{});
+  flip_stored(path("checkpoint.h5"), 0.123456789f);
+  EXPECT_NE(load_refusal().find("is damaged: its content does not match its checksum"), std::string::npos);
+}
+
+// A checkpoint of a schema that always stores a sum, without one, is damaged (its sum's name was);
+// one from before sums were stored loads as it always did.
+TEST_F(Checkpoint, AMissingChecksumIsDamageOnlyWhereTheSchemaAlwaysHasOne) {
+  save_checkpoint(path("checkpoint.h5"), model_, optimizer_, TrainingState{});
+  remove_checksum(path("checkpoint.h5"), kSchemaVersion);
+  EXPECT_NE(load_refusal().find("is damaged: its checksum is missing"), std::string::npos);
+  remove_checksum(path("checkpoint.h5"), kFirstChecksummedSchemaVersion - 1);
+  EXPECT_EQ(load_refusal(), "");
+}
+
+TEST_F(Checkpoint, AnExchangeStateWithAFlippedBitIsRefused) {
+  const std::string file = path("checkpoint.exchange-rank0.h5");
+  save_exchange_state(file, {{"residual.conv1.weight", {0.25f, -0.125f, 0.987654321f}}}, 12, 2);
+  std::string why;
+  ASSERT_TRUE(load_exchange_state(file, 12, 2, why).has_value());
+  flip_stored(file, 0.987654321f);
+  try {
+    load_exchange_state(file, 12, 2, why);
+    ADD_FAILURE() << "a damaged exchange state was read";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("is damaged: its content does not match its checksum"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
