@@ -165,8 +165,8 @@ void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimize
 TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer& optimizer) {
   const std::lock_guard<std::timed_mutex> hdf5(h5::library_lock());
   Backend& backend = model.backend();
-  ResultsReader file(path);
   try {
+    const ResultsReader file(path);
     if (!file.root().has("checkpoint")) throw UsageError("'" + path + "' is not a scalebench checkpoint");
     ContentChecksum sum;
     const h5::ChecksummedGroup root(file.root().open_group("checkpoint"), sum);

@@ -87,10 +87,16 @@ ResultsReader::ResultsReader(const std::string& path) {
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (id < 0) throw UsageError("HDF5 cannot open '" + path + "' (truncated or damaged)");
   file_ = h5::Handle(id, H5Fclose);
-  root_ = std::make_unique<h5::Node>(
-      h5::Handle(SB_H5_CHECK(H5Gopen2(id, "/", H5P_DEFAULT)), H5Gclose));
-  if (!root_->has_attr("schema_version"))
-    throw UsageError("'" + path + "' is not a scalebench results file (no schema_version)");
+  // A flipped byte in the superblock or the root group's header opens, then fails here (or at the
+  // first read of the root); a caller that reads on would report it as a fault, not as bad input.
+  try {
+    root_ = std::make_unique<h5::Node>(h5::Handle(SB_H5_CHECK(H5Gopen2(id, "/", H5P_DEFAULT)), H5Gclose));
+    if (!root_->has_attr("schema_version"))
+      throw UsageError("'" + path + "' is not a scalebench results file (no schema_version)");
+    schema_version_ = root_->attr_int("schema_version");
+  } catch (const LibraryError& e) {
+    throw UsageError("'" + path + "' is damaged: " + e.what());
+  }
 }
 
 }  // namespace sb

@@ -52,16 +52,18 @@ class ResultsFile {
 };
 
 // A committed results file, opened read-only. Throws UsageError for a path that is not a
-// complete scalebench results file (missing, not HDF5, a temporary name, no schema_version).
+// complete scalebench results file (missing, not HDF5, a temporary name, no schema_version), and
+// for one whose superblock or root group is damaged, which HDF5 opens but cannot read.
 class ResultsReader {
  public:
   explicit ResultsReader(const std::string& path);
   const h5::Node& root() const { return *root_; }
-  int64_t schema_version() const { return root_->attr_int("schema_version"); }
+  int64_t schema_version() const { return schema_version_; }
 
  private:
   h5::Handle file_;
   std::unique_ptr<h5::Node> root_;
+  int64_t schema_version_ = 0;
 };
 
 }  // namespace sb

@@ -2,11 +2,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "common/check.hpp"
 #include "common/usage_error.hpp"
@@ -200,6 +202,33 @@ TEST_F(Results, ReaderRefusesWhatIsNotAResult) {
     H5Fclose(id);
   }
   EXPECT_THROW(ResultsReader{path("foreign.h5")}, UsageError);
+}
+
+// A byte flipped anywhere in the superblock or the root group's header: HDF5 opens such a file,
+// then fails on its root (`H5Gopen2: not a group`), which sb-train's --resume reported as a fault
+// (exit 3) rather than as a damaged file. The reader now opens it or refuses it as bad input.
+TEST_F(Results, AFileDamagedAtItsRootIsBadInput) {
+  {
+    ResultsFile file(path("run.h5"));
+    file.root().set_attr("program", "sb-test");
+    file.commit();
+  }
+  std::ifstream in(path("run.h5"), std::ios::binary);
+  const std::string whole((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  int refused = 0;
+  for (size_t at = 0; at < std::min<size_t>(whole.size(), 1024); ++at) {
+    std::string damaged = whole;
+    damaged[at] = static_cast<char>(damaged[at] ^ 0xFF);
+    std::ofstream(path("damaged.h5"), std::ios::binary | std::ios::trunc) << damaged;
+    try {
+      const ResultsReader reader(path("damaged.h5"));
+    } catch (const UsageError&) {
+      ++refused;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "byte " << at << ": " << e.what();
+    }
+  }
+  EXPECT_GT(refused, 0);
 }
 
 TEST_F(Results, UnwritablePathIsBadInput) {
