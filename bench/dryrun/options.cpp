@@ -129,6 +129,7 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
   require_meant_numbers(app);
 
   const bool is_train = train->parsed();
+  o.model_named = train->count("--model") > 0;
   if (allreduce->parsed()) o.command = DryrunCommand::allreduce;
   if (is_train) o.command = DryrunCommand::train;
   if (validate->parsed()) o.command = DryrunCommand::validate;

@@ -33,6 +33,7 @@ struct DryrunOptions {
   // train
   std::string profile;        // --profile FILE: the backward (and forward) timeline
   std::string model = "resnet50";  // --model: its compute line in the machine file
+  bool model_named = false;         // --model given: the machine must have its compute line
   int batch = 0;              // per-rank batch; 0: the machine's compute batch
   std::vector<BucketStrategy> strategies;
   double min_mb = 0.25, max_mb = 256, mb_factor = 2;

@@ -48,6 +48,16 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
   // measured on it), at --batch images per rank (sb-buckets' default 32).
   const auto rate = machine.compute.find(o.model);
   const bool scaled = rate != machine.compute.end();
+  // A --model the machine has no line for (a typo, a model it was not described with) would
+  // otherwise price the step at the profile's own times, those of wherever it was measured.
+  if (!scaled && o.model_named) {
+    std::string known;
+    for (const auto& [name, line] : machine.compute) known += (known.empty() ? "" : ", ") + name;
+    throw UsageError("--model " + o.model + ": " + o.machine + " has no compute line for it (" +
+                     (known.empty() ? std::string("it has none: leave --model out to use the profile's own times")
+                                    : "it has: " + known) +
+                     ")");
+  }
   const int batch = o.batch > 0 ? o.batch : scaled ? rate->second.batch : 32;
   double scale = 1;
   BackwardProfile profile = read_backward_profile(o.profile);

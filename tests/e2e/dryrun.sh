@@ -116,3 +116,9 @@ check "validate --out naming a run it reads exits 2 ($?), saying so" \
 check "and the run's file is left as it was" cmp -s "$WORK/meas/ar.h5" "$WORK/ar-before.h5"
 "$BIN/sb-dryrun" train --machine "$WORK/flat.machine" --profile "$WORK/none.profile" >"$WORK/bad.out" 2>&1
 check "a missing profile exits 2" test $? -eq 2
+# A mistyped --model had priced the step at the profile's own times (those of where it was measured).
+"$BIN/sb-dryrun" train --machine sim/machines/ethernet-100g.machine --profile "$WORK/p.profile" --model resnet5O \
+  --out "$WORK/typo" >"$WORK/bad.out" 2>&1
+check "a --model without a compute line in the machine file exits 2, naming the lines it has" \
+  bash -c "test $? -eq 2 && grep -q 'resnet5O: .* has no compute line for it (it has: resnet50)' '$WORK/bad.out' &&
+           test ! -e '$WORK/typo'"
