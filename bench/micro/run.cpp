@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -17,6 +19,7 @@
 #include "common/atomic_file.hpp"
 #include "common/check.hpp"
 #include "common/command_line.hpp"
+#include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 #include "common/watchdog.hpp"
 #include "results/run_metadata.hpp"
@@ -65,6 +68,22 @@ std::string flag_value(const std::vector<std::string>& flags, const std::string&
 
 bool is_true(const std::string& value) { return value == "true" || value == "yes" || value == "1"; }
 
+// Values Google Benchmark takes but cannot run: fewer than one repetition (-1 reached the
+// reporter, whose reserve() failed: a fault, exit 3), and a time that is not finite, or negative
+// (1e400, read as infinity, ran forever).
+void require_runnable(const std::vector<std::string>& flags) {
+  const std::string repetitions = flag_value(flags, "benchmark_repetitions", "1");
+  if (const std::optional<int64_t> count = parse_whole_integer(repetitions); count && *count < 1)
+    throw UsageError("--benchmark_repetitions must be at least 1, not " + repetitions);
+  for (const char* name : {"benchmark_min_time", "benchmark_min_warmup_time"}) {
+    const std::string value = flag_value(flags, name, "");
+    char* end = nullptr;
+    const double seconds = std::strtod(value.c_str(), &end);
+    if (end != value.c_str() && !(std::isfinite(seconds) && seconds >= 0))
+      throw UsageError(std::string("--") + name + " must be a finite number of seconds, not '" + value + "'");
+  }
+}
+
 // The display Google Benchmark would make of the same flags, after the checks of what it would
 // end the process on itself (an unknown format, exit 0; an --benchmark_out it cannot open, exit 1),
 // which are bad input here.
@@ -94,6 +113,7 @@ int run(int argc, char** argv) {
   const std::optional<MicroOptions> parsed = parse_micro_options(argc, argv);
   if (!parsed) return 0;
   const MicroOptions& o = *parsed;
+  require_runnable(o.benchmark_flags);
   std::unique_ptr<benchmark::BenchmarkReporter> display = display_for(o.benchmark_flags);
   std::vector<std::string> words = {argv[0]};
   words.insert(words.end(), o.benchmark_flags.begin(), o.benchmark_flags.end());

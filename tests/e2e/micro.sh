@@ -60,6 +60,8 @@ bad_input() {
 }
 bad_input "unknown format" --benchmark_format=xml
 bad_input "a value Google Benchmark does not take" --benchmark_min_time=soon
+bad_input "a repetition count below 1 (-1 was a fault, exit 3)" --benchmark_filter=BM_memcpy/262144 --benchmark_repetitions=-1
+bad_input "a minimum time that is not finite (1e400 ran forever)" --benchmark_filter=BM_memcpy/262144 --benchmark_min_time=1e400
 bad_input "an unknown flag" --fast
 bad_input "an unknown Google Benchmark flag" --benchmark_fastest=true
 bad_input "a filter that matches nothing" --benchmark_filter=no_such_kernel
