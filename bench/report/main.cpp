@@ -2,12 +2,14 @@
 // campaign files and folders (skipping, and naming, files it cannot use), optionally merges them
 // into one HDF5 file, then writes the report folder: data/*.dat, *.gp, *.png, *.svg, summary.txt
 // and index.html. No MPI: it runs on a login node.
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <set>
 
 #include "bench/report/options.hpp"
 #include "common/check.hpp"
+#include "common/sizes.hpp"
 #include "common/usage_error.hpp"
 #include "results/campaign.hpp"
 #include "results/merge.hpp"
@@ -29,10 +31,31 @@ void check_by_label(const sb::Campaign& campaign, const std::string& key) {
                        (known.empty() ? std::string("the runs have no labels") : "labels: " + known) + ")");
 }
 
+// --size must be a size some sweep measured: the allreduce scaling plots of a size no run has
+// (a typo, 64K for 64M) were left out without a word. Sizes are the sb-allreduce sweeps' (the
+// scaling plots) and sb-compress's (its trade-off plots take --size too); a campaign with
+// neither has nothing --size applies to, and is not refused for it.
+void check_size(const sb::Campaign& campaign, uint64_t size) {
+  if (size == 0) return;
+  std::set<double> measured;
+  for (const sb::Run& run : campaign.runs) {
+    const char* group = run.program == "sb-allreduce" ? "allreduce" : run.program == "sb-compress" ? "compress" : nullptr;
+    if (!group || !run.root->has(group)) continue;
+    const sb::h5::Node sweep = run.root->open_group(group);
+    for (const std::string& child : sweep.children())
+      for (double bytes : sweep.open_group(child).read_doubles("size_bytes")) measured.insert(bytes);
+  }
+  if (measured.empty() || measured.count(static_cast<double>(size))) return;
+  throw sb::UsageError("--size " + sb::format_size(size) + "B: no sb-allreduce or sb-compress run measured it (they measured " +
+                       sb::format_size(static_cast<uint64_t>(*measured.begin())) + "B to " +
+                       sb::format_size(static_cast<uint64_t>(*measured.rbegin())) + "B)");
+}
+
 int report(const sb::ReportProgramOptions& o) {
   sb::Campaign campaign = sb::load_campaign(o.inputs);
   sb::report::skip_unplottable_runs(campaign, o.report);
   check_by_label(campaign, o.report.by);
+  check_size(campaign, o.report.size_bytes);
   // --merge may rewrite an earlier merged file among the inputs (its runs are read first, and all
   // go into the new one), but not a run's own file.
   if (!o.merge.empty()) sb::refuse_writing_over_a_run(campaign, o.merge, "--merge");

@@ -115,6 +115,10 @@ bad_input "a missing path" --out "$WORK/r3" "$WORK/nothing-here"
 bad_input "an unknown --by label" --by rack --out "$WORK/r4" "$camp"
 bad_input "a bad --format" --format jpeg --out "$WORK/r5" "$camp"
 bad_input "a bad --size" --size 12Q --out "$WORK/r6" "$camp"
+# A size no sweep measured had left the scaling plots out without a word.
+bad_input "a --size no run measured" --size 3K --out "$WORK/r6" "$camp"
+check "which it says, with the sizes measured" grep -q -- '--size 3KB: no sb-allreduce or sb-compress run measured it (they measured' "$WORK/bad.err"
+check "and writes no report" test ! -e "$WORK/r6"
 bad_input "no input" --out "$WORK/r7"
 # A gnuplot that is not there is found out before anything is written.
 bad_input "a missing gnuplot" --gnuplot /nonexistent/gnuplot --out "$WORK/r8" "$camp"
