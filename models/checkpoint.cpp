@@ -118,9 +118,18 @@ std::vector<EpochRecord> read_curve_from(const h5::ChecksummedGroup& group) {
   return curve_from_columns(std::move(columns));
 }
 
+// The file's schema_version, on its root outside the sealed group, is summed too: a flipped one
+// had loaded (it says which fields a file must have, the checksum among them).
+constexpr const char* kVersionPiece = "/schema_version";
+
+void seal_with_version(const h5::ChecksummedGroup& group, ContentChecksum sum) {
+  sum.add_int(kVersionPiece, kSchemaVersion);
+  h5::seal(group.node(), sum);
+}
+
 // Damage found once everything was read: the stored sum and the one of what was read differ.
-void require_sealed(const ResultsReader& file, const h5::Node& group, const ContentChecksum& read,
-                    const std::string& what) {
+void require_sealed(const ResultsReader& file, const h5::Node& group, ContentChecksum read, const std::string& what) {
+  read.add_int(kVersionPiece, file.schema_version());
   const std::string damage = h5::verify_seal(group, read, file.schema_version() >= kFirstChecksummedSchemaVersion);
   if (!damage.empty()) throw UsageError(what + " is damaged: " + damage);
 }
@@ -157,7 +166,7 @@ void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimize
   const h5::ChecksummedGroup momentum = root.create_group("optimizer");
   for (const Buffer& b : optimizer.state()) save_tensor(backend, momentum, b.name, b.value);
   write_curve_into(root.create_group("curve"), state.curve);
-  h5::seal(root.node(), sum);
+  seal_with_version(root, sum);
   backend.synchronize();
   file.commit();
 }
@@ -225,7 +234,7 @@ void save_exchange_state(const std::string& path, const std::vector<NamedFloats>
   root.set_attr("step", step);
   root.set_attr("ranks", static_cast<int64_t>(ranks));
   for (const auto& [name, values] : state) root.write(name, values);
-  h5::seal(root.node(), sum);
+  seal_with_version(root, sum);
   file.commit();
 }
 

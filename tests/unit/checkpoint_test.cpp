@@ -52,11 +52,12 @@ class Checkpoint : public testing::TempDirTest {
     bytes[at] = static_cast<char>(bytes[at] ^ 1);
     std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
   }
-  // The checkpoint's sum removed, and its schema_version set to `version`, through HDF5 itself.
-  static void remove_checksum(const std::string& file, int64_t version) {
+  // The checkpoint's schema_version set to `version`, and its sum removed unless `keep_sum`,
+  // through HDF5 itself.
+  static void edit_checkpoint(const std::string& file, int64_t version, bool keep_sum) {
     const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
     const hid_t group = H5Gopen2(f, "checkpoint", H5P_DEFAULT);
-    if (H5Aexists(group, "content_checksum") > 0) {
+    if (!keep_sum && H5Aexists(group, "content_checksum") > 0) {
       EXPECT_GE(H5Adelete(group, "content_checksum"), 0);
     }
     const hid_t attr = H5Aopen(f, "schema_version", H5P_DEFAULT);
@@ -139,10 +140,18 @@ TEST_F(Checkpoint, ABitFlippedInAStoredValueIsDamageFoundByTheChecksum) {
 // one from before sums were stored loads as it always did.
 TEST_F(Checkpoint, AMissingChecksumIsDamageOnlyWhereTheSchemaAlwaysHasOne) {
   save_checkpoint(path("checkpoint.h5"), model_, optimizer_, TrainingState{});
-  remove_checksum(path("checkpoint.h5"), kSchemaVersion);
+  edit_checkpoint(path("checkpoint.h5"), kSchemaVersion, false);
   EXPECT_NE(load_refusal().find("is damaged: its checksum is missing"), std::string::npos);
-  remove_checksum(path("checkpoint.h5"), kFirstChecksummedSchemaVersion - 1);
+  edit_checkpoint(path("checkpoint.h5"), kFirstChecksummedSchemaVersion - 1, false);
   EXPECT_EQ(load_refusal(), "");
+}
+
+// The schema_version on the file's root is summed too: changed (to 0, by one flipped byte), it had
+// loaded, and a version from before checksums would have let a missing sum pass.
+TEST_F(Checkpoint, AChangedSchemaVersionIsDamage) {
+  save_checkpoint(path("checkpoint.h5"), model_, optimizer_, TrainingState{});
+  edit_checkpoint(path("checkpoint.h5"), 0, true);
+  EXPECT_NE(load_refusal().find("is damaged: its content does not match its checksum"), std::string::npos);
 }
 
 TEST_F(Checkpoint, AnExchangeStateWithAFlippedBitIsRefused) {
