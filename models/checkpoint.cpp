@@ -69,10 +69,6 @@ void require_plausible(const TrainingState& s, const std::string& path) {
   require(time(s.resume_gap_s), "resume_gap_s");
 }
 
-}  // namespace
-
-namespace {
-
 // The curve's datasets, in the order they are written.
 constexpr const char* kCurveColumns[] = {"epoch", "wall_s", "train_loss", "images_per_s", "evaluated", "top1", "top5",
                                          "clock_s"};
