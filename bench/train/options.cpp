@@ -17,7 +17,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   models::TrainConfig& c = o.config;
   std::string optimizer = "sgd", decay = "cosine", strategy = "ddp", transport = "mpi", precision = "fp32",
               cudnn_search = "heuristic";
-  double bucket_mb = -1;
+  double bucket_mb = 0;  // --bucket-mb, when given
   int overlap = 1, error_feedback = 1;
   std::string straggler, resize, batch_schedule;
   std::vector<std::string> label_texts;
@@ -71,7 +71,8 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
                  "torus2d); with --backend cudnn, nccl (ncclAllReduce) or a schedule on the nccl transport [mpi; nccl on GPUs]");
   app.add_option("--transport", transport, "a schedule's transport: mpi or shm; nccl with --backend cudnn (its only one) [mpi]");
   app.add_option("--bucket-strategy", strategy, "per-tensor, fixed (Horovod), ddp (PyTorch) or partition [ddp]");
-  app.add_option("--bucket-mb", bucket_mb, "bucket size in MiB [fixed 128, ddp 25, partition 4]");
+  const CLI::Option* bucket_mb_option =
+      app.add_option("--bucket-mb", bucket_mb, "bucket size in MiB [fixed 128, ddp 25, partition 4]");
   app.add_option("--overlap", overlap, "1: reduce buckets while backward runs; 0: after it [1]");
   std::string progress = "thread";
   app.add_option("--progress", progress,
@@ -106,7 +107,8 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   c.optimizer.kind = models::parse_optimizer(optimizer);
   c.decay = models::parse_decay(decay);
   c.bucket_strategy = parse_bucket_strategy(strategy);
-  c.bucket_mb = bucket_mb >= 0 ? bucket_mb : default_bucket_mb(c.bucket_strategy);
+  // Not given: the strategy's default (a negative one given had silently meant the same).
+  c.bucket_mb = bucket_mb_option->count() > 0 ? bucket_mb : default_bucket_mb(c.bucket_strategy);
   if (c.bucket_strategy != BucketStrategy::per_tensor && c.bucket_mb <= 0)
     throw UsageError("--bucket-mb must be positive");
   if (overlap != 0 && overlap != 1) throw UsageError("--overlap must be 0 or 1");
@@ -155,6 +157,8 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   if (c.checkpoint_every < 1 || c.checkpoint_steps < 0) throw UsageError("--checkpoint-every must be at least 1");
   if (c.optimizer.momentum < 0 || c.optimizer.momentum >= 1) throw UsageError("--momentum is in [0, 1)");
   if (c.optimizer.weight_decay < 0) throw UsageError("--weight-decay must not be negative");
+  // A trust coefficient of 0 or below makes LARS step by nothing, or against the gradient.
+  if (!(c.optimizer.lars_eta > 0)) throw UsageError("--lars-eta must be positive");
   if (c.backend != "onednn" && c.backend != "reference" && c.backend != "cudnn")
     throw UsageError("unknown --backend '" + c.backend + "'");
   c.precision = models::parse_precision(precision);
