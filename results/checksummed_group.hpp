@@ -6,6 +6,7 @@
 // a value) is found. Only what goes through this class is covered: a reader must read every
 // piece the writer wrote, or the sums differ.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/content_checksum.hpp"

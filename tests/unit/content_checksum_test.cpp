@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
+#include <span>
 #include <vector>
 
 namespace sb {
