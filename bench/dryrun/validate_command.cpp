@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -30,6 +31,7 @@ struct Case {
   int64_t ranks = 0;
   double size = 0;        // bytes (allreduce) or bucket MiB (buckets)
   double measured_s = 0, predicted_s = 0;
+  std::string run_id;     // the run's run_id (empty before schema 12)
   double error() const { return predicted_s / measured_s - 1; }
 };
 
@@ -95,7 +97,8 @@ void validate_allreduce(const Run& run, const sim::Machine& machine, std::vector
                             counts[i] == std::floor(sizes[i] / static_cast<double>(size_of(type))),
                         impl + ": count and size_bytes disagree in row " + std::to_string(i + 1));
       c.count = static_cast<size_t>(counts[i]);
-      cases.push_back({run.name, impl, run.ranks, sizes[i], measured[i] * 1e-6, sim::predict_allreduce(machine, c).time_s});
+      cases.push_back({run.name, impl, run.ranks, sizes[i], measured[i] * 1e-6, sim::predict_allreduce(machine, c).time_s,
+                       run.run_id});
     }
   }
 }
@@ -138,7 +141,7 @@ void validate_buckets(const Run& run, const sim::Machine& machine, std::vector<C
       // fused was planned as one bucket twice the gradients' size.
       const double planned_mb = group == "fused" ? 1e9 : mb[i];
       const sim::StepPrediction p = sim::predict_step(profile, plan_buckets_swept(profile.tensors, strategy, planned_mb), model, overlap);
-      cases.push_back({run.name, "buckets:" + group, run.ranks, mb[i], measured[i], p.iteration_s});
+      cases.push_back({run.name, "buckets:" + group, run.ranks, mb[i], measured[i], p.iteration_s, run.run_id});
     }
   }
 }
@@ -179,6 +182,15 @@ std::vector<Case> collect_cases(const std::vector<std::string>& inputs, const si
 // median if it holds several), so the table shows how far two measurements differ: the floor
 // under any model's error on this machine. Rows without a match are dropped.
 void replace_by_reference(std::vector<Case>& cases, const std::vector<Case>& reference) {
+  // A run that is among the inputs too (its folder given to both) would match itself: a noise
+  // floor of 0.0% that no second measurement showed.
+  std::set<std::string> measured_runs;
+  for (const Case& c : cases)
+    if (!c.run_id.empty()) measured_runs.insert(c.run_id);
+  for (const Case& c : reference)
+    if (measured_runs.count(c.run_id))
+      throw UsageError("--reference: run " + c.run + " is among the inputs too (the same run_id): the reference must be "
+                       "the same rows measured again, in other runs");
   std::map<std::tuple<int64_t, std::string, double>, std::vector<double>> again;
   for (const Case& c : reference) again[{c.ranks, c.what, c.size}].push_back(c.measured_s);
   std::vector<Case> kept;

@@ -81,9 +81,20 @@ check "validate has a row per implementation measured" test "$(grep -cE '^ar +(m
 check "validate skips the simulated runs" bash -c "! grep -q '^allreduce-np' '$WORK/v.out'"
 check "validate's summary line" grep -qE '^# all 9 rows: median \|error\|' "$WORK/v.out"
 check_schema "$WORK/v.h5"
-"$BIN/sb-dryrun" validate --machine "$WORK/here.machine" "$WORK/meas" --reference "$WORK/meas" --out "$WORK/ref.h5" \
+# --reference: the same rows measured again, in another run.
+mkdir -p "$WORK/again"
+$MPIRUN -np 2 "$BIN/sb-allreduce" --impl mpi,ring --transport mpi,shm -b 64K -e 1M -f 4 -n 3 -w 1 \
+  --out "$WORK/again/ar.h5" >/dev/null 2>&1
+"$BIN/sb-dryrun" validate --machine "$WORK/here.machine" "$WORK/meas" --reference "$WORK/again" --out "$WORK/ref.h5" \
   >"$WORK/ref.out" 2>&1
-check "validate --reference against the same runs finds no difference" grep -qE '^# all 9 rows: median \|error\| 0\.0%, max 0\.0%' "$WORK/ref.out"
+check "validate --reference compares each of the 9 rows with its second measurement (exit status $?)" \
+  grep -qE '^# all 9 rows: median \|error\| [0-9.]+%' "$WORK/ref.out"
+# The inputs' own runs as the reference had matched every row with itself: a 0.0% noise floor.
+"$BIN/sb-dryrun" validate --machine "$WORK/here.machine" "$WORK/meas" --reference "$WORK/meas" --out "$WORK/ref2.h5" \
+  >"$WORK/ref2.out" 2>&1
+check "validate --reference naming the inputs' own runs exits 2 ($?), saying so" \
+  bash -c "test $? -eq 2 && grep -q '^sb-dryrun: error: --reference: run ar is among the inputs too' '$WORK/ref2.out' &&
+           test ! -e '$WORK/ref2.h5'"
 
 # sb-report draws predicted lines beside measured ones.
 "$BIN/sb-report" --no-render --out "$WORK/report" "$WORK/meas" "$WORK/pred" >/dev/null 2>&1
