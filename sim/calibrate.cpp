@@ -236,10 +236,6 @@ TransportLatency mpi_latency(MPI_Comm node, int repeats) {
                            [&](const Schedule& s) { mpi.execute(s, input.data(), work.data(), DataType::float32, RedOp::sum); });
 }
 
-}  // namespace
-
-namespace {
-
 // Where noise leaves no positive slope (a loaded machine: the larger messages timed no slower), the
 // bandwidth of the largest message alone, its alpha included: a lower bound, where 0 made a
 // machine file that sb-dryrun refuses to read.
