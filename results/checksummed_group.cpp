@@ -76,4 +76,18 @@ std::string verify_seal(const Node& node, const ContentChecksum& sum, bool requi
   return "its content does not match its checksum (stored " + stored + ", read " + sum.hex() + ")";
 }
 
+namespace {
+ContentChecksum sum_of_everything(const Node& root) {
+  ContentChecksum sum;
+  root.sum_content(sum, kContentChecksumAttr);
+  return sum;
+}
+}  // namespace
+
+void seal_everything(const Node& root) { seal(root, sum_of_everything(root)); }
+
+std::string verify_everything_sealed(const Node& root, bool required) {
+  return verify_seal(root, sum_of_everything(root), required);
+}
+
 }  // namespace sb::h5

@@ -93,6 +93,84 @@ herr_t collect_attr_name(hid_t, const char* name, const H5A_info_t*, void* out) 
   return 0;
 }
 
+// Deeper than any file scalebench writes (a merged campaign's runs are six groups down): a damaged
+// link that points back up would otherwise recurse until the stack ran out.
+constexpr int kDeepestGroup = 32;
+
+// The memory type a stored element is read as. Only what scalebench writes is accepted: integers,
+// floats and fixed-length strings, whose bytes in memory are the values (variable-length data would
+// be read as pointers).
+Handle memory_type(hid_t stored, const std::string& what) {
+  const H5T_class_t kind = H5Tget_class(stored);
+  require(kind == H5T_INTEGER || kind == H5T_FLOAT || (kind == H5T_STRING && H5Tis_variable_str(stored) == 0),
+          what + " is of a type scalebench does not write");
+  return Handle(SB_H5_CHECK(H5Tget_native_type(stored, H5T_DIR_ASCEND)), H5Tclose);
+}
+
+// How a piece is named in the sum: its path, a NUL (which no HDF5 name holds), its kind ('G' group,
+// 'A' attribute, 'D' dataset) and, for values, the element's class and size and the shape.
+std::string piece_name(const std::string& path, char kind, hid_t type = -1, hid_t space = -1) {
+  std::string name = path + '\0' + kind;
+  if (type < 0) return name;
+  name += 'c' + std::to_string(H5Tget_class(type)) + 's' + std::to_string(H5Tget_size(type)) + '[';
+  const int rank = SB_H5_CHECK(H5Sget_simple_extent_ndims(space));
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  SB_H5_CHECK(H5Sget_simple_extent_dims(space, dims.data(), nullptr));
+  for (hsize_t d : dims) name += std::to_string(d) + ',';
+  return name + ']';
+}
+
+// The bytes of `count` elements of `type`, after checking that the file holds that many (`stored`
+// bytes): a damaged shape claiming more is found before allocating for it.
+std::vector<std::byte> buffer_for(hid_t space, hid_t type, hsize_t stored, const std::string& what) {
+  const hssize_t count = SB_H5_CHECK(H5Sget_simple_extent_npoints(space));
+  const size_t element = H5Tget_size(type);
+  require(element > 0 && static_cast<hsize_t>(count) <= stored / element,
+          what + ": its shape claims more elements than the file holds (a damaged file)");
+  return std::vector<std::byte>(static_cast<size_t>(count) * element);
+}
+
+void sum_attribute(hid_t node, const std::string& path, const std::string& name, ContentChecksum& sum) {
+  const std::string what = "attribute '" + path + (path.empty() ? "" : "/") + name + "'";
+  Handle attr = open_attr(node, name);
+  Handle stored(SB_H5_CHECK(H5Aget_type(attr.get())), H5Tclose);
+  Handle type = memory_type(stored.get(), what);
+  Handle space(SB_H5_CHECK(H5Aget_space(attr.get())), H5Sclose);
+  // An attribute's stored size is its file type's; strings and integers are stored at their
+  // memory size, so the check is the same.
+  std::vector<std::byte> bytes = buffer_for(space.get(), type.get(), H5Aget_storage_size(attr.get()), what);
+  if (!bytes.empty()) SB_H5_CHECK(H5Aread(attr.get(), type.get(), bytes.data()));
+  sum.add_bytes(piece_name(path, 'A', type.get(), space.get()) + name, bytes);
+}
+
+void sum_dataset(hid_t node, const std::string& path, const std::string& name, ContentChecksum& sum) {
+  const std::string what = "dataset '" + path + "'";
+  Handle set(SB_H5_CHECK(H5Dopen2(node, name.c_str(), H5P_DEFAULT)), H5Dclose);
+  Handle stored(SB_H5_CHECK(H5Dget_type(set.get())), H5Tclose);
+  Handle type = memory_type(stored.get(), what);
+  Handle space(SB_H5_CHECK(H5Dget_space(set.get())), H5Sclose);
+  // Every dataset here is written whole, so all its elements are in the file.
+  std::vector<std::byte> bytes = buffer_for(space.get(), type.get(), H5Dget_storage_size(set.get()), what);
+  if (!bytes.empty()) SB_H5_CHECK(H5Dread(set.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()));
+  sum.add_bytes(piece_name(path, 'D', type.get(), space.get()), bytes);
+}
+
+void sum_group(const Node& group, const std::string& path, ContentChecksum& sum, std::string_view skip, int depth) {
+  require(depth <= kDeepestGroup, "groups nested more than " + std::to_string(kDeepestGroup) + " deep (a damaged file)");
+  sum.add_bytes(piece_name(path, 'G'), {});
+  for (const std::string& name : group.attr_names())
+    if (name != skip) sum_attribute(group.id(), path, name, sum);
+  std::vector<std::pair<std::string, H5O_type_t>> objects;
+  hsize_t index = 0;
+  SB_H5_CHECK(H5Literate(group.id(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_object_type, &objects));
+  for (const auto& [name, type] : objects) {
+    const std::string below = path.empty() ? name : path + "/" + name;
+    if (type == H5O_TYPE_GROUP) sum_group(group.open_group(name), below, sum, {}, depth + 1);
+    else if (type == H5O_TYPE_DATASET) sum_dataset(group.id(), below, name, sum);
+    else throw LibraryError("'" + below + "' is neither a group nor a dataset");
+  }
+}
+
 // HDF5 closes the files still open at exit, from an atexit handler. A file whose close failed (a
 // full disk: the flush on close could not write) is left half-closed, and that handler then
 // crashes on it (seen with 1.10.8), turning a clean "cannot write" into a segfault. Every file
@@ -133,27 +211,7 @@ std::vector<std::string> Node::children() const {
   return names;
 }
 
-void Node::verify_readable() const {
-  for (const std::string& name : attr_names()) {
-    Handle attr = open_attr(id(), name);
-    Handle stored(SB_H5_CHECK(H5Aget_type(attr.get())), H5Tclose);
-    if (H5Tget_class(stored.get()) == H5T_STRING) {
-      attr_strings(name);
-      continue;
-    }
-    Handle space(SB_H5_CHECK(H5Aget_space(attr.get())), H5Sclose);
-    std::vector<double> values(static_cast<size_t>(SB_H5_CHECK(H5Sget_simple_extent_npoints(space.get()))));
-    if (!values.empty()) SB_H5_CHECK(H5Aread(attr.get(), H5T_NATIVE_DOUBLE, values.data()));
-  }
-  std::vector<std::pair<std::string, H5O_type_t>> objects;
-  hsize_t index = 0;
-  SB_H5_CHECK(H5Literate(id(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_object_type, &objects));
-  for (const auto& [name, type] : objects) {
-    if (type == H5O_TYPE_GROUP) open_group(name).verify_readable();
-    else if (type == H5O_TYPE_DATASET) read_doubles(name);
-    else throw LibraryError("'" + name + "' is neither a group nor a dataset");
-  }
-}
+void Node::sum_content(ContentChecksum& sum, std::string_view skip) const { sum_group(*this, "", sum, skip, 0); }
 
 void Node::set_attr(const std::string& name, const std::string& value) const {
   Handle type = string_type(value.size());

@@ -6,8 +6,11 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
+
+#include "common/content_checksum.hpp"
 
 namespace sb::h5 {
 
@@ -76,10 +79,13 @@ class Node {
   std::vector<double> read_doubles(const std::string& name, std::vector<hsize_t>* dims = nullptr) const;
   std::vector<int64_t> read_ints(const std::string& name, std::vector<hsize_t>* dims = nullptr) const;
 
-  // Reads every attribute and dataset at and below this group, so that a damaged file (a flipped
-  // byte in a heap or an object header, a cut-short dataset) fails here, once, where the caller
-  // can name the file, rather than halfway through using it. Throws LibraryError.
-  void verify_readable() const;
+  // Reads every group, attribute and dataset at and below this group as stored, and adds each to
+  // `sum` under its path below this group, its kind, element type and shape, so that the same
+  // bytes under another name, type or shape do not match. This group's own attribute `skip` is left
+  // out (where the sum itself is kept). A damaged file (a flipped byte in a heap or an object
+  // header, a cut-short dataset) fails here, once, where the caller can name the file, rather than
+  // halfway through using it. Throws LibraryError.
+  void sum_content(ContentChecksum& sum, std::string_view skip = {}) const;
 
  private:
   Handle handle_;

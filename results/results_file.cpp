@@ -12,6 +12,7 @@
 #include "common/atomic_file.hpp"
 #include "common/check.hpp"
 #include "common/usage_error.hpp"
+#include "results/checksummed_group.hpp"
 
 namespace sb {
 
@@ -52,6 +53,7 @@ ResultsFile::~ResultsFile() {
 }
 
 void ResultsFile::commit() {
+  h5::seal_everything(*root_);  // on failure the destructor discards the file
   root_.reset();
   SB_H5_CHECK(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));  // on failure the destructor discards it
   try {
@@ -77,7 +79,7 @@ void ResultsFile::discard() {
   ::unlink(temporary_path_.c_str());
 }
 
-ResultsReader::ResultsReader(const std::string& path) {
+ResultsReader::ResultsReader(const std::string& path) : path_(path) {
   h5::silence_error_stack();
   if (path.find(".tmp-") != std::string::npos)
     throw UsageError("'" + path + "' is a temporary file of an unfinished run, not a result");
@@ -97,6 +99,16 @@ ResultsReader::ResultsReader(const std::string& path) {
   } catch (const LibraryError& e) {
     throw UsageError("'" + path + "' is damaged: " + e.what());
   }
+}
+
+void ResultsReader::verify_content() const {
+  std::string damage;
+  try {
+    damage = h5::verify_everything_sealed(*root_, schema_version_ >= kFirstSealedFileSchemaVersion);
+  } catch (const LibraryError& e) {
+    damage = e.what();
+  }
+  if (!damage.empty()) throw UsageError("'" + path_ + "' is damaged: " + damage);
 }
 
 }  // namespace sb

@@ -1,7 +1,9 @@
 #pragma once
 // One results file per run, never seen half-written: it is created under a temporary name beside
 // its final one (FINAL.tmp-PID), and renamed to the final name only by commit(), after HDF5 has
-// closed it. A file dropped without commit() (an error, an exception) is removed; a process
+// closed it. commit() first seals it: the root's content_checksum sums everything in the file, so
+// that a reader finds a bit flipped since (on a disk, in a copy between clusters), which HDF5,
+// checking none of a file's raw data, reads as a value. A file dropped without commit() (an error, an exception) is removed; a process
 // killed outright leaves only the temporary name, which no reader takes for a result.
 #include <memory>
 #include <string>
@@ -10,9 +12,11 @@
 
 namespace sb {
 
-inline constexpr int64_t kSchemaVersion = 13;
+inline constexpr int64_t kSchemaVersion = 14;
 // The first version whose checkpoints and exchange states carry a content_checksum.
 inline constexpr int64_t kFirstChecksummedSchemaVersion = 13;
+// The first version whose every file carries one on its root, over the whole file.
+inline constexpr int64_t kFirstSealedFileSchemaVersion = 14;
 // The oldest version whose groups sb-report reads: 5 to 9 only added groups and attributes.
 inline constexpr int64_t kOldestReadableSchemaVersion = 4;
 
@@ -38,7 +42,7 @@ class ResultsFile {
   const std::string& final_path() const { return final_path_; }
   const std::string& temporary_path() const { return temporary_path_; }
 
-  // Closes the file, flushes it to disk and renames it to its final name.
+  // Seals the file, closes it, flushes it to disk and renames it to its final name.
   void commit();
   // Closes and removes the temporary file.
   void discard();
@@ -59,8 +63,14 @@ class ResultsReader {
   explicit ResultsReader(const std::string& path);
   const h5::Node& root() const { return *root_; }
   int64_t schema_version() const { return schema_version_; }
+  // Reads the whole file and compares it with the seal its writer stored: throws UsageError for a
+  // file that is damaged (HDF5 fails to read a part, or the content differs from its checksum, or a
+  // file of a schema that always has one lacks it). Files from before seals were stored are only
+  // read whole.
+  void verify_content() const;
 
  private:
+  std::string path_;
   h5::Handle file_;
   std::unique_ptr<h5::Node> root_;
   int64_t schema_version_ = 0;

@@ -33,6 +33,22 @@ check "it names the truncated file" grep -q 'skipped .*truncated.h5: .*truncated
 check "it names the unfinished run's file" grep -q 'skipped .*killed.h5.tmp-4242: .*unfinished' "$WORK/report.err"
 check "index.html lists them as skipped" grep -q 'truncated.h5' "$WORK/report/index.html"
 
+# One bit of a measured value flipped, which HDF5 reads without complaint (and sb-report had
+# plotted): the file's seal finds it. In a folder the file is skipped, named alone it is refused.
+mkdir -p "$WORK/flipped"
+cp "$camp/ar-shm-np4.h5" "$WORK/flipped/ar.h5"  # at 2 ranks busbw = algbw: each value is stored twice
+busbw=$(h5dump -m %.17g -d /allreduce/mpi/out_of_place/busbw_GBps "$WORK/flipped/ar.h5" | sed -n 's/.*(0): \([^,]*\),.*/\1/p')
+check "one bit of a busbw ($busbw) flipped" perl -e 'my ($f, $v) = @ARGV; open(my $h, "+<:raw", $f) or die; local $/; my $b = <$h>;
+         my $p = pack("d<", $v); my $at = index($b, $p); die "not found" if $at < 0 || index($b, $p, $at + 1) >= 0;
+         seek($h, $at, 0); print $h chr(ord(substr($b, $at, 1)) ^ 1); close($h)' "$WORK/flipped/ar.h5" "$busbw"
+cp "$camp/ar-shm-np2.h5" "$WORK/flipped/"
+"$BIN/sb-report" --no-render --out "$WORK/flipped-report" "$WORK/flipped" >/dev/null 2>"$WORK/flipped.err"
+check "a folder with a flipped file is reported from the rest" test $? -eq 0
+check "naming the flipped file and why" grep -q 'skipped .*ar.h5: .*does not match its checksum' "$WORK/flipped.err"
+"$BIN/sb-report" --no-render --out "$WORK/flipped-alone" "$WORK/flipped/ar.h5" >/dev/null 2>"$WORK/flipped.err"
+check "the flipped file named alone is bad input" test $? -eq 2
+check "called damage" grep -q "^sb-report: error: .*ar.h5': is damaged: its content does not match its checksum" "$WORK/flipped.err"
+
 # Every script rendered a real PNG and a complete SVG, and index.html shows each PNG.
 plots=0 bad_images=""
 for gp in "$WORK/report"/*.gp; do

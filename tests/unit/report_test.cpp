@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <tuple>
 
@@ -58,6 +59,17 @@ class Report : public testing::TempDirTest {
     oop.write("busbw_GBps", busbw);
     oop.write("time_us", time);
     out.commit();
+  }
+
+  // Rewrites a file's bytes through `change`, as damage on a disk or in a copy would leave them.
+  void rewrite_bytes(const std::string& name, const std::function<void(std::string& bytes)>& change) {
+    std::string bytes;
+    {
+      std::ifstream in(path(name), std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    change(bytes);
+    std::ofstream(path(name), std::ios::binary | std::ios::trunc) << bytes;
   }
 
   // An sb-micro file of these rows.
@@ -140,23 +152,38 @@ TEST_F(Report, FolderSkipsTruncatedOtherSchemaAndUnfinishedFilesAndNamesThem) {
 TEST_F(Report, AFileWithADamagedNameHeapIsSkippedWithTheReasonAndIsBadInputNamedAlone) {
   write_allreduce("campaign/good.h5", 2, {1, 2});
   write_allreduce("campaign/damaged.h5", 2, {1, 2});
-  std::string bytes;
-  {
-    std::ifstream in(path("campaign/damaged.h5"), std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  // The last group written (out_of_place) has the last heap: opening the file and reading its
-  // root's attributes does not reach it, only a full read (or a plot) does.
-  const size_t last_heap = bytes.rfind("HEAP");
-  ASSERT_NE(last_heap, std::string::npos) << "the file format changed: no local heap to damage";
-  bytes.replace(last_heap, 4, "XXXX");
-  std::ofstream(path("campaign/damaged.h5"), std::ios::binary | std::ios::trunc) << bytes;
+  rewrite_bytes("campaign/damaged.h5", [](std::string& bytes) {
+    // The last group written (out_of_place) has the last heap: opening the file and reading its
+    // root's attributes does not reach it, only a full read (or a plot) does.
+    const size_t last_heap = bytes.rfind("HEAP");
+    ASSERT_NE(last_heap, std::string::npos) << "the file format changed: no local heap to damage";
+    bytes.replace(last_heap, 4, "XXXX");
+  });
 
   const Campaign campaign = load_campaign({path("campaign")});
   ASSERT_EQ(campaign.runs.size(), 1u);
   EXPECT_EQ(campaign.runs[0].name, "good");
   expect_one_skipped(campaign, "damaged.h5", "heap");
   EXPECT_THROW(load_campaign({path("campaign/damaged.h5")}), UsageError);
+}
+
+// A bit flipped in a measured value is no error to HDF5, and had been plotted: the file's seal
+// finds it, and the file is skipped naming why; named alone, it is bad input.
+TEST_F(Report, AFileWithAFlippedValueIsSkippedAndIsBadInputNamedAlone) {
+  write_allreduce("campaign/good.h5", 2, {1, 2});
+  write_allreduce("campaign/flipped.h5", 2, {1.2345678901234567, 2});
+  rewrite_bytes("campaign/flipped.h5", [](std::string& bytes) {
+    const double value = 1.2345678901234567;
+    const size_t at = bytes.find(std::string(reinterpret_cast<const char*>(&value), sizeof value));
+    ASSERT_NE(at, std::string::npos);
+    bytes[at] = static_cast<char>(bytes[at] ^ 1);
+  });
+
+  const Campaign campaign = load_campaign({path("campaign")});
+  ASSERT_EQ(campaign.runs.size(), 1u);
+  EXPECT_EQ(campaign.runs[0].name, "good");
+  expect_one_skipped(campaign, "flipped.h5", "does not match its checksum");
+  EXPECT_THROW(load_campaign({path("campaign/flipped.h5")}), UsageError);
 }
 
 // A file that reads whole but lacks a dataset its plots need is skipped, named, before any plot
