@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <ranges>
 
 #include "collectives/algorithms/algorithms.hpp"
 #include "collectives/allreduce_impl.hpp"
@@ -18,10 +19,7 @@ namespace sb {
 namespace {
 
 std::string known_impls() {
-  std::string names;
-  for (const AllreduceImplInfo& info : allreduce_impls())
-    names += (names.empty() ? "" : ", ") + std::string(info.name);
-  return names + ", all";
+  return join_list(allreduce_impls() | std::views::transform(&AllreduceImplInfo::name)) + ", all";
 }
 
 void parse_impls(AllreduceOptions& options, const std::string& text) {

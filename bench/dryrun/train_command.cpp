@@ -5,9 +5,11 @@
 // (images/s, speedup and efficiency against one rank) and written as one sb-buckets results file per
 // scale and allreduce (simulated = 1, with forward_s), which sb-report turns into scaling plots.
 #include <cstdio>
+#include <ranges>
 
 #include "bench/dryrun/commands.hpp"
 #include "bench/dryrun/simulated_run.hpp"
+#include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 #include "results/buckets_record.hpp"
 #include "results/results_file.hpp"
@@ -51,8 +53,7 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
   // A --model the machine has no line for (a typo, a model it was not described with) would
   // otherwise price the step at the profile's own times, those of wherever it was measured.
   if (!scaled && o.model_named) {
-    std::string known;
-    for (const auto& [name, line] : machine.compute) known += (known.empty() ? "" : ", ") + name;
+    const std::string known = join_list(std::views::keys(machine.compute));
     throw UsageError("--model " + o.model + ": " + o.machine + " has no compute line for it (" +
                      (known.empty() ? std::string("it has none: leave --model out to use the profile's own times")
                                     : "it has: " + known) +

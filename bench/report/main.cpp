@@ -10,6 +10,7 @@
 #include "bench/report/options.hpp"
 #include "common/check.hpp"
 #include "common/sizes.hpp"
+#include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 #include "results/campaign.hpp"
 #include "results/merge.hpp"
@@ -25,8 +26,7 @@ void check_by_label(const sb::Campaign& campaign, const std::string& key) {
   for (const sb::Run& run : campaign.runs)
     for (const auto& [k, v] : run.labels) keys.insert(k);
   if (keys.count(key)) return;
-  std::string known;
-  for (const std::string& k : keys) known += (known.empty() ? "" : ", ") + k;
+  const std::string known = sb::join_list(keys);
   throw sb::UsageError("--by '" + key + "': no run has that label (" +
                        (known.empty() ? std::string("the runs have no labels") : "labels: " + known) + ")");
 }

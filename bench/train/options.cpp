@@ -21,8 +21,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   int overlap = 1, error_feedback = 1;
   std::string straggler, resize, batch_schedule;
   std::vector<std::string> label_texts;
-  std::string models;
-  for (const std::string& name : models::resnet_names()) models += (models.empty() ? "" : ", ") + name;
+  const std::string models = join_list(models::resnet_names());
   CLI::App app("sb-train: trains a ResNet, data-parallel over the ranks of mpirun, to a target accuracy and\n"
                "reports the time it took (MLPerf's timing), the per-epoch curve and the training throughput.",
                "sb-train");

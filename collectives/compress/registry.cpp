@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "collectives/compress/compressors.hpp"
+#include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 
 namespace sb {
@@ -66,9 +67,7 @@ std::unique_ptr<Compressor> make_compressor(std::string_view name, const Compres
   if (name == "qsgd") return make_qsgd_compressor(params);
   if (name == "terngrad") return make_terngrad_compressor(params);
   if (name == "powersgd") return make_powersgd_compressor(params);
-  std::string known;
-  for (std::string_view n : compressor_names()) known += (known.empty() ? "" : ", ") + std::string(n);
-  throw UsageError("unknown compressor '" + std::string(name) + "' (" + known + ")");
+  throw UsageError("unknown compressor '" + std::string(name) + "' (" + join_list(compressor_names()) + ")");
 }
 
 }  // namespace sb
