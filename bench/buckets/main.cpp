@@ -33,6 +33,8 @@ constexpr const char* kProgram = "sb-buckets";
 constexpr double kMiB = 1024.0 * 1024.0;
 // Ranks other than 0 wait this much longer before giving up, so that rank 0 reports first.
 constexpr double kTimeoutGraceSeconds = 5;
+// Longer than any training step, and far inside what a sleep can count.
+constexpr double kLongestEmulatedStepSeconds = 3600;
 
 using Row = BucketRow;
 
@@ -92,7 +94,6 @@ BackwardProfile obtain_profile(const BucketsOptions& o, const WorldLayout& layou
   profile.backward_s *= o.compute_scale;
   profile.forward_s *= o.compute_scale;
   for (double& t : profile.ready_s) t *= o.compute_scale;
-  if (layout.rank == 0 && !o.write_profile.empty()) write_backward_profile(o.write_profile, profile);
   return profile;
 }
 
@@ -126,6 +127,24 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                          : Watchdog::FaultHandler());
   watchdog.phase(o.profile.empty() ? "measuring the backward pass on rank 0" : "reading the profile");
   const BackwardProfile profile = obtain_profile(o, layout);
+  // The watchdog ends a job whose step outlasts --timeout. A profile (or a --compute-scale) whose
+  // emulated step alone takes that long had run until then and ended as a fault, after its whole
+  // --timeout; one of 1e306 s (no --timeout) overflowed the sleeps, which then did not sleep, and
+  // was reported complete at 0.03 ms a step. Both are bad input. Every rank holds the same
+  // profile, so all of them return here.
+  const double step_s = profile.forward_s + profile.backward_s;
+  const bool too_long = !(step_s < kLongestEmulatedStepSeconds);  // NaN too
+  if (too_long || (o.timeout_seconds > 0 && step_s >= o.timeout_seconds)) {
+    char limit[128];
+    if (too_long) std::snprintf(limit, sizeof limit, "not under an hour, the longest replayed");
+    else std::snprintf(limit, sizeof limit, "not under --timeout's %g s: the watchdog would end the job in its first step",
+                       o.timeout_seconds);
+    if (root)
+      std::fprintf(stderr, "%s: error: each emulated step would compute for %.3g s (forward and backward%s), %s\n",
+                   kProgram, step_s, o.compute_scale != 1 ? ", after --compute-scale" : "", limit);
+    return kExitUsage;
+  }
+  if (root && !o.write_profile.empty()) write_backward_profile(o.write_profile, profile);
   saver.set_profile(profile);
   size_t total = 0;
   for (const GradientTensor& t : profile.tensors) total += t.count;

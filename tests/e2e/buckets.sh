@@ -55,6 +55,14 @@ cp "$WORK/profile.txt" "$WORK/profile-before.txt"
 bad_input "--write-profile naming the profile read" --profile "$WORK/profile.txt" --write-profile "$WORK/./profile.txt"
 check "the profile is left as it was" cmp -s "$WORK/profile.txt" "$WORK/profile-before.txt"
 bad_input "a NaN compute scale" --compute-scale nan
+# A step longer than --timeout ran until the watchdog ended it (after --timeout), a fault (exit 3).
+bad_input "a compute scale whose step outlasts --timeout" --profile "$WORK/profile.txt" --compute-scale 1000 -T 1 \
+  --write-profile "$WORK/scaled.txt"
+check "which names the step and the timeout" grep -q "each emulated step would compute for .* s (forward and backward, after --compute-scale), not under --timeout's 1 s" "$WORK/bad.err"
+check "and writes no profile" test ! -e "$WORK/scaled.txt"
+# With no --timeout, a step of 1e306 s overflowed the sleeps, which did not sleep: "complete" at 0.03 ms a step.
+bad_input "a step past an hour" --profile "$WORK/profile.txt" --compute-scale 1e308 -T 0
+check "which says so" grep -q "not under an hour, the longest replayed" "$WORK/bad.err"
 
 # ---- faults --------------------------------------------------------------------------------------
 # A long sweep (many sizes, 100 steps of a few ms each) that a fault ends once its first row (the
