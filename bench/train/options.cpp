@@ -12,6 +12,12 @@
 #include "results/run_metadata.hpp"
 
 namespace sb {
+namespace {
+// A thousand times slower is past any straggler studied, and keeps its sleep far inside what a
+// sleep can count.
+constexpr double kMostStragglerFactor = 1000;
+}  // namespace
+
 std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool print) {
   TrainOptions o;
   models::TrainConfig& c = o.config;
@@ -120,8 +126,10 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
     const auto rank = fields.size() == 2 ? parse_whole_integer(fields[0]) : std::nullopt;
     const auto factor = fields.size() == 2 ? parse_whole_number(fields[1]) : std::nullopt;
     if (!rank || !factor) throw UsageError("--straggler wants RANK:FACTOR, e.g. 1:2.5, not '" + straggler + "'");
-    if (*rank < 0 || *rank > (1 << 30) || !(*factor >= 1))
-      throw UsageError("--straggler wants a rank >= 0 and a factor >= 1, not '" + straggler + "'");
+    // The straggler sleeps (factor - 1) times its compute each step. A factor of 1e308 overflowed
+    // that sleep, which then did not sleep: the run recorded a straggler that never lagged.
+    if (*rank < 0 || *rank > (1 << 30) || !(*factor >= 1 && *factor <= kMostStragglerFactor))
+      throw UsageError("--straggler wants a rank >= 0 and a factor from 1 to 1000, not '" + straggler + "'");
     c.straggler_rank = static_cast<int>(*rank);
     c.straggler_factor = *factor;
   }

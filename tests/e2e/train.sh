@@ -217,6 +217,8 @@ bad_input "an unknown algorithm for GPU gradients" --backend cudnn --algo nccl_r
 bad_input "--mllog naming the results file" --mllog "$WORK/bad.h5"
 bad_input "an infinite straggler factor" --straggler 1:inf
 bad_input "a straggler factor in hexadecimal" --straggler 1:0x2
+# Its sleep overflowed, and did not sleep: a straggler recorded that never lagged.
+bad_input "a straggler factor past 1000" --straggler 1:1e308
 bad_input "the nccl transport on the CPU backend" --algo ring --transport nccl
 bad_input "--cuda-graph on the CPU backend" --cuda-graph
 bad_input "a loss scale below 1" --loss-scale 0.5
