@@ -190,7 +190,10 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
                        std::to_string(data_.train->size()) + " samples)");
   const int64_t steps_per_epoch = steps_in_epoch(0);
   schedule_.peak = LrSchedule::scaled_peak(config.base_lr, config.batch_at(0));
-  schedule_.warmup_steps = static_cast<int64_t>(std::llround(config.warmup_epochs * steps_per_epoch));
+  // Capped where llround would overflow: 1e300 epochs had become a negative count, no warm-up at all
+  // under the name of the longest. Past the run, a warm-up keeps the rate below its peak throughout.
+  schedule_.warmup_steps =
+      static_cast<int64_t>(std::llround(std::min(config.warmup_epochs * static_cast<double>(steps_per_epoch), 0x1p62)));
   // --steps cuts a run short without changing its schedule, so a run stopped early (or resumed)
   // takes exactly the steps of the full one. A batch ramp makes later epochs shorter.
   schedule_.total_steps = 0;

@@ -40,6 +40,14 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
+// The fp32 elements in `mb` MiB, capped at 2^63: casting a larger double is undefined, and had
+// made a 1e308 MiB bucket a cap of 0 elements, a bucket per tensor under the name of one bucket.
+size_t float_elements_in(double mb) {
+  const double elements = mb * kMiB / sizeof(float);
+  if (!(elements > 0)) return 0;
+  return elements < 0x1p63 ? static_cast<size_t>(elements) : size_t{1} << 63;
+}
+
 class Builder {
  public:
   explicit Builder(BucketPlan& plan) : plan_(plan) {}
@@ -76,8 +84,8 @@ BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrate
   plan.strategy = strategy;
   plan.tensors = tensors;
   Builder builder(plan);
-  const size_t cap = static_cast<size_t>(bucket_mb * kMiB / sizeof(float));
-  const size_t first_cap = static_cast<size_t>(1.0 * kMiB / sizeof(float));
+  const size_t cap = float_elements_in(bucket_mb);
+  const size_t first_cap = float_elements_in(1.0);
   for (size_t k = tensors.size(); k-- > 0;) {  // backward order
     const size_t count = tensors[k].count;
     plan.total_count += count;
@@ -131,7 +139,7 @@ std::vector<TensorView> bucket_tensor_views(const BucketPlan& plan, size_t bucke
 }
 
 BucketPlan plan_buckets_swept(const std::vector<GradientTensor>& tensors, BucketStrategy strategy, double bucket_mb) {
-  const size_t partition = std::max<size_t>(static_cast<size_t>(bucket_mb * 1024 * 1024 / sizeof(float)), 1);
+  const size_t partition = std::max<size_t>(float_elements_in(bucket_mb), 1);
   return plan_buckets(tensors, strategy, bucket_mb, partition);
 }
 

@@ -144,6 +144,12 @@ check "batch ramp: the rate at step 12 is 2 x 0.05 x cosine(11/12) ($ramp_lr)" \
   awk -v lr="$ramp_lr" 'BEGIN { want = 2 * 0.05 * 0.5 * (1 + cos(3.141592653589793 * 11 / 12)); exit !(lr > 0 && (lr - want) / want < 1e-3 && (want - lr) / want < 1e-3) }'
 check "batch ramp: recorded in the config" grep -q '"128:1"' <(h5dump -a /train/config/batch_schedule "$WORK/ramp.h5")
 
+# A warm-up far past the run keeps the rate near 0: 1e300 epochs had overflowed the step count,
+# and the run took its peak rate at step 1 (no warm-up at all).
+$TRAIN --data "imagefolder:$WORK/folder" --image-size 28 --batch 64 --warmup-epochs 1e300 --steps 1 --print-every 1 \
+  --out "$WORK/warmup.h5" >"$WORK/warmup.txt" 2>&1
+warmup_lr=$(grep -E '^\[train\] epoch 1 step 1/' "$WORK/warmup.txt" | sed 's/.* lr \([0-9.e+-]*\) .*/\1/')
+check "a warm-up of 1e300 epochs starts at a rate near 0 ($warmup_lr)" awk -v lr="$warmup_lr" 'BEGIN { exit !(lr != "" && lr + 0 < 1e-10) }'
 # --- bad input --------------------------------------------------------------------------------
 bad_input() {
   local name=$1; shift

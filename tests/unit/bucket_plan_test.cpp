@@ -73,6 +73,18 @@ TEST(BucketPlan, StrategiesFollowTheirRules) {
   EXPECT_THROW(plan_buckets(t, BucketStrategy::ddp, -1), UsageError);
 }
 
+// A bucket larger than every gradient is one bucket (partitions: one per tensor), however large.
+// Casting the element count of 1e308 MiB to size_t had given 0: a bucket per tensor for fixed,
+// and a partition of one element (millions of buckets) for partition.
+TEST(BucketPlan, ABucketPastEveryGradientIsOneBucketHoweverLarge) {
+  const std::vector<GradientTensor> t = tensors();
+  for (double mb : {1e6, 1e13, 1e19, 1e308}) {
+    SCOPED_TRACE(mb);
+    EXPECT_EQ(plan_buckets_swept(t, BucketStrategy::fixed, mb).buckets.size(), 1u);
+    EXPECT_EQ(plan_buckets_swept(t, BucketStrategy::partition, mb).buckets.size(), t.size());
+  }
+}
+
 }  // namespace
 }  // namespace sb
 
