@@ -22,6 +22,10 @@
 namespace sb::models {
 namespace {
 
+// Past any training run. The schedule is laid out epoch by epoch before the first step, which for
+// 10^12 epochs had taken until the watchdog ended the job.
+constexpr int64_t kMostEpochs = 1'000'000;
+
 std::string clock_text(double seconds) {
   const int64_t s = static_cast<int64_t>(std::max(seconds, 0.0));
   char text[32];
@@ -50,7 +54,7 @@ std::string payload_text(const ExchangeConfig& exchange, const BucketPlan& plan)
 void validate(const TrainConfig& c, int nranks) {
   if (c.batch <= 0) throw UsageError("--batch must be positive");
   if (c.eval_batch <= 0) throw UsageError("--eval-batch must be positive");
-  if (c.epochs <= 0) throw UsageError("--epochs must be positive");
+  if (c.epochs <= 0 || c.epochs > kMostEpochs) throw UsageError("--epochs must be from 1 to 1000000");
   if (c.max_steps < 0) throw UsageError("--steps must not be negative");
   if (c.eval_every <= 0) throw UsageError("--eval-every must be positive");
   if (c.image_size < 8 || c.image_size > 1024) throw UsageError("--image-size must be 8 to 1024 px");

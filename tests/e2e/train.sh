@@ -225,6 +225,8 @@ bad_input "an infinite straggler factor" --straggler 1:inf
 bad_input "a straggler factor in hexadecimal" --straggler 1:0x2
 # Its sleep overflowed, and did not sleep: a straggler recorded that never lagged.
 bad_input "a straggler factor past 1000" --straggler 1:1e308
+# The schedule, laid out epoch by epoch, took until the watchdog ended the job.
+bad_input "a trillion epochs" --epochs 1000000000000
 bad_input "the nccl transport on the CPU backend" --algo ring --transport nccl
 bad_input "--cuda-graph on the CPU backend" --cuda-graph
 bad_input "a loss scale below 1" --loss-scale 0.5
