@@ -52,20 +52,26 @@ class LineReader {
     if (!(words_ >> w)) throw error("expected " + what);
     return w;
   }
+  // Latencies up to a second and rates from 1 KB/s: past either is no machine's, and a price of
+  // 1e300 us had been printed as a 300-digit prediction.
   double seconds(const std::string& key, const std::string& text) const {
     const auto v = parse_seconds(text);
-    if (!v) throw error(key + " '" + text + "' is not a time >= 0 (e.g. 2us, 1.5ms)");
+    if (!v || *v > 1) throw error(key + " '" + text + "' is not a time from 0 to 1s (e.g. 2us, 1.5ms)");
     return *v;
   }
-  double rate(const std::string& key, const std::string& text, bool positive = true) const {
+  double rate(const std::string& key, const std::string& text) const {
     const auto v = parse_rate(text);
-    if (!v || (positive && *v <= 0)) throw error(key + " '" + text + "' is not a rate > 0 (e.g. 12.5GB/s, 100Gb/s)");
+    if (!v || !(*v >= 1e3)) throw error(key + " '" + text + "' is not a rate of at least 1KB/s (e.g. 12.5GB/s, 100Gb/s)");
     return *v;
   }
-  int64_t integer(const std::string& key, const std::string& text, int64_t least) const {
+  // Counts that the simulator holds as int (ranks per level, links per rank): a larger one had
+  // wrapped to a negative count, on which the flow solver never ended.
+  int integer(const std::string& key, const std::string& text, int least) const {
+    constexpr int kMost = 1 << 30;
     const auto v = parse_whole_integer(text);
-    if (!v || *v < least) throw error(key + " '" + text + "' is not a whole number >= " + std::to_string(least));
-    return *v;
+    if (!v || *v < least || *v > kMost)
+      throw error(key + " '" + text + "' is not a whole number from " + std::to_string(least) + " to " + std::to_string(kMost));
+    return static_cast<int>(*v);
   }
   void end() {
     std::string extra;
@@ -88,10 +94,10 @@ Level parse_level(LineReader& line) {
   Level level;
   level.name = line.word("a level name");
   auto pairs = line.pairs({"size", "alpha", "bandwidth", "links", "share", "bus", "cached", "cached-bus", "engine"});
-  level.size = static_cast<int>(line.integer("size", require(line, pairs, "size"), 0));
+  level.size = line.integer("size", require(line, pairs, "size"), 0);
   level.alpha_s = line.seconds("alpha", require(line, pairs, "alpha"));
   level.bandwidth = line.rate("bandwidth", require(line, pairs, "bandwidth"));
-  if (pairs.count("links")) level.links = static_cast<int>(line.integer("links", pairs["links"], 1));
+  if (pairs.count("links")) level.links = line.integer("links", pairs["links"], 1);
   if (pairs.count("share")) {
     if (pairs["share"] == "rank") level.share = Share::rank;
     else if (pairs["share"] == "group") level.share = Share::group;
@@ -241,7 +247,7 @@ Machine parse_machine(const std::string& text, const std::string& what) {
       machine.call_s[transport] = reader.seconds("call", reader.word("a time"));
       reader.end();
     } else if (keyword == "cores") {
-      machine.cores = static_cast<int>(reader.integer("cores", reader.word("the cores of a node"), 1));
+      machine.cores = reader.integer("cores", reader.word("the cores of a node"), 1);
       reader.end();
     } else if (keyword == "cache") {
       const std::string size = reader.word("the last-level cache size (e.g. 32M)");
@@ -257,7 +263,7 @@ Machine parse_machine(const std::string& text, const std::string& what) {
       const auto images = parse_whole_number(reader.word("images/s per rank"));
       if (!images || *images <= 0) throw reader.error("compute needs images/s per rank > 0");
       rate.images_per_s = *images;
-      rate.batch = static_cast<int>(reader.integer("batch", reader.word("the per-rank batch"), 1));
+      rate.batch = reader.integer("batch", reader.word("the per-rank batch"), 1);
       reader.end();
       machine.compute[model] = rate;
     } else {

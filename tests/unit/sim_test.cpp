@@ -258,9 +258,9 @@ TEST(SimMachine, BadFiguresAreRefusedNamingTheLine) {
   const std::string tail = "gamma float 1GB/s\ncopy 1GB/s\n";
   EXPECT_EQ(error_of(head + "level l size 2 alpha 1us\n" + tail), "machine 'bad.machine' line 2: missing 'bandwidth'");
   EXPECT_EQ(error_of(head + "level l size 2 alpha -1us bandwidth 1GB/s\n" + tail),
-            "machine 'bad.machine' line 2: alpha '-1us' is not a time >= 0 (e.g. 2us, 1.5ms)");
+            "machine 'bad.machine' line 2: alpha '-1us' is not a time from 0 to 1s (e.g. 2us, 1.5ms)");
   EXPECT_EQ(error_of(head + "level l size 2 alpha 1us bandwidth 1GB/s\ngamma float -5GB/s\ncopy 1GB/s\n"),
-            "machine 'bad.machine' line 3: gamma '-5GB/s' is not a rate > 0 (e.g. 12.5GB/s, 100Gb/s)");
+            "machine 'bad.machine' line 3: gamma '-5GB/s' is not a rate of at least 1KB/s (e.g. 12.5GB/s, 100Gb/s)");
   EXPECT_EQ(error_of(head + "level l size 2 alpha 1us bandwidth 1GB/s links\n" + tail),
             "machine 'bad.machine' line 2: 'links' has no value");
   EXPECT_EQ(error_of(head + "level l size 2 alpha 1us bandwidth 1GB/s colour red\n" + tail),
@@ -300,10 +300,27 @@ TEST(SimMachine, NumbersAreFiniteAndDecimal) {
   EXPECT_EQ(error_of(head + "compute resnet50 nan 256\n"), "machine 'bad.machine' line 5: compute needs images/s per rank > 0");
   EXPECT_EQ(error_of(head + "compute resnet50 inf 256\n"), "machine 'bad.machine' line 5: compute needs images/s per rank > 0");
   EXPECT_EQ(error_of("name m\nlevel l size 2 alpha 0x1p-20 bandwidth 1GB/s\ngamma float 1GB/s\ncopy 1GB/s\n"),
-            "machine 'bad.machine' line 2: alpha '0x1p-20' is not a time >= 0 (e.g. 2us, 1.5ms)");
+            "machine 'bad.machine' line 2: alpha '0x1p-20' is not a time from 0 to 1s (e.g. 2us, 1.5ms)");
   EXPECT_EQ(error_of("name m\nlevel l size 2 alpha 1us bandwidth 1e300TB/s\ngamma float 1GB/s\ncopy 1GB/s\n"),
-            "machine 'bad.machine' line 2: bandwidth '1e300TB/s' is not a rate > 0 (e.g. 12.5GB/s, 100Gb/s)");
+            "machine 'bad.machine' line 2: bandwidth '1e300TB/s' is not a rate of at least 1KB/s (e.g. 12.5GB/s, 100Gb/s)");
   EXPECT_EQ(error_of(head + "compute resnet50 2800 256\n"), "(accepted)");
+}
+
+// Figures past any machine's: a latency of 1e300us was priced into a 300-digit prediction, and
+// 10^12 links wrapped to a negative int, on which the flow solver never ended.
+TEST(SimMachine, FiguresPastAnyMachinesAreRefused) {
+  const std::string tail = "gamma float 1GB/s\ncopy 1GB/s\n";
+  auto level = [&](const std::string& figures) { return error_of("name m\nlevel l " + figures + "\n" + tail); };
+  EXPECT_EQ(level("size 2 alpha 1e300us bandwidth 1GB/s"),
+            "machine 'bad.machine' line 2: alpha '1e300us' is not a time from 0 to 1s (e.g. 2us, 1.5ms)");
+  EXPECT_EQ(level("size 2 alpha 1us bandwidth 1e-300GB/s"),
+            "machine 'bad.machine' line 2: bandwidth '1e-300GB/s' is not a rate of at least 1KB/s (e.g. 12.5GB/s, 100Gb/s)");
+  EXPECT_EQ(level("size 2 alpha 1us bandwidth 1GB/s links 1000000000000"),
+            "machine 'bad.machine' line 2: links '1000000000000' is not a whole number from 1 to 1073741824");
+  EXPECT_EQ(level("size 10000000000 alpha 1us bandwidth 1GB/s"),
+            "machine 'bad.machine' line 2: size '10000000000' is not a whole number from 0 to 1073741824");
+  // The edges are machines.
+  EXPECT_EQ(level("size 1073741824 alpha 1s bandwidth 1KB/s links 1073741824"), "(accepted)");
 }
 
 }  // namespace
