@@ -13,6 +13,7 @@
 #include "common/check.hpp"
 #include "common/usage_error.hpp"
 #include "results/campaign.hpp"
+#include "results/checksummed_group.hpp"
 #include "results/merge.hpp"
 #include "results/micro_record.hpp"
 #include "results/report/gnuplot_files.hpp"
@@ -257,6 +258,12 @@ TEST_F(Report, MergedFileHoldsEveryRunAndReadsBackTheSame) {
   EXPECT_NE(merged.runs[0].source.find("runs/sb-allreduce/ranks-2/interconnect=ib/a"), std::string::npos)
       << merged.runs[0].source;
   EXPECT_EQ(merged.runs[1].label("interconnect"), "eth");
+  // Each run is copied whole: its own seal still sums its group (results/SCHEMA.md says so).
+  for (const sb::Run& run : merged.runs) {
+    ContentChecksum sum;
+    run.root->sum_content(sum, h5::kContentChecksumAttr);
+    EXPECT_EQ(sum.hex(), run.root->attr_string(h5::kContentChecksumAttr)) << run.source;
+  }
   const auto from_folder = report::build_plots(folder.runs, {});
   const auto from_merge = report::build_plots(merged.runs, {});
   ASSERT_EQ(from_folder.size(), from_merge.size());
