@@ -79,9 +79,10 @@ void validate(const TrainConfig& c, int nranks) {
   if (c.profile_ops > 0 && c.cuda_graph)
     throw UsageError("--profile-ops times each op alone, which a --cuda-graph step (one launch) cannot: "
                      "use one of them");
-  if (c.profile_ops > 0 && c.max_steps > 0 && c.max_steps < c.profile_ops + 2)
+  // As steps - 2, not profile_ops + 2, which overflowed for 2^63-1 and let a 2-step run through.
+  if (c.profile_ops > 0 && c.max_steps > 0 && c.profile_ops > c.max_steps - 2)
     throw UsageError("--profile-ops " + std::to_string(c.profile_ops) + " needs --steps of at least " +
-                     std::to_string(c.profile_ops + 2) +
+                     (c.profile_ops > INT64_MAX - 2 ? std::string("2^63") : std::to_string(c.profile_ops + 2)) +
                      " (a first step that warms up, then the profiled ones, then one for the throughput)");
   if (!c.inject_overflow_steps.empty() && c.loss_scale == 0 && c.precision != Precision::fp16)
     throw UsageError("an injected overflow needs loss scaling (fp16 or a loss scale)");
@@ -96,8 +97,10 @@ void validate(const TrainConfig& c, int nranks) {
     throw UsageError("--balance gives ranks unequal shares, which --accumulate cannot split into equal micro-batches");
   std::vector<int64_t> batches = {c.batch};
   for (const auto& [size, epoch] : c.batch_schedule) batches.push_back(size);
+  // Compared by division first: ranks x accumulate overflowed for --accumulate 2^63-1, wrapped to
+  // a divisor of the batch, and the run allocated micro-batches until the watchdog ended it.
   for (int64_t batch : batches)
-    if (batch % (nranks * c.accumulate) != 0)
+    if (c.accumulate > batch / nranks || batch % (nranks * c.accumulate) != 0)
       throw UsageError("the global batch " + std::to_string(batch) + " does not divide into " + std::to_string(nranks) +
                        " ranks x " + std::to_string(c.accumulate) + " micro-batches (--accumulate)");
 }

@@ -227,6 +227,14 @@ bad_input "a straggler factor in hexadecimal" --straggler 1:0x2
 bad_input "a straggler factor past 1000" --straggler 1:1e308
 # The schedule, laid out epoch by epoch, took until the watchdog ended the job.
 bad_input "a trillion epochs" --epochs 1000000000000
+# profile_ops + 2 overflowed, and the 2-step run took it.
+bad_input "--profile-ops 2^63-1 in a 2-step run" --profile-ops 9223372036854775807 --steps 2
+# At 2 ranks, ranks x accumulate overflowed to a divisor of the batch; the run then allocated
+# micro-batches until the watchdog ended it.
+timeout 120 $MPIRUN_FAILFAST --bind-to none -np 2 $BIN/sb-train --threads 1 --accumulate 9223372036854775807 \
+  --out "$WORK/bad.h5" >"$WORK/bad.out" 2>"$WORK/bad.err"
+check "an --accumulate of 2^63-1 at 2 ranks is bad input" test $? -eq 2 -a ! -e "$WORK/bad.h5"
+check "which says it does not divide the batch" grep -q "^sb-train: error: the global batch 128 does not divide into 2 ranks x 9223372036854775807" "$WORK/bad.err"
 bad_input "the nccl transport on the CPU backend" --algo ring --transport nccl
 bad_input "--cuda-graph on the CPU backend" --cuda-graph
 bad_input "a loss scale below 1" --loss-scale 0.5
