@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <climits>
 #include <cstdio>
 
 #include "collectives/algorithms/algorithms.hpp"
@@ -110,7 +111,7 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
   CLI::App* calibrate = app.add_subcommand("calibrate", "measure alpha, bandwidth and gamma here (under mpirun, 2+ ranks)");
   calibrate->add_option("--out", o.out, "machine file to write [out/<name>.machine]");
   calibrate->add_option("--name", o.name, "the machine's name [the host name]");
-  calibrate->add_option("--max-bytes", calibrate_max, "largest message of the sweeps; above the cache [64M]");
+  calibrate->add_option("--max-bytes", calibrate_max, "largest message of the sweeps, 4K to 1G; above the cache [64M]");
   calibrate->add_option("--repeats", o.repeats, "timed repetitions per size (median) [5]");
   calibrate->add_option("-T,--timeout", o.timeout_seconds,
                         "seconds without a figure measured before the job ends (a stuck or lost rank); 0: never [600]");
@@ -151,6 +152,10 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
   if (!factor_text.empty()) o.step_factor = parse_size(factor_text, "--stepfactor");
   if (o.step_factor < 2) throw UsageError("--stepfactor must be at least 2");
   if (o.min_bytes == 0 || o.max_bytes < o.min_bytes) throw UsageError("sizes: need 0 < --minbytes <= --maxbytes");
+  // What sb-allreduce can measure (MPI counts elements in int); the simulator prices every pipelined
+  // segment, and 2^63 bytes had run until killed.
+  if (o.max_bytes / size_of(o.type) > static_cast<uint64_t>(INT_MAX))
+    throw UsageError("--maxbytes " + format_size(o.max_bytes) + " is more than 2^31-1 elements, more than sb-allreduce measures");
 
   if (impls.empty()) impls = is_train ? "ring,hier,torus2d" : "all";
   if (impls == "all") {
@@ -172,7 +177,10 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
     throw UsageError("buckets: need 0 < --min-mb <= --max-mb and --mb-factor > 1");
   if (o.batch < 0) throw UsageError("--batch must be positive");
   if (!calibrate_max.empty()) o.calibrate_max_bytes = parse_size(calibrate_max, "--max-bytes");
-  if (o.calibrate_max_bytes < 4096) throw UsageError("--max-bytes must be at least 4K");
+  // Its ping-pong sends the largest size in one message, which MPI counts in int: 8G had failed
+  // in MPI_Send (exit 3), 2^63 had thrown bad_alloc past main.
+  if (o.calibrate_max_bytes < 4096 || o.calibrate_max_bytes > (uint64_t{1} << 30))
+    throw UsageError("--max-bytes must be from 4K to 1G");
   if (o.repeats < 1) throw UsageError("--repeats must be at least 1");
   if (o.timeout_seconds < 0) throw UsageError("--timeout must not be negative");
   for (const std::string& label : labels) add_label(o.labels, label);

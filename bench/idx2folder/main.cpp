@@ -22,8 +22,8 @@ int main(int argc, char** argv) {
                "sb-idx2folder");
   app.add_option("--data", data, "directory of the IDX files [/usr/share/datasets/fashion-mnist]");
   app.add_option("--out", out, "the ImageFolder root to create")->required();
-  app.add_option("--train-limit", train_limit, "write only the first N training images [all]");
-  app.add_option("--val-limit", val_limit, "write only the first N test images [all]");
+  app.add_option("--train-limit", train_limit, "write only the first N training images (0: all) [all]");
+  app.add_option("--val-limit", val_limit, "write only the first N test images (0: all) [all]");
   app.add_option("--quality", quality, "JPEG quality, 1..100 [95]");
   try {
     if (!sb::parse_command_line(app, argc, argv, true)) return 0;

@@ -111,6 +111,14 @@ check "a missing machine file exits 2" test $? -eq 2
 check "--ranks 0 exits 2" test $? -eq 2
 "$BIN/sb-dryrun" allreduce --machine "$WORK/flat.machine" --impl warp >"$WORK/bad.out" 2>&1
 check "an unknown --impl exits 2" test $? -eq 2
+# 2^63 bytes ran until killed (every pipelined segment is priced); sb-allreduce measures 2^31-1 elements.
+timeout 60 "$BIN/sb-dryrun" allreduce --machine "$WORK/flat.machine" -e 9223372036854775807 >"$WORK/bad.out" 2>&1
+check "a --maxbytes past 2^31-1 elements exits 2" \
+  bash -c "test $? -eq 2 && grep -q 'is more than 2^31-1 elements, more than sb-allreduce measures' '$WORK/bad.out'"
+# Calibrate's one-message ping-pong past 2^31-1 bytes failed in MPI_Send (exit 3) or threw bad_alloc.
+$MPIRUN_FAILFAST -np 2 "$BIN/sb-dryrun" calibrate --max-bytes 8G --out "$WORK/big.machine" >"$WORK/bad.out" 2>&1
+check "calibrate --max-bytes past 1G exits 2" \
+  bash -c "test $? -eq 2 && grep -q '^sb-dryrun: error: --max-bytes must be from 4K to 1G' '$WORK/bad.out'"
 # A mistyped flag is named, not reported as the required one it failed to be.
 "$BIN/sb-dryrun" allreduce --machin "$WORK/flat.machine" >"$WORK/bad.out" 2>&1
 check "a mistyped flag exits 2 with one line naming it" \
