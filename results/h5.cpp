@@ -93,8 +93,9 @@ herr_t collect_attr_name(hid_t, const char* name, const H5A_info_t*, void* out) 
   return 0;
 }
 
-// Deeper than any file scalebench writes (a merged campaign's runs are six groups down): a damaged
-// link that points back up would otherwise recurse until the stack ran out.
+// Deeper than any file scalebench writes (a merged campaign's deepest groups are eight down,
+// /runs/<program>/<ranks>/<labels>/<run>/allreduce/<impl>/out_of_place): a damaged link that
+// points back up would otherwise recurse until the stack ran out.
 constexpr int kDeepestGroup = 32;
 
 // The memory type a stored element is read as. Only what scalebench writes is accepted: integers,
@@ -136,8 +137,8 @@ void sum_attribute(hid_t node, const std::string& path, const std::string& name,
   Handle stored(SB_H5_CHECK(H5Aget_type(attr.get())), H5Tclose);
   Handle type = memory_type(stored.get(), what);
   Handle space(SB_H5_CHECK(H5Aget_space(attr.get())), H5Sclose);
-  // An attribute's stored size is its file type's; strings and integers are stored at their
-  // memory size, so the check is the same.
+  // The native type of a stored integer, float or fixed-length string has the stored element's
+  // size, so the bytes stored bound the count as they do a dataset's.
   std::vector<std::byte> bytes = buffer_for(space.get(), type.get(), H5Aget_storage_size(attr.get()), what);
   if (!bytes.empty()) SB_H5_CHECK(H5Aread(attr.get(), type.get(), bytes.data()));
   sum.add_bytes(piece_name(path, 'A', type.get(), space.get()) + name, bytes);
