@@ -261,7 +261,9 @@ Machine parse_machine(const std::string& text, const std::string& what) {
       const std::string model = reader.word("a model name");
       ComputeRate rate;
       const auto images = parse_whole_number(reader.word("images/s per rank"));
-      if (!images || *images <= 0) throw reader.error("compute needs images/s per rank > 0");
+      // At least one image in 1000 s, as the other figures stay within a machine's: at 1e-300 a
+      // step's compute (batch / rate) would be priced past 1e300 s.
+      if (!images || !(*images >= 1e-3)) throw reader.error("compute needs images/s per rank of at least 0.001");
       rate.images_per_s = *images;
       rate.batch = reader.integer("batch", reader.word("the per-rank batch"), 1);
       reader.end();

@@ -297,8 +297,8 @@ TEST(SimCalibrate, NoiseWithoutASlopeGivesTheLargestMessagesBandwidth) {
 // NaN passed "> 0" (NaN images/s made every simulated step NaN); hexadecimal passed for decimal.
 TEST(SimMachine, NumbersAreFiniteAndDecimal) {
   const std::string head = "name m\nlevel l size 2 alpha 1us bandwidth 1GB/s\ngamma float 1GB/s\ncopy 1GB/s\n";
-  EXPECT_EQ(error_of(head + "compute resnet50 nan 256\n"), "machine 'bad.machine' line 5: compute needs images/s per rank > 0");
-  EXPECT_EQ(error_of(head + "compute resnet50 inf 256\n"), "machine 'bad.machine' line 5: compute needs images/s per rank > 0");
+  EXPECT_EQ(error_of(head + "compute resnet50 nan 256\n"), "machine 'bad.machine' line 5: compute needs images/s per rank of at least 0.001");
+  EXPECT_EQ(error_of(head + "compute resnet50 inf 256\n"), "machine 'bad.machine' line 5: compute needs images/s per rank of at least 0.001");
   EXPECT_EQ(error_of("name m\nlevel l size 2 alpha 0x1p-20 bandwidth 1GB/s\ngamma float 1GB/s\ncopy 1GB/s\n"),
             "machine 'bad.machine' line 2: alpha '0x1p-20' is not a time from 0 to 1s (e.g. 2us, 1.5ms)");
   EXPECT_EQ(error_of("name m\nlevel l size 2 alpha 1us bandwidth 1e300TB/s\ngamma float 1GB/s\ncopy 1GB/s\n"),
@@ -319,6 +319,10 @@ TEST(SimMachine, FiguresPastAnyMachinesAreRefused) {
             "machine 'bad.machine' line 2: links '1000000000000' is not a whole number from 1 to 1073741824");
   EXPECT_EQ(level("size 10000000000 alpha 1us bandwidth 1GB/s"),
             "machine 'bad.machine' line 2: size '10000000000' is not a whole number from 0 to 1073741824");
+  EXPECT_EQ(error_of("name m\nlevel l size 2 alpha 1us bandwidth 1GB/s\n" + tail + "compute resnet50 1e-300 256\n"),
+            "machine 'bad.machine' line 5: compute needs images/s per rank of at least 0.001");
+  EXPECT_EQ(error_of("name m\nlevel l size 2 alpha 1us bandwidth 1GB/s\n" + tail + "compute resnet50 0.001 256\n"),
+            "(accepted)");
   // The edges are machines.
   EXPECT_EQ(level("size 1073741824 alpha 1s bandwidth 1KB/s links 1073741824"), "(accepted)");
 }
