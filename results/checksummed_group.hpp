@@ -56,7 +56,7 @@ void seal(const Node& node, const ContentChecksum& sum);
 // that always stores one, whose sum's name was itself damaged).
 std::string verify_seal(const Node& node, const ContentChecksum& sum, bool required);
 
-// A whole file's seal: the sum of everything at and below `root` as stored (Node::sum_content),
+// A whole file's seal: the sum of everything at and below `root` (Node::sum_content),
 // read back from the file, so it covers what any writer put there without going through this
 // class. Stored on `root` when the file is complete; verified by reading the whole file again.
 void seal_everything(const Node& root);

@@ -1,5 +1,8 @@
 #include "results/h5.hpp"
 
+#include <algorithm>
+#include <limits>
+
 #include "common/check.hpp"
 
 namespace sb::h5 {
@@ -50,6 +53,24 @@ void write_dataset(hid_t node, const std::string& name, hid_t type, const std::v
   if (total > 0) SB_H5_CHECK(H5Dwrite(set.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()));
 }
 
+// The most elements a dataset's stored bytes hold. Contiguous and compact data is stored as it is;
+// chunked data (a file repacked by h5repack, compressed or not) holds at most its written chunks'
+// elements, whatever they were compressed to. A compressed file had been refused as damaged.
+hsize_t elements_stored(hid_t set, size_t element) {
+  Handle create(SB_H5_CHECK(H5Dget_create_plist(set)), H5Pclose);
+  if (H5Pget_layout(create.get()) != H5D_CHUNKED) return H5Dget_storage_size(set) / element;
+  hsize_t chunk[H5S_MAX_RANK];
+  const int rank = SB_H5_CHECK(H5Pget_chunk(create.get(), H5S_MAX_RANK, chunk));
+  hsize_t chunks = 0;
+  Handle space(SB_H5_CHECK(H5Dget_space(set)), H5Sclose);
+  SB_H5_CHECK(H5Dget_num_chunks(set, space.get(), &chunks));
+  hsize_t most = chunks;
+  for (int d = 0; d < rank; ++d)  // saturating: a damaged chunk shape must not wrap to a small bound
+    most = chunk[d] != 0 && most > std::numeric_limits<hsize_t>::max() / chunk[d] ? std::numeric_limits<hsize_t>::max()
+                                                                                     : most * chunk[d];
+  return most;
+}
+
 template <class T>
 std::vector<T> read_dataset(hid_t node, const std::string& name, hid_t type,
                             std::vector<hsize_t>* dims_out) {
@@ -64,7 +85,7 @@ std::vector<T> read_dataset(hid_t node, const std::string& name, hid_t type,
   // more than the file holds is damage, found before allocating for it.
   Handle stored(SB_H5_CHECK(H5Dget_type(set.get())), H5Tclose);
   const size_t element = H5Tget_size(stored.get());
-  require(element > 0 && total <= H5Dget_storage_size(set.get()) / element,
+  require(element > 0 && total <= elements_stored(set.get(), element),
           "dataset '" + name + "': its shape claims more elements than the file holds (a damaged file)");
   std::vector<T> data(total);
   if (total > 0) SB_H5_CHECK(H5Dread(set.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()));
@@ -121,14 +142,12 @@ std::string piece_name(const std::string& path, char kind, hid_t type = -1, hid_
   return name + ']';
 }
 
-// The bytes of `count` elements of `type`, after checking that the file holds that many (`stored`
-// bytes): a damaged shape claiming more is found before allocating for it.
-std::vector<std::byte> buffer_for(hid_t space, hid_t type, hsize_t stored, const std::string& what) {
+// The bytes of `count` elements of `type`, after checking that the file holds that many (`most`
+// elements): a damaged shape claiming more is found before allocating for it.
+std::vector<std::byte> buffer_for(hid_t space, hid_t type, hsize_t most, const std::string& what) {
   const hssize_t count = SB_H5_CHECK(H5Sget_simple_extent_npoints(space));
-  const size_t element = H5Tget_size(type);
-  require(element > 0 && static_cast<hsize_t>(count) <= stored / element,
-          what + ": its shape claims more elements than the file holds (a damaged file)");
-  return std::vector<std::byte>(static_cast<size_t>(count) * element);
+  require(static_cast<hsize_t>(count) <= most, what + ": its shape claims more elements than the file holds (a damaged file)");
+  return std::vector<std::byte>(static_cast<size_t>(count) * H5Tget_size(type));
 }
 
 void sum_attribute(hid_t node, const std::string& path, const std::string& name, ContentChecksum& sum) {
@@ -139,7 +158,8 @@ void sum_attribute(hid_t node, const std::string& path, const std::string& name,
   Handle space(SB_H5_CHECK(H5Aget_space(attr.get())), H5Sclose);
   // The native type of a stored integer, float or fixed-length string has the stored element's
   // size, so the bytes stored bound the count as they do a dataset's.
-  std::vector<std::byte> bytes = buffer_for(space.get(), type.get(), H5Aget_storage_size(attr.get()), what);
+  std::vector<std::byte> bytes =
+      buffer_for(space.get(), type.get(), H5Aget_storage_size(attr.get()) / std::max<size_t>(H5Tget_size(type.get()), 1), what);
   if (!bytes.empty()) SB_H5_CHECK(H5Aread(attr.get(), type.get(), bytes.data()));
   sum.add_bytes(piece_name(path, 'A', type.get(), space.get()) + name, bytes);
 }
@@ -151,7 +171,8 @@ void sum_dataset(hid_t node, const std::string& path, const std::string& name, C
   Handle type = memory_type(stored.get(), what);
   Handle space(SB_H5_CHECK(H5Dget_space(set.get())), H5Sclose);
   // Every dataset here is written whole, so all its elements are in the file.
-  std::vector<std::byte> bytes = buffer_for(space.get(), type.get(), H5Dget_storage_size(set.get()), what);
+  std::vector<std::byte> bytes =
+      buffer_for(space.get(), type.get(), elements_stored(set.get(), std::max<size_t>(H5Tget_size(type.get()), 1)), what);
   if (!bytes.empty()) SB_H5_CHECK(H5Dread(set.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()));
   sum.add_bytes(piece_name(path, 'D', type.get(), space.get()), bytes);
 }

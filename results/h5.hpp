@@ -79,9 +79,10 @@ class Node {
   std::vector<double> read_doubles(const std::string& name, std::vector<hsize_t>* dims = nullptr) const;
   std::vector<int64_t> read_ints(const std::string& name, std::vector<hsize_t>* dims = nullptr) const;
 
-  // Reads every group, attribute and dataset at and below this group as stored, and adds each to
-  // `sum` under its path below this group, its kind, element type and shape, so that the same
-  // bytes under another name, type or shape do not match. This group's own attribute `skip` is left
+  // Reads every group, attribute and dataset at and below this group, and adds each to `sum` under
+  // its path below this group, its kind, element type and shape, so that the same bytes under
+  // another name, type or shape do not match. Values are summed as read, not as laid out on disk:
+  // a copy repacked by h5repack (chunked, compressed) sums the same. This group's own attribute `skip` is left
   // out (where the sum itself is kept). A damaged file (a flipped byte in a heap or an object
   // header, a cut-short dataset) fails here, once, where the caller can name the file, rather than
   // halfway through using it. Throws LibraryError.
