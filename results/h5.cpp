@@ -71,6 +71,12 @@ hsize_t elements_stored(hid_t set, size_t element) {
   return most;
 }
 
+// Damage found before allocating for it: a shape (`count` elements) claiming more than the file
+// holds (`most`, from elements_stored or an attribute's stored bytes).
+void require_held(hsize_t count, hsize_t most, const std::string& what) {
+  require(count <= most, what + ": its shape claims more elements than the file holds (a damaged file)");
+}
+
 template <class T>
 std::vector<T> read_dataset(hid_t node, const std::string& name, hid_t type,
                             std::vector<hsize_t>* dims_out) {
@@ -85,8 +91,8 @@ std::vector<T> read_dataset(hid_t node, const std::string& name, hid_t type,
   // more than the file holds is damage, found before allocating for it.
   Handle stored(SB_H5_CHECK(H5Dget_type(set.get())), H5Tclose);
   const size_t element = H5Tget_size(stored.get());
-  require(element > 0 && total <= elements_stored(set.get(), element),
-          "dataset '" + name + "': its shape claims more elements than the file holds (a damaged file)");
+  require(element > 0, "dataset '" + name + "': its elements have no size (a damaged file)");
+  require_held(total, elements_stored(set.get(), element), "dataset '" + name + "'");
   std::vector<T> data(total);
   if (total > 0) SB_H5_CHECK(H5Dread(set.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()));
   if (dims_out) *dims_out = dims;
@@ -146,7 +152,7 @@ std::string piece_name(const std::string& path, char kind, hid_t type = -1, hid_
 // elements): a damaged shape claiming more is found before allocating for it.
 std::vector<std::byte> buffer_for(hid_t space, hid_t type, hsize_t most, const std::string& what) {
   const hssize_t count = SB_H5_CHECK(H5Sget_simple_extent_npoints(space));
-  require(static_cast<hsize_t>(count) <= most, what + ": its shape claims more elements than the file holds (a damaged file)");
+  require_held(static_cast<hsize_t>(count), most, what);
   return std::vector<std::byte>(static_cast<size_t>(count) * H5Tget_size(type));
 }
 
