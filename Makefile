@@ -91,7 +91,7 @@ UNIT_SRC := $(wildcard tests/unit/*.cpp)
 MPI_TEST_SRC := $(wildcard tests/mpi/*.cpp)
 TEST_BINS := $(BUILD)/bin/sb-unit-tests $(BUILD)/bin/sb-mpi-tests
 
-.PHONY: all deps test demo bench-allreduce clean gpu-check gpu-bundle FORCE
+.PHONY: all deps test demo bench-allreduce bench-train-cpu clean gpu-check gpu-bundle FORCE
 all: $(PROGRAM_BINS) $(TEST_BINS)
 
 deps:
@@ -112,6 +112,12 @@ demo: deps
 bench-allreduce: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@scripts/bench-allreduce $(BUILD)
+
+# The CPU training comparison (several minutes; needs PyTorch and torchvision for python3):
+# sb-train's ResNet-50 step against torchvision's on the same cores, the median of 3 pair ratios.
+bench-train-cpu: deps
+	@$(MAKE) --no-print-directory -j$$(nproc) all
+	@scripts/bench-train-cpu $(BUILD)
 
 gpu-check:
 	@scripts/gpu-check

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# scripts/bench-train-cpu pairs sb-train's CPU step with the PyTorch rate script's, with the same
+# model, batch, image size, threads and steps, and reports each pair's ratio and their median; a
+# failed side is a FAILED row and exit 1; bad settings are exit 2. PyTorch is not on CI's machines:
+# TORCH_RATE stands in for it, a script that records its arguments and prints a known rate.
+# Run by tests/run with the build's bin folder; prints PASS/FAIL lines.
+source "$(dirname "$0")/helpers.bash"
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=$(cd "$BIN/.." && pwd)
+
+cat >"$WORK/fake-torch" <<FAKE
+#!/usr/bin/env bash
+echo "\$*" >>"$WORK/fake-args.txt"
+echo "warming up"
+echo 20.00
+FAKE
+chmod +x "$WORK/fake-torch"
+settings=(MODEL=resnet18 IMAGE=112 BATCH=2 STEPS=3 REPEAT=2 THREADS=1)
+
+env "${settings[@]}" OUT="$WORK/ok" TORCH_RATE="$WORK/fake-torch" "$ROOT/scripts/bench-train-cpu" "$BUILD" \
+  >"$WORK/ok.txt" 2>&1
+check "bench-train-cpu exits 0" test $? -eq 0
+check "the rate script is asked for the same run on the CPU, its first step left out" \
+  test "$(sort -u "$WORK/fake-args.txt")" = "--device cpu --model resnet18 --batch 2 --image-size 112 --threads 1 --warmup 1 fp32 2"
+check "it ran twice (two pairs)" test "$(wc -l <"$WORK/fake-args.txt")" -eq 2
+# Each row's ratio is sb-train's [throughput] figure of that pair over 20.
+rows_agree() {
+  local pair ours torch ratio expected n=0
+  while read -r pair ours torch ratio; do
+    expected=$(awk '/^\[throughput\]/ { printf "%.3f", $2 / 20 }' "$WORK/ok/ours-$pair.txt")
+    [[ $torch == 20.00 && -n $expected && $ratio == "$expected" ]] || return 1
+    n=$((n + 1))
+  done < <(grep -E '^ +[0-9]+ +[0-9.]+ +20.00 ' "$WORK/ok.txt")
+  ((n == 2))
+}
+check "each pair's ratio is sb-train's [throughput] over the rate script's figure" rows_agree
+median_agrees() {
+  local expected
+  expected=$(awk '/^ +[0-9]+ +[0-9.]+ +20.00 / { s += $4; n++ } END { if (n == 2) print s / 2 }' "$WORK/ok.txt")
+  grep -qE "^ours / torch: median ${expected}x over 2 pairs" "$WORK/ok.txt"
+}
+check "the median of two pairs is their mean" median_agrees
+check "sb-train wrote a results file per pair" test -s "$WORK/ok/ours-1.h5" -a -s "$WORK/ok/ours-2.h5"
+
+printf '#!/bin/sh\necho "no such device" >&2\nexit 1\n' >"$WORK/broken-torch"
+chmod +x "$WORK/broken-torch"
+env "${settings[@]}" REPEAT=1 OUT="$WORK/broken" TORCH_RATE="$WORK/broken-torch" "$ROOT/scripts/bench-train-cpu" "$BUILD" \
+  >"$WORK/broken.txt" 2>&1
+check "a failed side is exit 1" test $? -eq 1
+check "and a FAILED row with no ratio" grep -qE '^ +1 +[0-9.]+ +FAILED +n/a$' "$WORK/broken.txt"
+
+for bad in MODEL=resnet20 IMAGE=64 STEPS=1 BATCH=0 REPEAT=x THREADS=-1; do
+  env "${settings[@]}" "$bad" OUT="$WORK/bad" TORCH_RATE="$WORK/fake-torch" "$ROOT/scripts/bench-train-cpu" "$BUILD" \
+    >"$WORK/bad.txt" 2>&1
+  check "$bad is exit 2 with one line, before any run" \
+    bash -c "test $? -eq 2 && test \$(wc -l <'$WORK/bad.txt') -eq 1 && grep -q '^bench-train-cpu: ' '$WORK/bad.txt' && test ! -e '$WORK/bad'"
+done
+
+for args in "--device cpu bf16" "--batch 0 fp32" "--model resnet20 fp32" "fp32 0"; do
+  python3 "$ROOT/scripts/torch-resnet-rate" $args >"$WORK/rate.txt" 2>&1
+  check "torch-resnet-rate $args is exit 2 with one line (no PyTorch needed)" \
+    bash -c "test $? -eq 2 && test \$(wc -l <'$WORK/rate.txt') -eq 1"
+done
