@@ -7,6 +7,9 @@
 
 namespace sb {
 
+// Bytes in a MiB, for the figures bucket sizes and payloads are given and printed in.
+inline constexpr double kBytesPerMiB = 1024.0 * 1024.0;
+
 // Parses a non-negative size with an optional K/M/G/T suffix (powers of 1024, case-insensitive,
 // an optional trailing B). Throws UsageError naming `what` on anything else.
 uint64_t parse_size(std::string_view text, std::string_view what);

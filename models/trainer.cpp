@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "common/check.hpp"
+#include "common/sizes.hpp"
 #include "common/stats.hpp"
 #include "common/usage_error.hpp"
 #include "models/checkpoint.hpp"
@@ -46,7 +47,7 @@ std::string payload_text(const ExchangeConfig& exchange, const BucketPlan& plan)
     fp32 += static_cast<double>(plan.buckets[b].count * sizeof(float));
   }
   char text[96];
-  std::snprintf(text, sizeof text, " (payload %.3g MiB a step, %.3gx under fp32)", payload / (1024.0 * 1024.0),
+  std::snprintf(text, sizeof text, " (payload %.3g MiB a step, %.3gx under fp32)", payload / kBytesPerMiB,
                 payload > 0 ? fp32 / payload : 0.0);
   return text;
 }

@@ -16,6 +16,7 @@
 #include "common/atomic_file.hpp"
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
+#include "common/sizes.hpp"
 #include "common/stats.hpp"
 #include "common/usage_error.hpp"
 #include "common/watchdog.hpp"
@@ -30,7 +31,6 @@ namespace sb {
 namespace {
 
 constexpr const char* kProgram = "sb-buckets";
-constexpr double kMiB = 1024.0 * 1024.0;
 // Ranks other than 0 wait this much longer before giving up, so that rank 0 reports first.
 constexpr double kTimeoutGraceSeconds = 5;
 // Longer than any training step, and far inside what a sleep can count.
@@ -154,13 +154,13 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   if (root) {
     std::printf("# %s: %s, %zu tensors, %.1f MiB of fp32 gradients; backward %.1f ms%s; %d ranks; %s allreduce on %s\n",
                 kProgram, o.profile.empty() ? o.model.c_str() : o.profile.c_str(), profile.tensors.size(),
-                total * 4 / kMiB, profile.backward_s * 1e3, o.compute_scale != 1 ? " (scaled)" : "", layout.nranks,
+                total * 4 / kBytesPerMiB, profile.backward_s * 1e3, o.compute_scale != 1 ? " (scaled)" : "", layout.nranks,
                 o.exchange.algorithm.c_str(), std::string(name_of(o.exchange.impl.transport)).c_str());
     std::printf("# %-10s  %9s  %7s  %11s  %11s  %11s  %8s  %9s\n", "strategy", "bucket_MiB", "buckets", "iter(ms)",
                 "exposed(ms)", "comm(ms)", "overlap", "vs_fused");
     std::fflush(stdout);
   }
-  const double total_mb = total * sizeof(float) / kMiB;
+  const double total_mb = total * sizeof(float) / kBytesPerMiB;
   watchdog.phase("measuring the no-overlap baseline");
   const Row no_overlap = measure(o, profile, BucketStrategy::per_tensor, 0, false, gradients, watchdog);
   saver.add("no-overlap", no_overlap);

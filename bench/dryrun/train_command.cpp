@@ -10,6 +10,7 @@
 #include "bench/dryrun/commands.hpp"
 #include "bench/dryrun/simulated_run.hpp"
 #include "common/text_fields.hpp"
+#include "common/sizes.hpp"
 #include "common/usage_error.hpp"
 #include "results/buckets_record.hpp"
 #include "results/results_file.hpp"
@@ -18,7 +19,6 @@
 namespace sb {
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
 
 // The profile's times scaled so that forward + backward of `batch` images take as long as the
 // machine's compute rate says (linear in the batch). A profile without a forward time is taken to
@@ -73,11 +73,11 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
   std::printf("# sb-dryrun train: %s on %s, batch %d per rank: forward %.2f ms + backward %.2f ms (profile x %.3g), "
               "%zu tensors, %.1f MiB of fp32 gradients\n",
               o.model.c_str(), machine.name.c_str(), batch, profile.forward_s * 1e3, profile.backward_s * 1e3, scale,
-              profile.tensors.size(), total * 4 / kMiB);
+              profile.tensors.size(), total * 4 / kBytesPerMiB);
   // The baselines' plans, the same at every scale: every tensor its own allreduce, and one bucket
   // of everything (twice the gradients' size, as sb-buckets plans it).
   const BucketPlan per_tensor = plan_buckets_swept(profile.tensors, BucketStrategy::per_tensor, 0);
-  const BucketPlan fused = plan_buckets_swept(profile.tensors, BucketStrategy::fixed, total * 8.0 / kMiB);
+  const BucketPlan fused = plan_buckets_swept(profile.tensors, BucketStrategy::fixed, total * 8.0 / kBytesPerMiB);
   for (const ImplVariant& variant : impl_variants(o)) {
     std::printf("# %s\n%8s  %-22s %12s %12s %12s %9s %10s\n", variant.name.c_str(), "ranks", "best bucketing",
                 "step(ms)", "exposed(ms)", "images/s", "speedup", "efficiency");
@@ -85,7 +85,7 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
       sim::StepModel model(machine, allreduce_case(o, machine, variant, nranks));
       std::vector<BucketSweep> sweeps;
       sweeps.push_back({"no-overlap", {row_of(sim::predict_step(profile, per_tensor, model, false), 0, per_tensor.buckets.size())}});
-      sweeps.push_back({"fused", {row_of(sim::predict_step(profile, fused, model, false), total * 4 / kMiB, 1)}});
+      sweeps.push_back({"fused", {row_of(sim::predict_step(profile, fused, model, false), total * 4 / kBytesPerMiB, 1)}});
       Best best{"fused", sweeps.back().rows.front()};
       for (const BucketStrategy strategy : o.strategies) {
         BucketSweep sweep{bucket_strategy_name(strategy), {}};

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/sizes.hpp"
 #include "common/usage_error.hpp"
 
 namespace sb {
@@ -38,12 +39,11 @@ double default_bucket_mb(BucketStrategy strategy) {
 
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
 
 // The fp32 elements in `mb` MiB, capped at 2^63: casting a larger double is undefined, and had
 // made a 1e308 MiB bucket a cap of 0 elements, a bucket per tensor under the name of one bucket.
 size_t float_elements_in(double mb) {
-  const double elements = mb * kMiB / sizeof(float);
+  const double elements = mb * kBytesPerMiB / sizeof(float);
   if (!(elements > 0)) return 0;
   return elements < 0x1p63 ? static_cast<size_t>(elements) : size_t{1} << 63;
 }
