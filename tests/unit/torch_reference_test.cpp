@@ -1,7 +1,8 @@
-// The oneDNN backend's ResNets against PyTorch's: two training steps of torchvision's ResNet-50
+// The backends' ResNets against PyTorch's: two training steps of torchvision's ResNet-50
 // (SGD with momentum, and Nesterov) and ResNet-18, from the same starting values, on the same batch,
 // compared with what PyTorch computed (tests/unit/torch_reference_values.inc, written by
-// tests/reference/torch-resnet-steps; PyTorch is needed to write it again, not to run this).
+// tests/reference/torch-resnet-steps; PyTorch is needed to write it again, not to run this), on
+// the oneDNN backend and, where a GPU is, on the cuDNN one at fp32.
 // The other model tests check the backend against our own reference backend and finite
 // differences; those share our reading of the conventions. This one checks the conventions
 // themselves against the framework whose names and defaults we claim: v1.5's stride on the 3x3,
@@ -11,13 +12,16 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "models/onednn_backend.hpp"
+#include "models/backend.hpp"
 #include "models/optimizer.hpp"
 #include "models/resnet.hpp"
+#include "tests/unit/gpu_skip.hpp"
 
 namespace sb::models {
 namespace {
@@ -68,8 +72,7 @@ bool ends_with(const std::string& text, const std::string& end) {
   return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
 }
 
-Results run_case(const ReferenceCase& c) {
-  OnednnBackend backend;
+Results run_case(Backend& backend, const ReferenceCase& c) {
   ResNet model(backend, make_resnet_config(c.model, 3, kReferenceClasses, c.image_size, 1));
   // Each residual block's last BN gamma starts near 0 (the generator says why).
   const std::string model_name = c.model;
@@ -143,7 +146,8 @@ struct Worst {
   std::string where;
 };
 
-TEST(TorchReference, TwoTrainingStepsMatchPyTorchs) {
+// Runs every case on the backend that make_backend() gives and compares it with the reference.
+void expect_cases_match(const char* label, const std::function<std::unique_ptr<Backend>()>& make) {
   // The reference is PyTorch's fp64 run: ours is an fp32 run, which can come only as close as
   // fp32 lets it. PyTorch's own fp32 run comes within (the .inc's comments) loss 4e-7, gradient
   // norms 4e-4, update norms 1.6e-3, BN statistics 2e-6, eval logits 7e-5; these are ~4x that.
@@ -154,7 +158,8 @@ TEST(TorchReference, TwoTrainingStepsMatchPyTorchs) {
                                                    {"update_norm", 6e-3}, {"buffer_sum", 1e-5},
                                                    {"buffer_norm", 1e-5}, {"eval_logit", 3e-4}};
   for (const ReferenceCase& c : kReferenceCases) {
-    const Results got = run_case(c);
+    const std::unique_ptr<Backend> backend = make();
+    const Results got = run_case(*backend, c);
     std::map<std::string, double> largest;
     for (const ReferenceValue& r : kReferenceValues)
       if (std::string(r.case_name) == c.name) largest[r.kind] = std::max(largest[r.kind], std::abs(r.value));
@@ -173,11 +178,21 @@ TEST(TorchReference, TwoTrainingStepsMatchPyTorchs) {
     }
     EXPECT_EQ(compared, got.size()) << c.name << ": we computed values the reference does not have";
     for (const auto& [kind, w] : worst) {
-      EXPECT_LT(w.error, tolerance.at(kind)) << c.name << " " << kind << ": worst " << w.where;
-      std::printf("[ torch    ] %-18s %-12s worst relative difference %.2e (%s)\n", c.name, kind.c_str(), w.error,
+      EXPECT_LT(w.error, tolerance.at(kind)) << label << " " << c.name << " " << kind << ": worst " << w.where;
+      std::printf("[ torch    ] %-6s %-18s %-12s worst relative difference %.2e (%s)\n", label, c.name, kind.c_str(), w.error,
                   w.where.c_str());
     }
   }
+}
+
+TEST(TorchReference, TwoTrainingStepsMatchPyTorchs) {
+  expect_cases_match("onednn", [] { return make_backend("onednn"); });
+}
+
+// The cuDNN backend at fp32 (FMA only, no TF32) against the same values, where a GPU is.
+TEST(TorchReference, TwoTrainingStepsOnCudnnMatchPyTorchs) {
+  SB_SKIP_WITHOUT_GPU();
+  expect_cases_match("cudnn", [] { return make_backend("cudnn", {0, Precision::fp32}); });
 }
 
 }  // namespace
