@@ -10,6 +10,7 @@
 #include "kernels/random.hpp"
 #include "models/data/idx.hpp"
 #include "models/data/jpeg.hpp"
+#include "models/data/resample.hpp"
 
 namespace sb::models {
 namespace {
@@ -25,61 +26,12 @@ bool is_jpeg_name(const fs::path& path) {
   return ext == ".jpg" || ext == ".jpeg";
 }
 
-// A crop window of the source image, in source pixels.
-struct Crop {
-  double x0, y0, width, height;
-};
-
-// torchvision's RandomResizedCrop: area fraction in [0.08, 1], aspect ratio log-uniform in
-// [3/4, 4/3], ten tries, then the whole image's central crop at the nearest allowed ratio.
-Crop random_resized_crop(int width, int height, uint64_t key) {
-  const double area = static_cast<double>(width) * height;
-  for (uint64_t attempt = 0; attempt < 10; ++attempt) {
-    const double target = area * (0.08 + 0.92 * random_unit(key, 4 * attempt));
-    const double log_ratio = std::log(3.0 / 4) + (std::log(4.0 / 3) - std::log(3.0 / 4)) * random_unit(key, 4 * attempt + 1);
-    const double ratio = std::exp(log_ratio);
-    const double w = std::sqrt(target * ratio), h = std::sqrt(target / ratio);
-    if (w <= width && h <= height) {
-      const double x0 = (width - w) * random_unit(key, 4 * attempt + 2);
-      const double y0 = (height - h) * random_unit(key, 4 * attempt + 3);
-      return {x0, y0, w, h};
-    }
-  }
-  const double ratio = static_cast<double>(width) / height;
-  double w = width, h = height;
-  if (ratio < 3.0 / 4) h = w / (3.0 / 4);
-  if (ratio > 4.0 / 3) w = h * (4.0 / 3);
-  w = std::min<double>(w, width), h = std::min<double>(h, height);
-  return {(width - w) / 2, (height - h) / 2, w, h};
-}
-
-// Resize of the short side to size * 256 / 224, then the central size x size: as a crop window.
-Crop center_crop(int width, int height, int64_t size) {
-  const double scale = static_cast<double>(std::min(width, height)) / (static_cast<double>(size) * 256 / 224);
-  const double side = static_cast<double>(size) * scale;
-  return {(width - side) / 2, (height - side) / 2, side, side};
-}
-
-// Bilinear sampling of the crop window into size x size, normalised, NCHW; mirrored when flip.
-void resample(const RgbImage& image, const Crop& crop, int64_t size, bool flip, float* out) {
-  const double sx = crop.width / static_cast<double>(size), sy = crop.height / static_cast<double>(size);
+// The resampled levels (CHW, 0..255) to the network's input: ImageNet's mean and deviation per
+// channel, as torchvision's ToTensor + Normalize.
+void normalise(int64_t size, float* values) {
   const int64_t plane = size * size;
-  for (int64_t y = 0; y < size; ++y) {
-    const double fy = std::clamp(crop.y0 + (y + 0.5) * sy - 0.5, 0.0, image.height - 1.0);
-    const int y0 = static_cast<int>(fy), y1 = std::min(y0 + 1, image.height - 1);
-    const double wy = fy - y0;
-    for (int64_t x = 0; x < size; ++x) {
-      const int64_t ox = flip ? size - 1 - x : x;
-      const double fx = std::clamp(crop.x0 + (x + 0.5) * sx - 0.5, 0.0, image.width - 1.0);
-      const int x0 = static_cast<int>(fx), x1 = std::min(x0 + 1, image.width - 1);
-      const double wx = fx - x0;
-      for (int c = 0; c < 3; ++c) {
-        auto at = [&](int yy, int xx) { return static_cast<double>(image.pixels[(static_cast<size_t>(yy) * image.width + xx) * 3 + c]); };
-        const double v = (1 - wy) * ((1 - wx) * at(y0, x0) + wx * at(y0, x1)) + wy * ((1 - wx) * at(y1, x0) + wx * at(y1, x1));
-        out[c * plane + y * size + ox] = (static_cast<float>(v / 255.0) - kMean[c]) / kStd[c];
-      }
-    }
-  }
+  for (int c = 0; c < 3; ++c)
+    for (int64_t i = 0; i < plane; ++i) values[c * plane + i] = (values[c * plane + i] / 255.0f - kMean[c]) / kStd[c];
 }
 
 }  // namespace
@@ -123,12 +75,12 @@ int32_t ImageFolderDataset::load(int64_t index, uint64_t augment_key, float* out
   RgbImage image;
   if (!decode_jpeg(read_file(path), image)) return -1;
   if (training_ && augment_key != 0) {
-    const Crop crop = random_resized_crop(image.width, image.height, augment_key);
     const bool flip = random_unit(augment_key, 1000) < 0.5f;
-    resample(image, crop, size_, flip, out);
+    resample(image, random_resized_crop(image.width, image.height, augment_key), size_, flip, out);
   } else {
     resample(image, center_crop(image.width, image.height, size_), size_, false, out);
   }
+  normalise(size_, out);
   return label;
 }
 

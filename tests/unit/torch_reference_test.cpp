@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/random.hpp"
 #include "models/backend.hpp"
 #include "models/optimizer.hpp"
 #include "models/resnet.hpp"
@@ -43,15 +44,12 @@ struct ReferenceValue {
 #include "tests/unit/torch_reference_values.inc"
 
 // The generator's formula: float32(offset + amplitude x (h / 32768 - 1)), h the top 16 bits of
-// SplitMix64's output for 2^32 j + i.
+// SplitMix64's output (mix64) for 2^32 j + i.
 std::vector<float> hashed(size_t count, uint64_t j, double amplitude, double offset = 0) {
   std::vector<float> values(count);
   for (size_t i = 0; i < count; ++i) {
-    uint64_t z = i + (j << 32) + 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    values[i] = static_cast<float>(offset + amplitude * (static_cast<double>(z >> 48) / 32768.0 - 1.0));
+    const uint64_t h = mix64(i + (j << 32)) >> 48;
+    values[i] = static_cast<float>(offset + amplitude * (static_cast<double>(h) / 32768.0 - 1.0));
   }
   return values;
 }
