@@ -4,10 +4,12 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <ranges>
 #include <system_error>
 
 #include "common/check.hpp"
 #include "common/isolated_call.hpp"
+#include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 
 namespace sb {
@@ -144,6 +146,11 @@ std::string reason_without_path(std::string reason, const std::string& path) {
 std::string Run::label(const std::string& key) const {
   auto it = labels.find(key);
   return it == labels.end() ? std::string() : it->second;
+}
+
+std::string Run::labels_text(std::string_view separator) const {
+  return join_list(labels | std::views::transform([](const auto& label) { return label.first + "=" + label.second; }),
+                   separator);
 }
 
 void refuse_writing_over_a_run(const Campaign& campaign, const std::string& path, const std::string& flag) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "results/h5.hpp"
@@ -31,6 +32,8 @@ struct Run {
 
   // The label's value, or "" when the run has no such label.
   std::string label(const std::string& key) const;
+  // Every label as key=value, in key order, separated by `separator`; "" when there is none.
+  std::string labels_text(std::string_view separator) const;
 };
 
 struct SkippedFile {

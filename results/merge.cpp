@@ -17,9 +17,7 @@ std::string link_name(std::string text) {
 
 std::string labels_name(const Run& run) {
   if (run.labels.empty()) return "no-labels";
-  std::string name;
-  for (const auto& [key, value] : run.labels) name += (name.empty() ? "" : ",") + key + "=" + value;
-  return link_name(name);
+  return link_name(run.labels_text(","));
 }
 
 }  // namespace

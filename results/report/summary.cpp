@@ -20,12 +20,6 @@ std::string html(const std::string& text) {
   return out;
 }
 
-std::string labels_text(const Run& run) {
-  std::string text;
-  for (const auto& [key, value] : run.labels) text += (text.empty() ? "" : " ") + key + "=" + value;
-  return text;
-}
-
 std::string cell(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.6g", value);
@@ -61,7 +55,7 @@ void write_summary(const std::vector<Plot>& plots, const Campaign& campaign, con
       << campaign.skipped.size() << " files skipped\n";
   for (const Run& run : campaign.runs)
     out << "# run " << run.name << ": " << run.program << ", " << ranks_text(run.ranks) << (run.labels.empty() ? "" : ", ")
-        << labels_text(run) << " (" << run.source << ")"
+        << run.labels_text(" ") << " (" << run.source << ")"
         << (run.status == "complete" ? "" : "; ended early: " + run.status) << resumes_text(run) << "\n";
   for (const SkippedFile& skipped : campaign.skipped) out << "# skipped " << skipped.path << ": " << skipped.reason << "\n";
   for (const RepeatedRun& again : campaign.repeated)
@@ -111,7 +105,7 @@ void write_index(const std::vector<Plot>& plots, const Campaign& campaign, const
          "<th>status</th></tr>\n";
   for (const Run& run : campaign.runs)
     out << "<tr><td>" << html(run.name) << "</td><td>" << html(run.program) << "</td><td>" << run.ranks << "</td><td>"
-        << html(labels_text(run)) << "</td><td>" << html(run.source) << "</td><td>" << html(run.status + resumes_text(run))
+        << html(run.labels_text(" ")) << "</td><td>" << html(run.source) << "</td><td>" << html(run.status + resumes_text(run))
         << "</td></tr>\n";
   out << "</table>\n";
   if (!campaign.skipped.empty()) {
