@@ -34,6 +34,9 @@ RgbImage noise(int width, int height, uint64_t seed) {
   return image;
 }
 
+// A flip for some windows and not others, so both ways are read.
+bool flip_some(const ResampleWindow& window) { return window.read_x0 % 2 == 1; }
+
 TEST(Resample, CropsMatchTorchvisionsOnPilImages) {
   for (const CropReference& r : kCropReferences) {
     const RgbImage image = noise(r.width, r.height, static_cast<uint64_t>(r.seed));
@@ -86,6 +89,20 @@ TEST(Resample, RandomResizedCropsStayInTheImageAndItsBounds) {
     const double mean = area_sum / draws;
     if (width == 500) {
       EXPECT_TRUE(mean > 0.3 && mean < 0.54) << "mean area fraction " << mean;
+    }
+  }
+}
+
+TEST(Resample, TinyAndExtremeImagesStayWithinTheirPixels) {
+  // Every output a weighted mean of pixels that exist (the sanitizer builds see any other read).
+  for (const auto& [width, height] : {std::pair{1, 1}, std::pair{1, 300}, std::pair{300, 1}, std::pair{4000, 2}}) {
+    const RgbImage image = noise(width, height, 3);
+    std::vector<float> out(3 * 224 * 224);
+    std::vector<ResampleWindow> windows = {center_crop(width, height, 224)};
+    for (uint64_t key = 1; key <= 20; ++key) windows.push_back(random_resized_crop(width, height, key * 7919));
+    for (const ResampleWindow& window : windows) {
+      resample(image, window, 224, flip_some(window), out.data());
+      for (float v : out) ASSERT_TRUE(v >= -1e-3f && v <= 255.001f) << width << "x" << height << ": " << v;
     }
   }
 }
