@@ -9,8 +9,8 @@
 
 #include "bench/dryrun/commands.hpp"
 #include "bench/dryrun/simulated_run.hpp"
-#include "common/text_fields.hpp"
 #include "common/sizes.hpp"
+#include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 #include "results/buckets_record.hpp"
 #include "results/results_file.hpp"
@@ -18,7 +18,6 @@
 
 namespace sb {
 namespace {
-
 
 // The profile's times scaled so that forward + backward of `batch` images take as long as the
 // machine's compute rate says (linear in the batch). A profile without a forward time is taken to

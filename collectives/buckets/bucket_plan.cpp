@@ -39,7 +39,6 @@ double default_bucket_mb(BucketStrategy strategy) {
 
 namespace {
 
-
 // The fp32 elements in `mb` MiB, capped at 2^63: casting a larger double is undefined, and had
 // made a 1e308 MiB bucket a cap of 0 elements, a bucket per tensor under the name of one bucket.
 size_t float_elements_in(double mb) {

@@ -1,7 +1,6 @@
 #include "models/data/imagefolder.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <map>
 
