@@ -148,6 +148,10 @@ std::string piece_name(const std::string& path, char kind, hid_t type = -1, hid_
   return name + ']';
 }
 
+// A memory type's element size, at least 1: a damaged type of size 0 must not divide the bounds
+// below by zero.
+size_t element_bytes(hid_t type) { return std::max<size_t>(H5Tget_size(type), 1); }
+
 // The bytes of `count` elements of `type`, after checking that the file holds that many (`most`
 // elements): a damaged shape claiming more is found before allocating for it.
 std::vector<std::byte> buffer_for(hid_t space, hid_t type, hsize_t most, const std::string& what) {
@@ -165,7 +169,7 @@ void sum_attribute(hid_t node, const std::string& path, const std::string& name,
   // The native type of a stored integer, float or fixed-length string has the stored element's
   // size, so the bytes stored bound the count as they do a dataset's.
   std::vector<std::byte> bytes =
-      buffer_for(space.get(), type.get(), H5Aget_storage_size(attr.get()) / std::max<size_t>(H5Tget_size(type.get()), 1), what);
+      buffer_for(space.get(), type.get(), H5Aget_storage_size(attr.get()) / element_bytes(type.get()), what);
   if (!bytes.empty()) SB_H5_CHECK(H5Aread(attr.get(), type.get(), bytes.data()));
   sum.add_bytes(piece_name(path, 'A', type.get(), space.get()) + name, bytes);
 }
@@ -178,7 +182,7 @@ void sum_dataset(hid_t node, const std::string& path, const std::string& name, C
   Handle space(SB_H5_CHECK(H5Dget_space(set.get())), H5Sclose);
   // Every dataset here is written whole, so all its elements are in the file.
   std::vector<std::byte> bytes =
-      buffer_for(space.get(), type.get(), elements_stored(set.get(), std::max<size_t>(H5Tget_size(type.get()), 1)), what);
+      buffer_for(space.get(), type.get(), elements_stored(set.get(), element_bytes(type.get())), what);
   if (!bytes.empty()) SB_H5_CHECK(H5Dread(set.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()));
   sum.add_bytes(piece_name(path, 'D', type.get(), space.get()), bytes);
 }
