@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "models/data/host_memory.hpp"
+#include "models/optimizer_math.hpp"
 #include "models/tensor.hpp"
 
 namespace sb::models {
@@ -39,14 +40,13 @@ struct PoolGeometry {
 // One optimizer step for one tensor, element by element (models/optimizer_math.hpp), from the
 // gradient g = grad_scale * (the stored gradient), grad_scale undoing fp16 loss scaling:
 //   g' = g + weight_decay * w
-//   v  = momentum * v + lr * g'
+//   v  = momentum_scale * momentum * v + lr * g'
 //   w -= nesterov ? momentum * v + lr * g' : v
 // The learning rate is folded into the momentum buffer (as MLPerf's LARS does), so a per-tensor
-// rate (LARS's trust ratio) needs no second buffer.
-// Where MomentumStep::rates keeps each value.
-namespace step_rate {
-constexpr int64_t lr = 0, grad_scale = 1, apply = 2;
-}
+// rate (LARS's trust ratio) needs no second buffer. momentum_scale is 1, or with momentum
+// correction (Goyal et al.) lr / the previous step's lr, which keeps the buffer lr times PyTorch's
+// (v = m v + g', w -= lr v) while the rate changes.
+// MomentumStep::rates keeps each value at its step_rate index (models/optimizer_math.hpp).
 
 struct MomentumStep {
   float lr = 0.1f;
@@ -54,8 +54,9 @@ struct MomentumStep {
   float weight_decay = 0.0f;
   bool nesterov = false;
   float grad_scale = 1.0f;
-  // When set, lr and grad_scale are read from this fp32 tensor of at least three elements (at
-  // step_rate::lr and step_rate::grad_scale) when the update runs, instead of from the fields
+  float momentum_scale = 1.0f;
+  // When set, lr, grad_scale and momentum_scale are read from this fp32 tensor of at least
+  // step_rate::count elements (at step_rate::lr, ...) when the update runs, instead of from the fields
   // above: the replays of a recorded step (begin_capture) then take each step's values, written
   // into it before each replay. A 0 at step_rate::apply skips the update, w and v left as they
   // are: an fp16 step whose gradients overflowed, as all_finite_into() flags it on the device.

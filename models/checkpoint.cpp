@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "common/check.hpp"
 #include "common/content_checksum.hpp"
@@ -64,6 +65,7 @@ void require_plausible(const TrainingState& s, const std::string& path) {
   require(s.ranks >= 1 && s.ranks <= (1 << 20), "ranks");
   require(time(s.loss_scale), "loss_scale");
   require(s.loss_scale_clean_steps >= 0, "loss_scale_clean_steps");
+  require(std::isnan(s.momentum_lr) || (std::isfinite(s.momentum_lr) && s.momentum_lr >= 0), "momentum_lr");
   require(time(s.run_start_unix_s), "run_start_unix_s");
   require(s.resumes >= 0, "resumes");
   require(time(s.resume_gap_s), "resume_gap_s");
@@ -152,6 +154,7 @@ void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimize
   root.set_attr("ranks", state.ranks);
   root.set_attr("loss_scale", state.loss_scale);
   root.set_attr("loss_scale_clean_steps", state.loss_scale_clean_steps);
+  root.set_attr("momentum_lr", state.momentum_lr);
   root.set_attr("run_start_unix_s", state.run_start_unix_s);
   root.set_attr("resumes", state.resumes);
   root.set_attr("resume_gap_s", state.resume_gap_s);
@@ -201,6 +204,8 @@ TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer&
       state.loss_scale = root.attr_double("loss_scale");
       state.loss_scale_clean_steps = root.attr_int("loss_scale_clean_steps");
     }
+    state.momentum_lr = root.has_attr("momentum_lr") ? root.attr_double("momentum_lr")  // none before schema 15
+                                                     : std::numeric_limits<double>::quiet_NaN();
     if (root.has_attr("run_start_unix_s")) {  // checkpoints before schema 9 have none
       state.run_start_unix_s = root.attr_double("run_start_unix_s");
       state.resumes = root.attr_int("resumes");

@@ -550,8 +550,8 @@ void CudnnBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const 
   const Elements copy = dw.master ? elements(w) : Elements{};
   const float* rates = nullptr;
   if (step.rates) {
-    SB_CHECK(step.rates->count() >= 3 && storage(*step.rates).type == ElementType::f32,
-             "rates are at least three fp32 values");
+    SB_CHECK(step.rates->count() >= step_rate::count && storage(*step.rates).type == ElementType::f32,
+             "rates are at least step_rate::count fp32 values");
     rates = static_cast<const float*>(storage(*step.rates).data);
   }
   const float* trust_norms = nullptr;
@@ -561,8 +561,8 @@ void CudnnBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const 
     trust_norms = static_cast<const float*>(storage(*step.trust_norms).data) + step.trust_index;
   }
   gpu::momentum_update(weights, copy, elements(g), velocity, count_of(w),
-                       {step.lr, step.momentum, step.weight_decay, step.grad_scale, step.nesterov, rates, trust_norms,
-                        step.trust_eta},
+                       {step.lr, step.momentum, step.momentum_scale, step.weight_decay, step.grad_scale, step.nesterov,
+                        rates, trust_norms, step.trust_eta},
                        state_->stream);
 }
 

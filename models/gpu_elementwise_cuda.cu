@@ -84,14 +84,16 @@ __global__ void add_bias_kernel(Elements y, Elements bias, size_t count, size_t 
 }
 
 __global__ void momentum_kernel(float* w, Elements w_copy, Elements g, float* v, size_t count, MomentumArgs args) {
-  if (args.rates && args.rates[2] == 0.0f) return;  // an overflowed fp16 step, skipped
-  float lr = args.rates ? args.rates[0] : args.lr;
-  const float grad_scale = args.rates ? args.rates[1] : args.grad_scale;
+  if (args.rates && args.rates[step_rate::apply] == 0.0f) return;  // an overflowed fp16 step, skipped
+  float lr = args.rates ? args.rates[step_rate::lr] : args.lr;
+  const float grad_scale = args.rates ? args.rates[step_rate::grad_scale] : args.grad_scale;
+  const float momentum_scale = args.rates ? args.rates[step_rate::momentum_scale] : args.momentum_scale;
   if (args.trust_norms)
     lr = lars_rate(lr, args.trust_norms[0], args.trust_norms[1], grad_scale, args.trust_eta, args.weight_decay);
   for (size_t i = grid_first(); i < count; i += grid_stride()) {
     float weight = w[i], velocity = v[i];
-    momentum_element(weight, load(g, i) * grad_scale, velocity, lr, args.momentum, args.weight_decay, args.nesterov);
+    momentum_element(weight, load(g, i) * grad_scale, velocity, lr, args.momentum, momentum_scale, args.weight_decay,
+                     args.nesterov);
     w[i] = weight;
     v[i] = velocity;
     if (w_copy.data != nullptr) store(w_copy, i, weight);

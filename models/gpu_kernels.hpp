@@ -60,10 +60,10 @@ void add_bias(Elements y, Elements bias, size_t rows, size_t channels, Stream st
 // copies), g is read with its own type and multiplied by grad_scale first. When w_copy.data is
 // set, the new weights are also written there in its type (the 16-bit copy the math reads).
 struct MomentumArgs {
-  float lr, momentum, weight_decay, grad_scale;
+  float lr, momentum, momentum_scale, weight_decay, grad_scale;
   bool nesterov;
-  // Device (lr, grad_scale, apply), read by the kernel instead of the fields when set; apply == 0
-  // leaves w and v as they are (MomentumStep::rates).
+  // Device (lr, grad_scale, apply, momentum_scale), read by the kernel instead of the fields when
+  // set; apply == 0 leaves w and v as they are (MomentumStep::rates, step_rate).
   const float* rates = nullptr;
   const float* trust_norms = nullptr;  // LARS: device (|w|^2, |g|^2) of this tensor; lr times its trust ratio
   float trust_eta = 0;

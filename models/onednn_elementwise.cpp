@@ -96,12 +96,14 @@ void OnednnBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, const
   if (step.rates && f(*step.rates)[step_rate::apply] == 0) return;
   float lr = step.rates ? f(*step.rates)[step_rate::lr] : step.lr;
   const float grad_scale = step.rates ? f(*step.rates)[step_rate::grad_scale] : step.grad_scale;
+  const float momentum_scale = step.rates ? f(*step.rates)[step_rate::momentum_scale] : step.momentum_scale;
   if (const Tensor* norms = step.trust_norms)
     lr = lars_rate(lr, f(*norms)[step.trust_index], f(*norms)[step.trust_index + 1], grad_scale, step.trust_eta,
                    step.weight_decay);
 #pragma omp parallel for simd
   for (int64_t i = 0; i < count; ++i)
-    momentum_element<float>(pw[i], pg[i] * grad_scale, pv[i], lr, step.momentum, step.weight_decay, step.nesterov);
+    momentum_element<float>(pw[i], pg[i] * grad_scale, pv[i], lr, step.momentum, momentum_scale, step.weight_decay,
+                            step.nesterov);
 }
 
 }  // namespace sb::models

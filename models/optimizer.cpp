@@ -39,7 +39,12 @@ double Optimizer::lars_trust_ratio(double weight_norm, double grad_norm, double 
   return lars_trust(weight_norm * weight_norm, grad_norm * grad_norm, 1.0, eta, weight_decay);
 }
 
-void Optimizer::step(float lr, float grad_scale, const Tensor* rates) {
+float Optimizer::momentum_scale(double lr, double previous_lr) const {
+  if (!config_.momentum_correction || !(previous_lr > 0)) return 1.0f;
+  return static_cast<float>(lr / previous_lr);
+}
+
+void Optimizer::step(float lr, float grad_scale, const Tensor* rates, float momentum_scale) {
   const bool lars = config_.kind == OptimizerKind::lars;
   // LARS's squared norms of every weight and its gradient, left where the updates read them (on a
   // GPU: no wait, and a step that can be recorded).
@@ -59,6 +64,7 @@ void Optimizer::step(float lr, float grad_scale, const Tensor* rates) {
     step.weight_decay = weight || (config_.decay_bn_and_bias && !lars) ? config_.weight_decay : 0.0f;
     step.lr = lr;
     step.grad_scale = grad_scale;
+    step.momentum_scale = momentum_scale;
     step.rates = rates;
     if (lars && weight) {
       step.trust_norms = &norms_;

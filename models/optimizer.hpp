@@ -1,7 +1,10 @@
 #pragma once
 // Optimizers over a model's parameters: SGD with momentum (heavy-ball or Nesterov) and LARS as
 // MLPerf's ResNet uses it. Both keep one momentum buffer per parameter, with the learning rate
-// folded in (v = m v + lr g'), which is what lets LARS scale the rate per layer.
+// folded in (v = m v + lr g'), which is what lets LARS scale the rate per layer. With momentum
+// correction (Goyal et al.) the buffer is rescaled by lr_t / lr_(t-1) at each step, so that it stays
+// lr_t times PyTorch's (u = m u + g', w -= lr u) as the rate changes and the two take the same steps;
+// without it, after a change of rate the buffer carries the old rate's steps for ~1 / (1 - m) steps.
 #include <string>
 #include <vector>
 
@@ -20,6 +23,9 @@ struct OptimizerConfig {
   // exclusion. LARS always excludes them, from decay and from the trust ratio.
   bool decay_bn_and_bias = false;
   float lars_eta = 0.001f;  // LARS trust coefficient
+  // Whether the caller passes the momentum correction to step() (momentum_scale below); it is the
+  // caller that knows which rate the buffers were last updated at (a skipped fp16 step keeps it).
+  bool momentum_correction = false;
 };
 
 // "sgd", "nesterov", "lars"; throws UsageError otherwise.
@@ -30,10 +36,14 @@ class Optimizer {
  public:
   Optimizer(Backend& backend, std::vector<Parameter*> parameters, const OptimizerConfig& config);
   // One step at learning rate lr from the gradients in each parameter's grad, each multiplied by
-  // grad_scale first (1 / the loss scale under fp16). With `rates`, both are read from that
-  // (1, 2, 1, 1) tensor when the updates run instead (MomentumStep::rates: a recorded step).
+  // grad_scale first (1 / the loss scale under fp16), the momentum carried over multiplied by
+  // momentum_scale. With `rates`, the three are read from that (1, step_rate::count, 1, 1) tensor
+  // when the updates run instead (MomentumStep::rates: a recorded step).
   // LARS's trust ratios are computed where the updates run, from norms that never leave the device.
-  void step(float lr, float grad_scale = 1.0f, const Tensor* rates = nullptr);
+  void step(float lr, float grad_scale = 1.0f, const Tensor* rates = nullptr, float momentum_scale = 1.0f);
+  // The momentum_scale of a step at rate lr whose buffers were last updated at previous_lr: 1
+  // without momentum correction, or before any step (previous_lr 0, when the buffers are still 0).
+  float momentum_scale(double lr, double previous_lr) const;
   // One momentum buffer per parameter, named "<parameter>.momentum", for checkpoints.
   std::vector<Buffer>& state() { return momentum_; }
   const OptimizerConfig& config() const { return config_; }

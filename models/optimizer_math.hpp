@@ -2,16 +2,24 @@
 // The element arithmetic of the optimizer step (MomentumStep in models/backend.hpp), written once
 // for every backend's loop or grid.
 #include <cmath>
+#include <cstdint>
 
 #include "kernels/host_device.hpp"
 
 namespace sb::models {
 
+// Where a recorded step's rates tensor (MomentumStep::rates) keeps each value; `count` of them.
+namespace step_rate {
+constexpr int64_t lr = 0, grad_scale = 1, apply = 2, momentum_scale = 3, count = 4;
+}
+
 // Updates one weight and its momentum; returns nothing, writes through the references.
+// momentum_scale multiplies the momentum carried from the last step only (momentum correction),
+// not the Nesterov look-ahead, which is of this step's buffer.
 template <class T>
-SB_HD void momentum_element(T& w, T g, T& v, T lr, T momentum, T weight_decay, bool nesterov) {
+SB_HD void momentum_element(T& w, T g, T& v, T lr, T momentum, T momentum_scale, T weight_decay, bool nesterov) {
   const T decayed = g + weight_decay * w;
-  v = momentum * v + lr * decayed;
+  v = momentum_scale * momentum * v + lr * decayed;
   w -= nesterov ? momentum * v + lr * decayed : v;
 }
 

@@ -321,12 +321,14 @@ void ReferenceBackend::momentum_update(Tensor& w, const Tensor& g, Tensor& v, co
   if (step.rates && d(*step.rates)[step_rate::apply] == 0) return;
   float lr = step.rates ? static_cast<float>(d(*step.rates)[step_rate::lr]) : step.lr;
   const float grad_scale = step.rates ? static_cast<float>(d(*step.rates)[step_rate::grad_scale]) : step.grad_scale;
+  const float momentum_scale =
+      step.rates ? static_cast<float>(d(*step.rates)[step_rate::momentum_scale]) : step.momentum_scale;
   if (const Tensor* norms = step.trust_norms)
     lr = lars_rate(lr, d(*norms)[step.trust_index], d(*norms)[step.trust_index + 1], grad_scale, step.trust_eta,
                    step.weight_decay);
   for (int64_t i = 0; i < w.count(); ++i)
-    momentum_element<double>(d(w)[i], d(g)[i] * grad_scale, d(v)[i], lr, step.momentum, step.weight_decay,
-                             step.nesterov);
+    momentum_element<double>(d(w)[i], d(g)[i] * grad_scale, d(v)[i], lr, step.momentum, momentum_scale,
+                             step.weight_decay, step.nesterov);
 }
 
 }  // namespace sb::models

@@ -227,6 +227,8 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
     const Clock::time_point load_start = Clock::now();
     state_ = load_checkpoint(path, *model_, *optimizer_);
     if (loss_scale_ && state_.loss_scale > 0) loss_scale_->restore(state_.loss_scale, state_.loss_scale_clean_steps);
+    // An older checkpoint's momentum was last updated, but for a skipped fp16 step, at the last step's rate.
+    if (std::isnan(state_.momentum_lr)) state_.momentum_lr = state_.step > 0 ? learning_rate(state_.step - 1) : 0;
     log("[resume] %s: epoch %lld, batch %lld, step %lld (read in %.2f s)\n", path.c_str(),
         static_cast<long long>(state_.epoch + 1), static_cast<long long>(state_.next_batch),
         static_cast<long long>(state_.step), seconds_since(load_start));
@@ -252,12 +254,13 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
     so_far_.elapsed_before_ = elapsed_before_;
   }
   log("[config] %s on %s (%lld x %lld x %lld), %lld parameters, %.2f GFLOP per training image; %s backend; "
-      "%d rank%s; global batch %lld, peak lr %.4g, %lld steps per epoch\n",
+      "%d rank%s; global batch %lld, peak lr %.4g (%s, momentum %g%s), %lld steps per epoch\n",
       config.model.c_str(), result_.dataset.c_str(), static_cast<long long>(image_.channels),
       static_cast<long long>(image_.height), static_cast<long long>(image_.width),
       static_cast<long long>(result_.parameter_count), result_.train_flops_per_image / 1e9, backend_->name().c_str(),
       nranks_, nranks_ == 1 ? "" : "s", static_cast<long long>(config.batch_at(0)), schedule_.peak,
-      static_cast<long long>(steps_per_epoch));
+      optimizer_name(config.optimizer.kind).c_str(), config.optimizer.momentum,
+      config.optimizer.momentum_correction ? " with correction" : "", static_cast<long long>(steps_per_epoch));
   if (config.cuda_graph)
     log("[config] each step's forward, loss, backward%s%s and optimizer step replayed as a CUDA graph\n",
         exchange_ ? ", gradient exchange" : "", loss_scale_ ? ", overflow check" : "");

@@ -80,6 +80,7 @@ class TrainingRun {
   float applied_loss_scale() const;
   void write_step_rates();
   void optimizer_step();
+  float momentum_scale() const;
   void compute(const Tensor& input, std::span<const int32_t> labels, Tensor& loss);
   Evaluation evaluate();
   void average_running_statistics();
@@ -162,11 +163,11 @@ class TrainingRun {
   StepRecording recorded_, warmed_;  // the recording replayed; the last step run uncaptured for one
   int64_t tensors_generation_ = 0;   // bumped when the model's tensors may have been reallocated
   PinnedLabels recorded_labels_;
-  // --cuda-graph or loss scaling: the step's learning rate, gradient scale and apply flag
-  // (MomentumStep::rates) and, at kLossScaleRate, the loss scale, written before each step;
+  // --cuda-graph or loss scaling: the step's learning rate, gradient scale, apply flag and momentum
+  // scale (MomentumStep::rates) and, at kLossScaleRate, the loss scale, written before each step;
   // empty otherwise.
   Tensor step_rates_;
-  static constexpr int64_t kLossScaleRate = 3;
+  static constexpr int64_t kLossScaleRate = step_rate::count;
 };
 
 }  // namespace sb::models

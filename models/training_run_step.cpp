@@ -122,6 +122,7 @@ void TrainingRun::write_step_rates() {
   rates[step_rate::lr] = static_cast<float>(learning_rate(state_.step));
   rates[step_rate::grad_scale] = static_cast<float>(1.0 / loss_scale);
   rates[step_rate::apply] = 1;
+  rates[step_rate::momentum_scale] = momentum_scale();
   rates[kLossScaleRate] = applied_loss_scale();
   backend_->write(step_rates_, rates);
 }
@@ -136,8 +137,14 @@ void TrainingRun::optimizer_step() {
     for (const Parameter* p : model_->parameters()) gradients.push_back(&p->grad);
     backend_->all_finite_into(gradients, step_rates_, step_rate::apply);
   }
-  if (step_rates_.empty()) optimizer_->step(static_cast<float>(learning_rate(state_.step)));
+  if (step_rates_.empty()) optimizer_->step(static_cast<float>(learning_rate(state_.step)), 1, nullptr, momentum_scale());
   else optimizer_->step(0, 1, &step_rates_);
+}
+
+// This step's momentum correction (1 without it): its rate over the rate of the last step that
+// updated the momentum, which an fp16 step skipped for an overflow did not.
+float TrainingRun::momentum_scale() const {
+  return optimizer_->momentum_scale(learning_rate(state_.step), state_.momentum_lr);
 }
 
 // What this step multiplies the loss gradient by: the loss scale (1 without loss scaling), or
@@ -249,13 +256,15 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
   if (!stepped) optimizer_step();
   backend_->synchronize();
   times.compute_s = std::chrono::duration<double>(backward_end - start).count() + seconds_since(optimizer_start);
+  bool applied = true;
   if (loss_scale_) {
-    const bool finite = read_all(*backend_, step_rates_)[step_rate::apply] != 0;
-    loss_scale_->update(finite);
-    if (!finite)
+    applied = read_all(*backend_, step_rates_)[step_rate::apply] != 0;
+    loss_scale_->update(applied);
+    if (!applied)
       log("[loss-scale] step %lld: gradients overflowed; step skipped, scale now %g\n", static_cast<long long>(step + 1),
           loss_scale_->scale());
   }
+  if (applied) state_.momentum_lr = learning_rate(state_.step);
   double loss_sum = 0;
   for (int64_t j = 0; j < micro; ++j) {
     const double loss = backend_->read_scalar(losses_[j]);

@@ -28,6 +28,9 @@ struct TrainingState {
   int64_t ranks = 1;       // how many ranks wrote it (a resume may use another count)
   double loss_scale = 0;   // fp16's dynamic loss scale (0: none), and its clean steps in a row
   int64_t loss_scale_clean_steps = 0;
+  // The learning rate of the last step that updated the momentum buffers (0: none yet), from which
+  // momentum correction rescales them; NaN where not known (a checkpoint from before it was kept).
+  double momentum_lr = 0;
   // Wall time across resumes. elapsed_s counts the processes' own time only; a failure also costs
   // the work after the last checkpoint, noticing it, the relaunch and the start-up. The first
   // process's run_start as Unix time (0: unknown, a checkpoint from before it was kept), the

@@ -22,7 +22,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   TrainOptions o;
   models::TrainConfig& c = o.config;
   std::string optimizer = "sgd", decay = "cosine", strategy = "ddp", transport = "mpi", precision = "fp32",
-              cudnn_search = "heuristic";
+              cudnn_search = "heuristic", momentum_correction = "auto";
   double bucket_mb = 0;  // --bucket-mb, when given
   int overlap = 1, error_feedback = 1;
   std::string straggler, resize, batch_schedule;
@@ -56,6 +56,9 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   app.add_option("--optimizer", optimizer, "sgd, nesterov or lars [sgd]");
   app.add_option("--lr", c.base_lr, "learning rate per 256 images; the peak is lr x batch / 256 [0.2]");
   app.add_option("--momentum", c.optimizer.momentum, "[0.9]");
+  app.add_option("--momentum-correction", momentum_correction,
+                 "1: rescale the momentum by lr_t / lr_(t-1) at each step (Goyal et al.), the steps of PyTorch's SGD "
+                 "at any schedule; 0: MXNet's and MLPerf's LARS's form [auto: 1 for sgd and nesterov, 0 for lars]");
   app.add_option("--weight-decay", c.optimizer.weight_decay, "[5e-5]");
   app.add_flag("--decay-bn-bias", c.optimizer.decay_bn_and_bias, "weight decay on BN parameters and biases too");
   app.add_option("--lars-eta", c.optimizer.lars_eta, "LARS trust coefficient [0.001]");
@@ -110,6 +113,10 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   c.base_lr = 0.2;
   if (!parse_command_line(app, argc, argv, print)) return std::nullopt;
   c.optimizer.kind = models::parse_optimizer(optimizer);
+  if (momentum_correction != "auto" && momentum_correction != "0" && momentum_correction != "1")
+    throw UsageError("--momentum-correction is 0, 1 or auto, not '" + momentum_correction + "'");
+  c.optimizer.momentum_correction =
+      momentum_correction == "auto" ? c.optimizer.kind != models::OptimizerKind::lars : momentum_correction == "1";
   c.decay = models::parse_decay(decay);
   c.bucket_strategy = parse_bucket_strategy(strategy);
   // Not given: the strategy's default (a negative one given had silently meant the same).

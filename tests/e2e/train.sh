@@ -177,6 +177,7 @@ bad_input "target accuracy above 1" --target-accuracy 90
 bad_input "unknown optimizer" --optimizer adam
 bad_input "a negative bucket size (it had meant the default)" --bucket-mb -1
 bad_input "a LARS trust coefficient of 0" --optimizer lars --lars-eta 0
+bad_input "a momentum correction neither 0, 1 nor auto" --momentum-correction yes
 bad_input "resize schedule on IDX data" --resize-schedule 20:0,28:1
 bad_input "resize schedule out of order" --data "imagefolder:$WORK/folder" --resize-schedule 20:3,28:1
 bad_input "checkpoint of another model" --model resnet32 --checkpoint "$WORK/resumed" --resume

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,7 @@ TEST_F(Checkpoint, TheTrainingStateComesBackAsSaved) {
   TrainingState state;
   state.epoch = 3, state.next_batch = 17, state.step = 1234, state.epoch_samples = 2176;
   state.epoch_loss_sum = 812.5, state.elapsed_s = 61.25, state.ranks = 8, state.resumes = 2;
+  state.momentum_lr = 0.0375;
   const TrainingState back = round_trip(state);
   EXPECT_EQ(back.epoch, 3);
   EXPECT_EQ(back.next_batch, 17);
@@ -90,6 +92,21 @@ TEST_F(Checkpoint, TheTrainingStateComesBackAsSaved) {
   EXPECT_EQ(back.elapsed_s, 61.25);
   EXPECT_EQ(back.ranks, 8);
   EXPECT_EQ(back.resumes, 2);
+  EXPECT_EQ(back.momentum_lr, 0.0375);
+}
+
+// A checkpoint from before schema 15 has no momentum_lr: NaN, which the trainer takes as the last
+// step's rate.
+TEST_F(Checkpoint, AnOlderCheckpointsUnknownMomentumRateIsNaN) {
+  TrainingState state;
+  state.momentum_lr = 0.5;
+  save_checkpoint(path("checkpoint.h5"), model_, optimizer_, state);
+  edit_checkpoint(path("checkpoint.h5"), kFirstChecksummedSchemaVersion - 1, false);
+  const hid_t f = H5Fopen(path("checkpoint.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  const hid_t group = H5Gopen2(f, "checkpoint", H5P_DEFAULT);
+  EXPECT_GE(H5Adelete(group, "momentum_lr"), 0);
+  H5Gclose(group), H5Fclose(f);
+  EXPECT_TRUE(std::isnan(load_checkpoint(path("checkpoint.h5"), model_, optimizer_).momentum_lr));
 }
 
 TEST_F(Checkpoint, AStateOutOfRangeIsBadInputNamingTheField) {
@@ -105,6 +122,11 @@ TEST_F(Checkpoint, AStateOutOfRangeIsBadInputNamingTheField) {
   TrainingState nan_scale;
   nan_scale.loss_scale = std::nan("");
   EXPECT_NE(refusal(nan_scale).find("its loss_scale is out of range"), std::string::npos);
+  for (double rate : {-0.1, std::numeric_limits<double>::infinity()}) {
+    TrainingState bad_rate;
+    bad_rate.momentum_lr = rate;
+    EXPECT_NE(refusal(bad_rate).find("its momentum_lr is out of range"), std::string::npos) << rate;
+  }
   EXPECT_EQ(refusal(TrainingState{}), "");
 }
 

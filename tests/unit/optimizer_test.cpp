@@ -1,6 +1,7 @@
 // The optimizers against steps computed by hand, and the learning-rate schedules at known points.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -42,18 +43,18 @@ TEST(Optimizer, SgdMomentumTwoStepsByHand) {
   EXPECT_EQ(sgd.state()[0].name, "layer.weight.momentum");
 }
 
-// A recorded step reads its learning rate and gradient scale from a tensor, as they are when the
-// update runs, and the fields are then ignored.
+// A recorded step reads its learning rate, gradient scale and momentum scale from a tensor, as
+// they are when the update runs, and the arguments are then ignored.
 TEST(Optimizer, RatesFromATensorReplaceTheArguments) {
   OneTensor by_argument, by_tensor;
   const OptimizerConfig config{OptimizerKind::sgd, 0.9f, 0.01f, false, 0.001f};
   Optimizer a(by_argument.backend, {&by_argument.weight, &by_argument.bias}, config);
   Optimizer b(by_tensor.backend, {&by_tensor.weight, &by_tensor.bias}, config);
-  Tensor rates = by_tensor.backend.allocate({1, 3, 1, 1});
+  Tensor rates = by_tensor.backend.allocate({1, step_rate::count, 1, 1});
   for (float lr : {0.1f, 0.05f}) {
-    a.step(lr, 0.5f);
-    OneTensor::set(rates, {lr, 0.5, 1});
-    b.step(99.0f, 7.0f, &rates);
+    a.step(lr, 0.5f, nullptr, lr / 0.1f);
+    OneTensor::set(rates, {lr, 0.5, 1, lr / 0.1f});
+    b.step(99.0f, 7.0f, &rates, 3.0f);
   }
   EXPECT_EQ(OneTensor::at(by_argument.weight.value, 0), OneTensor::at(by_tensor.weight.value, 0));
   EXPECT_EQ(OneTensor::at(by_argument.weight.value, 1), OneTensor::at(by_tensor.weight.value, 1));
@@ -70,17 +71,17 @@ TEST(Optimizer, AZeroApplyFlagSkipsTheStep) {
                      backend->allocate({1, 2, 1, 1})};
     backend->write(weight.value, std::vector<float>{3, -4});
     backend->write(weight.grad, std::vector<float>{0.6f, 0.8f});
-    Tensor rates = backend->allocate({1, 3, 1, 1});
+    Tensor rates = backend->allocate({1, step_rate::count, 1, 1});
     for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::lars}) {
       Optimizer optimizer(*backend, {&weight}, {kind, 0.9f, 0.01f, false, 0.001f});
       optimizer.step(0.1f);  // a momentum to keep
       const std::vector<float> w = read_all(*backend, weight.value);
       const std::vector<float> v = read_all(*backend, optimizer.state()[0].value);
-      backend->write(rates, std::vector<float>{0.1f, 1, 0});
+      backend->write(rates, std::vector<float>{0.1f, 1, 0, 1});
       optimizer.step(0.1f, 1, &rates);
       EXPECT_EQ(read_all(*backend, weight.value), w) << name << " " << optimizer_name(kind);
       EXPECT_EQ(read_all(*backend, optimizer.state()[0].value), v) << name << " " << optimizer_name(kind);
-      backend->write(rates, std::vector<float>{0.1f, 1, 1});
+      backend->write(rates, std::vector<float>{0.1f, 1, 1, 1});
       optimizer.step(0.1f, 1, &rates);
       EXPECT_NE(read_all(*backend, weight.value), w) << "the flag set, the step is taken";
     }
@@ -93,6 +94,50 @@ TEST(Optimizer, NesterovLooksAhead) {
   nesterov.step(0.1f);
   // v = 0.06; w -= 0.9 * 0.06 + 0.1 * 0.6 = 0.114.
   EXPECT_NEAR(t.at(t.weight.value, 0), 3 - 0.114, 1e-7);
+}
+
+// PyTorch's SGD keeps the rate out of its buffer (u = m u + g', w -= lr u; Nesterov: w -= lr (g' + m u)).
+// Ours folds it in; with momentum correction the two take the same steps through any change of
+// rate (warm-up, decay, a batch ramp), and without it they part at the first change.
+TEST(Optimizer, MomentumCorrectionTakesPyTorchsStepsAsTheRateChanges) {
+  const std::vector<double> rates = {0.1, 0.1, 0.02, 0.3, 0.3, 0.05, 0.2};
+  for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::nesterov}) {
+    for (bool correction : {true, false}) {
+      OneTensor t;
+      OptimizerConfig config{OptimizerKind::sgd, 0.9f, 0.01f, false, 0.001f};
+      config.kind = kind;
+      config.momentum_correction = correction;
+      Optimizer ours(t.backend, {&t.weight}, config);
+      double w[2] = {3.0, -4.0}, u[2] = {0, 0};  // PyTorch's weights and buffer
+      // The constants as the optimizer holds them (fp32), so that the two differ by the form alone.
+      const double momentum = config.momentum, decay = config.weight_decay;
+      double previous_lr = 0, worst = 0;
+      for (size_t s = 0; s < rates.size(); ++s) {
+        const double g[2] = {std::sin(1.0 + static_cast<double>(s)), std::cos(2.0 * static_cast<double>(s))};
+        OneTensor::set(t.weight.grad, {g[0], g[1]});
+        const double lr = static_cast<float>(rates[s]);
+        ours.step(static_cast<float>(lr), 1, nullptr, ours.momentum_scale(lr, previous_lr));
+        previous_lr = lr;
+        for (int i = 0; i < 2; ++i) {
+          const double decayed = g[i] + decay * w[i];
+          u[i] = momentum * u[i] + decayed;
+          w[i] -= lr * (kind == OptimizerKind::nesterov ? decayed + momentum * u[i] : u[i]);
+          worst = std::max(worst, std::abs(OneTensor::at(t.weight.value, i) - w[i]));
+        }
+      }
+      // The momentum scale is an fp32 ratio, within 6e-8 of the exact one at each step.
+      if (correction) EXPECT_LT(worst, 1e-7) << optimizer_name(kind);
+      else EXPECT_GT(worst, 1e-2) << optimizer_name(kind) << ": without the correction the steps differ";
+    }
+  }
+  ReferenceBackend backend;
+  Optimizer plain(backend, {}, OptimizerConfig{});
+  EXPECT_EQ(plain.momentum_scale(0.2, 0.1), 1.0f) << "off unless asked";
+  OptimizerConfig corrected;
+  corrected.momentum_correction = true;
+  Optimizer with(backend, {}, corrected);
+  EXPECT_EQ(with.momentum_scale(0.2, 0.1), 2.0f);
+  EXPECT_EQ(with.momentum_scale(0.2, 0.0), 1.0f) << "no step yet: the buffers are 0, and 0.2 / 0 is no scale";
 }
 
 TEST(Optimizer, DecayOfBnAndBiasIsAnOption) {
