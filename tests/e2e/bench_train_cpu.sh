@@ -13,6 +13,7 @@ BUILD=$(cd "$BIN/.." && pwd)
 cat >"$WORK/fake-torch" <<FAKE
 #!/usr/bin/env bash
 echo "rank \${OMPI_COMM_WORLD_RANK:-none} of \${OMPI_COMM_WORLD_SIZE:-none}: \$*" >>"$WORK/fake-args.txt"
+echo "\${MASTER_PORT:-none}" >>"$WORK/fake-ports.txt"
 echo "warming up"
 [[ \${OMPI_COMM_WORLD_RANK:-0} == 0 ]] && echo 20.00
 exit 0
@@ -53,6 +54,12 @@ check "the rate script ran on both ranks with the global batch" \
   test "$(tail -2 "$WORK/fake-args.txt" | sort | tr '\n' '|')" = "rank 0 of 2: --device cpu --model resnet18 --batch 4 --image-size 112 --threads 1 --warmup 1 fp32 2|rank 1 of 2: --device cpu --model resnet18 --batch 4 --image-size 112 --threads 1 --warmup 1 fp32 2|"
 check "sb-train ran on 2 ranks" grep -q "on 2 ranks" "$WORK/dp/ours-1.txt"
 check "and the pair has its ratio" grep -qE '^ +1 +[0-9.]+ +20.00 +[0-9.]+$' "$WORK/dp.txt"
+ports=$(tail -2 "$WORK/fake-ports.txt" | sort -u)
+check "both ranks were given one MASTER_PORT ($(echo $ports)) for DDP to meet at, nothing listening on it" \
+  bash -c "[[ '$ports' =~ ^[0-9]+$ ]] && ! (exec 3<>/dev/tcp/127.0.0.1/$ports) 2>/dev/null"
+env "${settings[@]}" RANKS=2 BATCH=4 REPEAT=1 MASTER_PORT=23456 OUT="$WORK/dp-port" TORCH_RATE="$WORK/fake-torch" \
+  "$ROOT/scripts/bench-train-cpu" "$BUILD" >"$WORK/dp-port.txt" 2>&1
+check "a MASTER_PORT set is kept" test "$(tail -2 "$WORK/fake-ports.txt" | sort -u)" = 23456
 
 printf '#!/bin/sh\necho "no such device" >&2\nexit 1\n' >"$WORK/broken-torch"
 chmod +x "$WORK/broken-torch"
