@@ -45,7 +45,7 @@ struct PoolGeometry {
 // The learning rate is folded into the momentum buffer (as MLPerf's LARS does), so a per-tensor
 // rate (LARS's trust ratio) needs no second buffer. momentum_scale is 1, or with momentum
 // correction (Goyal et al.) lr / the previous step's lr, which keeps the buffer lr times PyTorch's
-// (v = m v + g', w -= lr v) while the rate changes.
+// (u = m u + g', w -= lr u) while the rate changes.
 // MomentumStep::rates keeps each value at its step_rate index (models/optimizer_math.hpp).
 
 struct MomentumStep {
