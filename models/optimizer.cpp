@@ -40,7 +40,7 @@ double Optimizer::lars_trust_ratio(double weight_norm, double grad_norm, double 
 }
 
 float Optimizer::momentum_scale(double lr, double previous_lr) const {
-  if (!config_.momentum_correction || !(previous_lr > 0)) return 1.0f;
+  if (!config_.corrects_momentum() || !(previous_lr > 0)) return 1.0f;
   return static_cast<float>(lr / previous_lr);
 }
 

@@ -5,6 +5,7 @@
 // correction (Goyal et al.) the buffer is rescaled by lr_t / lr_(t-1) at each step, so that it stays
 // lr_t times PyTorch's (u = m u + g', w -= lr u) as the rate changes and the two take the same steps;
 // without it, after a change of rate the buffer carries the old rate's steps for ~1 / (1 - m) steps.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,9 @@ struct OptimizerConfig {
   float lars_eta = 0.001f;  // LARS trust coefficient
   // Whether the caller passes the momentum correction to step() (momentum_scale below); it is the
   // caller that knows which rate the buffers were last updated at (a skipped fp16 step keeps it).
-  bool momentum_correction = false;
+  // Unset: on for sgd and nesterov (PyTorch's steps), off for lars (MLPerf's reference LARS).
+  std::optional<bool> momentum_correction = std::nullopt;
+  bool corrects_momentum() const { return momentum_correction.value_or(kind != OptimizerKind::lars); }
 };
 
 // "sgd", "nesterov", "lars"; throws UsageError otherwise.

@@ -260,7 +260,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
       static_cast<long long>(result_.parameter_count), result_.train_flops_per_image / 1e9, backend_->name().c_str(),
       nranks_, nranks_ == 1 ? "" : "s", static_cast<long long>(config.batch_at(0)), schedule_.peak,
       optimizer_name(config.optimizer.kind).c_str(), config.optimizer.momentum,
-      config.optimizer.momentum_correction ? " with correction" : "", static_cast<long long>(steps_per_epoch));
+      config.optimizer.corrects_momentum() ? " with correction" : "", static_cast<long long>(steps_per_epoch));
   if (config.cuda_graph)
     log("[config] each step's forward, loss, backward%s%s and optimizer step replayed as a CUDA graph\n",
         exchange_ ? ", gradient exchange" : "", loss_scale_ ? ", overflow check" : "");

@@ -115,8 +115,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   c.optimizer.kind = models::parse_optimizer(optimizer);
   if (momentum_correction != "auto" && momentum_correction != "0" && momentum_correction != "1")
     throw UsageError("--momentum-correction is 0, 1 or auto, not '" + momentum_correction + "'");
-  c.optimizer.momentum_correction =
-      momentum_correction == "auto" ? c.optimizer.kind != models::OptimizerKind::lars : momentum_correction == "1";
+  if (momentum_correction != "auto") c.optimizer.momentum_correction = momentum_correction == "1";
   c.decay = models::parse_decay(decay);
   c.bucket_strategy = parse_bucket_strategy(strategy);
   // Not given: the strategy's default (a negative one given had silently meant the same).

@@ -28,7 +28,7 @@ void write_config(const h5::Node& group, const models::TrainConfig& c) {
   group.set_attr("eval_every", c.eval_every);
   group.set_attr("optimizer", models::optimizer_name(c.optimizer.kind));
   group.set_attr("momentum", static_cast<double>(c.optimizer.momentum));
-  group.set_attr("momentum_correction", static_cast<int64_t>(c.optimizer.momentum_correction));
+  group.set_attr("momentum_correction", static_cast<int64_t>(c.optimizer.corrects_momentum()));
   group.set_attr("weight_decay", static_cast<double>(c.optimizer.weight_decay));
   group.set_attr("decay_bn_bias", static_cast<int64_t>(c.optimizer.decay_bn_and_bias));
   group.set_attr("lars_eta", static_cast<double>(c.optimizer.lars_eta));

@@ -131,11 +131,12 @@ TEST(Optimizer, MomentumCorrectionTakesPyTorchsStepsAsTheRateChanges) {
     }
   }
   ReferenceBackend backend;
-  Optimizer plain(backend, {}, OptimizerConfig{});
-  EXPECT_EQ(plain.momentum_scale(0.2, 0.1), 1.0f) << "off unless asked";
-  OptimizerConfig corrected;
-  corrected.momentum_correction = true;
-  Optimizer with(backend, {}, corrected);
+  OptimizerConfig lars;
+  lars.kind = OptimizerKind::lars;
+  Optimizer plain(backend, {}, lars);
+  EXPECT_EQ(plain.momentum_scale(0.2, 0.1), 1.0f) << "LARS: off unless asked (MLPerf's reference)";
+  Optimizer with(backend, {}, OptimizerConfig{});
+  EXPECT_TRUE(OptimizerConfig{}.corrects_momentum()) << "SGD: on unless turned off (PyTorch's steps)";
   EXPECT_EQ(with.momentum_scale(0.2, 0.1), 2.0f);
   EXPECT_EQ(with.momentum_scale(0.2, 0.0), 1.0f) << "no step yet: the buffers are 0, and 0.2 / 0 is no scale";
 }

@@ -104,7 +104,6 @@ Results run_case(Backend& backend, const ReferenceCase& c) {
   config.kind = c.nesterov ? OptimizerKind::nesterov : OptimizerKind::sgd;
   config.momentum = static_cast<float>(kReferenceMomentum);
   config.weight_decay = static_cast<float>(kReferenceWeightDecay);
-  config.momentum_correction = true;  // sb-train's default for sgd and nesterov
   Optimizer optimizer(backend, model.parameters(), config);
 
   Tensor images = backend.allocate({c.batch, 3, c.image_size, c.image_size});
