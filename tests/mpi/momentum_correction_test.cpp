@@ -1,0 +1,83 @@
+// The trainer's side of momentum correction (models/optimizer.hpp): which learning rate the
+// momentum buffers were last updated at, which the next step's correction divides by. A step
+// skipped for overflowed gradients (loss scaling, here at fp32 with the overflow injected) updates
+// nothing, so it must leave that rate as the step before it set it; the checkpoint keeps it.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "models/checkpoint.hpp"
+#include "models/trainer.hpp"
+#include "results/results_file.hpp"
+
+namespace sb::models {
+namespace {
+
+struct Stopped {
+  double momentum_lr = 0;
+  std::vector<float> weights;
+};
+
+// `steps` steps of ResNet-20 on Fashion-MNIST with loss scaling, an overflow injected at each of
+// `overflows` (1-based), and where the checkpoint written at the stop says the run stands (rank 0's
+// view; the others return nothing). Collective.
+Stopped run(int64_t steps, const std::vector<int64_t>& overflows) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  char dir_name[64] = "/tmp/sb-momentum-XXXXXX";
+  if (rank == 0 && mkdtemp(dir_name) == nullptr) dir_name[0] = 0;
+  MPI_Bcast(dir_name, sizeof dir_name, MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (dir_name[0] == 0) {
+    ADD_FAILURE() << "no temporary folder";
+    return {};
+  }
+  TrainConfig c;
+  c.model = "resnet20";
+  c.data = "fashion-mnist";
+  c.batch = 60;  // divides over 1..5 ranks
+  c.epochs = 1;  // a cosine decay over the epoch: every step's rate differs from the last
+  c.max_steps = steps;
+  c.loss_scale = 1024;
+  c.inject_overflow_steps = overflows;
+  c.threads = 1;
+  c.workers = 1;
+  c.print_every = 0;
+  c.seed = 3;
+  c.checkpoint_dir = dir_name;
+  EXPECT_TRUE(c.optimizer.corrects_momentum()) << "SGD's default";
+  train(c, nullptr, MPI_COMM_WORLD);
+  Stopped stopped;
+  if (rank == 0) {
+    const ResultsReader reader(checkpoint_path(dir_name));
+    const h5::Node checkpoint = reader.root().open_group("checkpoint");
+    stopped.momentum_lr = checkpoint.attr_double("momentum_lr");
+    const h5::Node parameters = checkpoint.open_group("parameters");
+    for (const std::string& name : parameters.children()) {
+      const std::vector<float> t = parameters.read_floats(name);
+      stopped.weights.insert(stopped.weights.end(), t.begin(), t.end());
+    }
+    std::filesystem::remove_all(dir_name);
+  }
+  return stopped;
+}
+
+TEST(MomentumCorrection, AStepSkippedForAnOverflowLeavesTheMomentumRate) {
+  int rank = 0, ranks = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  if (ranks > 2) GTEST_SKIP() << "every rank decides alike; 1 and 2 ranks show it";
+  const Stopped seven = run(7, {}), eight_skipped = run(8, {8}), eight = run(8, {});
+  if (rank != 0) return;
+  EXPECT_GT(seven.momentum_lr, 0);
+  EXPECT_EQ(eight_skipped.momentum_lr, seven.momentum_lr) << "the skipped step 8 set its rate";
+  EXPECT_EQ(eight_skipped.weights, seven.weights) << "the skipped step 8 moved the weights";
+  EXPECT_NE(eight.momentum_lr, seven.momentum_lr) << "an applied step 8 sets its own rate";
+  EXPECT_LT(eight.momentum_lr, seven.momentum_lr) << "the cosine decays";
+}
+
+}  // namespace
+}  // namespace sb::models
