@@ -19,6 +19,7 @@
 #include "models/trainer.hpp"
 #include "results/results_file.hpp"
 #include "tests/mpi/gpu_ranks.hpp"
+#include "tests/mpi/small_runs.hpp"
 
 namespace sb::models {
 namespace {
@@ -77,15 +78,11 @@ int64_t expect_recorded_run_like_uncaptured(const std::string& backend, Precisio
                                             int64_t accumulate = 1) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  // One folder for all ranks, named by rank 0.
-  char dir_name[64] = "/tmp/sb-cuda-graph-XXXXXX";
-  if (rank == 0 && mkdtemp(dir_name) == nullptr) dir_name[0] = 0;
-  MPI_Bcast(dir_name, sizeof dir_name, MPI_CHAR, 0, MPI_COMM_WORLD);
-  if (dir_name[0] == 0) {
+  const std::filesystem::path dir = shared_temp_dir("sb-cuda-graph");
+  if (dir.empty()) {
     ADD_FAILURE() << "no temporary folder";
     return -1;
   }
-  const std::filesystem::path dir = dir_name;
   if (rank == 0) {
     write_data(dir, "train", 240);
     write_data(dir, "t10k", 120);

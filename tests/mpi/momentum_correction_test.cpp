@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "models/checkpoint.hpp"
 #include "models/trainer.hpp"
 #include "results/results_file.hpp"
+#include "tests/mpi/small_runs.hpp"
 
 namespace sb::models {
 namespace {
@@ -28,31 +28,20 @@ struct Stopped {
 Stopped run(int64_t steps, const std::vector<int64_t>& overflows) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  char dir_name[64] = "/tmp/sb-momentum-XXXXXX";
-  if (rank == 0 && mkdtemp(dir_name) == nullptr) dir_name[0] = 0;
-  MPI_Bcast(dir_name, sizeof dir_name, MPI_CHAR, 0, MPI_COMM_WORLD);
-  if (dir_name[0] == 0) {
+  const std::string dir = shared_temp_dir("sb-momentum");
+  if (dir.empty()) {
     ADD_FAILURE() << "no temporary folder";
     return {};
   }
-  TrainConfig c;
-  c.model = "resnet20";
-  c.data = "fashion-mnist";
-  c.batch = 60;  // divides over 1..5 ranks
-  c.epochs = 1;  // a cosine decay over the epoch: every step's rate differs from the last
-  c.max_steps = steps;
+  TrainConfig c = few_steps(steps);  // one epoch's cosine decay: every step's rate differs from the last
   c.loss_scale = 1024;
   c.inject_overflow_steps = overflows;
-  c.threads = 1;
-  c.workers = 1;
-  c.print_every = 0;
-  c.seed = 3;
-  c.checkpoint_dir = dir_name;
+  c.checkpoint_dir = dir;
   EXPECT_TRUE(c.optimizer.corrects_momentum()) << "SGD's default";
   train(c, nullptr, MPI_COMM_WORLD);
   Stopped stopped;
   if (rank == 0) {
-    const ResultsReader reader(checkpoint_path(dir_name));
+    const ResultsReader reader(checkpoint_path(dir));
     const h5::Node checkpoint = reader.root().open_group("checkpoint");
     stopped.momentum_lr = checkpoint.attr_double("momentum_lr");
     const h5::Node parameters = checkpoint.open_group("parameters");
@@ -60,7 +49,7 @@ Stopped run(int64_t steps, const std::vector<int64_t>& overflows) {
       const std::vector<float> t = parameters.read_floats(name);
       stopped.weights.insert(stopped.weights.end(), t.begin(), t.end());
     }
-    std::filesystem::remove_all(dir_name);
+    std::filesystem::remove_all(dir);
   }
   return stopped;
 }

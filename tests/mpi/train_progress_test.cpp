@@ -9,23 +9,10 @@
 #include <vector>
 
 #include "models/trainer.hpp"
+#include "tests/mpi/small_runs.hpp"
 
 namespace sb::models {
 namespace {
-
-TrainConfig few_steps(int64_t steps) {
-  TrainConfig c;
-  c.model = "resnet20";
-  c.data = "fashion-mnist";
-  c.batch = 60;  // divides over 1..5 ranks
-  c.epochs = 1;
-  c.max_steps = steps;
-  c.threads = 1;
-  c.workers = 1;
-  c.print_every = 0;
-  c.seed = 3;
-  return c;
-}
 
 // Snapshots taken while the training thread adds steps are whole (every step with its times and
 // batch), never go back, and the last one is the result train() returns.
