@@ -22,6 +22,14 @@ check "h5dump reads the results" test $? -eq 0
 check "reached_target is 1" grep -q '(0): 1' <(h5dump -a /train/reached_target "$out")
 check "status is complete" grep -q '(0): "complete"' <(h5dump -a /status "$out")
 check_schema "$out"
+check "SGD corrects its momentum by default, as the config records and the log says" \
+  test "$(h5_attr "$out" /train/config/momentum_correction)" = 1 -a -n "$(grep 'momentum 0.9 with correction' "$WORK/train.txt")"
+# LARS does not (MLPerf's reference LARS folds the rate in uncorrected), unless asked.
+for asked in "" "--momentum-correction 1"; do
+  $TRAIN --optimizer lars $asked --epochs 1 --steps 2 --print-every 0 --out "$WORK/lars.h5" >"$WORK/lars.txt" 2>&1
+  check "LARS ${asked:-by default}: momentum_correction $([[ -n $asked ]] && echo 1 || echo 0)" \
+    test "$(h5_attr "$WORK/lars.h5" /train/config/momentum_correction)" = "$([[ -n $asked ]] && echo 1 || echo 0)"
+done
 
 # --- checkpoint and resume: bit-identical weights ---------------------------------------------
 mkdir -p "$WORK/straight" "$WORK/resumed"
