@@ -104,8 +104,7 @@ TEST(Optimizer, MomentumCorrectionTakesPyTorchsStepsAsTheRateChanges) {
   for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::nesterov}) {
     for (bool correction : {true, false}) {
       OneTensor t;
-      OptimizerConfig config{OptimizerKind::sgd, 0.9f, 0.01f, false, 0.001f};
-      config.kind = kind;
+      OptimizerConfig config{kind, 0.9f, 0.01f, false, 0.001f};
       config.momentum_correction = correction;
       Optimizer ours(t.backend, {&t.weight}, config);
       double w[2] = {3.0, -4.0}, u[2] = {0, 0};  // PyTorch's weights and buffer
