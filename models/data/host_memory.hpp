@@ -4,6 +4,7 @@
 // full rate, where pageable memory goes through a staging copy at a fraction of it. Pinning pages
 // is slow, so the blocks are cached by size and handed out again: a run's batches are a few sizes.
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <new>
@@ -20,8 +21,15 @@ class HostMemory {
 };
 
 // Caches released blocks by size over raw allocate/free functions (cudaHostAlloc/cudaFreeHost
-// for pinned memory); thread-safe, as the loader's workers allocate concurrently. The cache
-// frees everything when the pool is destroyed.
+// for pinned memory); thread-safe, as the loader's workers allocate concurrently.
+//
+// The idle blocks it holds are bounded by three times the peak of the bytes handed out at once. A
+// run that moves on to other sizes for good (progressive resizing, a batch ramp) would otherwise
+// keep every size's blocks pinned to the end. Three times, because an epoch comes back to three
+// sizes (its batches, its short last batch, evaluation's batches), and the idle blocks of one size
+// are at most the peak (a size's blocks were all in use at once, or the pool would have reused
+// one): those three never evict each other. Over the bound, the blocks of the size least recently
+// asked for go first. What was freed is counted; the pool frees the rest when destroyed.
 class CachingHostMemory : public HostMemory {
  public:
   using RawAllocate = void* (*)(size_t bytes);  // nullptr when out of memory
@@ -31,13 +39,23 @@ class CachingHostMemory : public HostMemory {
   void* allocate(size_t bytes) override;
   void release(void* block, size_t bytes) override;
   size_t raw_allocations() const;  // blocks obtained from the raw allocator so far
+  size_t raw_frees() const;        // blocks given back to it before the end (evicted)
+  size_t idle_bytes() const;       // held in the cache now
 
  private:
+  struct Idle {
+    size_t bytes;
+    void* block;
+  };
+
   RawAllocate raw_allocate_;
   RawFree raw_free_;
   mutable std::mutex mutex_;
-  std::multimap<size_t, void*> free_;
-  size_t raw_allocations_ = 0;
+  std::vector<Idle> idle_;
+  std::map<size_t, uint64_t> last_asked_;  // size -> the number of the allocation that last asked for it
+  uint64_t allocations_ = 0;
+  size_t idle_bytes_ = 0, in_use_bytes_ = 0, peak_in_use_bytes_ = 0;
+  size_t raw_allocations_ = 0, raw_frees_ = 0;
 };
 
 // A std::allocator that takes its memory from a HostMemory, or from the heap without one.

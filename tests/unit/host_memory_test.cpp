@@ -1,6 +1,8 @@
 // The loader's host memory: a caching pool hands a released block of the same size out again
 // instead of asking the raw allocator (pinning pages is slow), batches built through it hold the
-// same data as heap ones, and everything goes back to the raw allocator at the end.
+// same data as heap ones, the sizes a run has left behind are given back once the idle blocks pass
+// their bound while the sizes that come back every epoch are kept, and everything goes back to the
+// raw allocator at the end.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -39,6 +41,50 @@ TEST(HostMemory, ReleasedBlocksOfTheSameSizeAreReused) {
     EXPECT_EQ(live_blocks, 3);  // cached, not freed
   }
   EXPECT_EQ(live_blocks, 0);  // the pool frees its cache
+}
+
+// Takes `count` blocks of `bytes` at once, then gives them all back: the loader's batches of one
+// size, built ahead and then consumed.
+void cycle(CachingHostMemory& pool, size_t bytes, int count) {
+  std::vector<void*> blocks;
+  for (int i = 0; i < count; ++i) blocks.push_back(pool.allocate(bytes));
+  for (void* block : blocks) pool.release(block, bytes);
+}
+
+TEST(HostMemory, SizesARunHasLeftAreGivenBack) {
+  {
+    CachingHostMemory pool(counting_allocate, counting_free);
+    // Progressive resizing: six image sizes in turn, three batches in flight at each.
+    for (size_t bytes = 1000; bytes <= 6000; bytes += 1000)
+      for (int step = 0; step < 5; ++step) cycle(pool, bytes, 3);
+    EXPECT_EQ(pool.raw_allocations(), 18u);  // three blocks a size, reused within the stage
+    // Held without the bound: 3 x 21000 bytes; the bound is three times the peak in use (3 x 6000).
+    EXPECT_EQ(pool.idle_bytes(), 3u * 18000);
+    EXPECT_EQ(pool.raw_frees(), 6u);  // the first two sizes' blocks
+    EXPECT_EQ(live_blocks, 12);
+    // The sizes used last are still there; the first is not.
+    const size_t raw_before = pool.raw_allocations();
+    cycle(pool, 6000, 3);
+    cycle(pool, 5000, 3);
+    EXPECT_EQ(pool.raw_allocations(), raw_before);
+    cycle(pool, 1000, 1);
+    EXPECT_EQ(pool.raw_allocations(), raw_before + 1) << "the stalest size was kept";
+  }
+  EXPECT_EQ(live_blocks, 0);
+}
+
+TEST(HostMemory, SizesThatComeBackEveryEpochAreKept) {
+  CachingHostMemory pool(counting_allocate, counting_free);
+  size_t after_first_epoch = 0;
+  for (int epoch = 0; epoch < 10; ++epoch) {
+    for (int step = 0; step < 20; ++step) cycle(pool, 4000, 3);  // full batches
+    cycle(pool, 1500, 1);                                       // the epoch's short last batch
+    cycle(pool, 6000, 2);                                       // evaluation, larger batches
+    if (epoch == 0) after_first_epoch = pool.raw_allocations();
+  }
+  EXPECT_EQ(after_first_epoch, 6u);
+  EXPECT_EQ(pool.raw_allocations(), after_first_epoch) << "an epoch's sizes were pinned again";
+  EXPECT_EQ(pool.raw_frees(), 0u);
 }
 
 TEST(HostMemory, LoaderBatchesInThePoolMatchHeapBatches) {
