@@ -160,6 +160,44 @@ TEST(Optimizer, LarsScalesWeightsByTheTrustRatioAndLeavesBnAlone) {
   EXPECT_EQ(Optimizer::lars_trust_ratio(0, 1, 0.001, 0.01), 1.0);
 }
 
+// LARS asked for the correction (`--optimizer lars --momentum-correction 1`) takes the steps of
+// LARC (apex's, trust ratio on the decayed gradient, no clipping) on PyTorch's SGD, which keeps the
+// rate out of its buffer: u = m u + trust (g + wd w), w -= lr u. BN and bias parameters: plain
+// momentum, no decay, in both.
+TEST(Optimizer, LarsMomentumCorrectionTakesLarcOnPyTorchsSgdSteps) {
+  const std::vector<double> rates = {0.5, 1.5, 3.0, 3.0, 0.6, 2.0};
+  for (bool correction : {true, false}) {
+    OneTensor t;
+    OptimizerConfig config{OptimizerKind::lars, 0.9f, 0.01f, false, 0.02f};
+    config.momentum_correction = correction;
+    Optimizer ours(t.backend, {&t.weight, &t.bias}, config);
+    double w[2] = {3.0, -4.0}, u[2] = {0, 0}, b = 1.0, ub = 0;  // PyTorch's weights and buffers
+    const double momentum = config.momentum, decay = config.weight_decay, eta = config.lars_eta;
+    double previous_lr = 0, worst = 0;
+    for (size_t s = 0; s < rates.size(); ++s) {
+      const double g[2] = {std::sin(1.0 + static_cast<double>(s)), std::cos(2.0 * static_cast<double>(s))};
+      const double gb = 0.5 * std::cos(static_cast<double>(s));
+      OneTensor::set(t.weight.grad, {g[0], g[1]});
+      OneTensor::set(t.bias.grad, {gb});
+      const double lr = static_cast<float>(rates[s]);
+      ours.step(static_cast<float>(lr), 1, nullptr, ours.momentum_scale(lr, previous_lr));
+      previous_lr = lr;
+      const double trust = eta * std::hypot(w[0], w[1]) / (std::hypot(g[0], g[1]) + decay * std::hypot(w[0], w[1]));
+      for (int i = 0; i < 2; ++i) {
+        u[i] = momentum * u[i] + trust * (g[i] + decay * w[i]);
+        w[i] -= lr * u[i];
+        worst = std::max(worst, std::abs(OneTensor::at(t.weight.value, i) - w[i]));
+      }
+      ub = momentum * ub + gb;
+      b -= lr * ub;
+      worst = std::max(worst, std::abs(OneTensor::at(t.bias.value, 0) - b));
+    }
+    // fp32 rounding of the rate times the trust ratio, and of the momentum scale, at each step.
+    if (correction) EXPECT_LT(worst, 1e-6);
+    else EXPECT_GT(worst, 1e-2) << "without the correction the steps differ";
+  }
+}
+
 TEST(LrSchedule, WarmupThenCosinePolyAndStep) {
   LrSchedule s;
   s.peak = LrSchedule::scaled_peak(0.1, 1024);
