@@ -140,19 +140,12 @@ fault=$WORK/fault.h5
 $MPIRUN -np 2 "$BIN/sb-allreduce" -b 8 -e 4M -f 2 -n 2000 -w 0 -T 3 --out "$fault" \
   >"$WORK/fault.txt" 2>"$WORK/fault.err" &
 launcher=$!
-pid=""
-for _ in $(seq 600); do
-  pid=$(sed -n 's/^#  Rank  1 Pid *\([0-9]*\) .*/\1/p' "$WORK/fault.txt")
-  [[ -n $pid ]] && break
-  sleep 0.1
-done
+wait_until "$launcher" grep -q '^#  Rank  1 Pid' "$WORK/fault.txt"
+pid=$(sed -n 's/^#  Rank  1 Pid *\([0-9]*\) .*/\1/p' "$WORK/fault.txt")
 # Stopped once the table has a finished size (not after a fixed time: on a loaded machine the
 # first size once took over 20 s beside two builds, and a file with nothing finished
 # would test nothing). The waits end as soon as what they wait for is there.
-for _ in $(seq 600); do
-  grep -qE '^ +[0-9]+ +[0-9]+ +float' "$WORK/fault.txt" && break
-  sleep 0.1
-done
+wait_until "$launcher" grep -qE '^ +[0-9]+ +[0-9]+ +float' "$WORK/fault.txt"
 [[ -n $pid ]] && kill -STOP "$pid"
 start=$SECONDS
 wait "$launcher"
@@ -172,7 +165,7 @@ check "the saved file holds every size the table finished ($saved of $finished)"
 term=$WORK/term.h5
 $MPIRUN -np 2 "$BIN/sb-allreduce" -b 8 -e 4M -f 2 -n 5000 -w 0 --out "$term" >"$WORK/term.txt" 2>&1 &
 launcher=$!
-for _ in $(seq 600); do grep -q '^#  Rank  1' "$WORK/term.txt" && break; sleep 0.1; done
+wait_until "$launcher" grep -q '^#  Rank  1' "$WORK/term.txt"
 sleep 1.5
 kill -TERM "$launcher"
 wait "$launcher"

@@ -72,9 +72,7 @@ long_sweep() {
   exec $MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --compute-scale 0.05 --strategy ddp -b 0.01 -e 64 -f 1.5 \
     -n 100 "$@"
 }
-wait_for_first_row() {
-  for _ in $(seq 600); do grep -qE "^  no-overlap " "$1" && return; sleep 0.1; done
-}
+wait_for_first_row() { wait_until "$launcher" grep -qE "^  no-overlap " "$1"; }
 
 # A stuck rank: rank 1 stopped; -T 3 ends the job, and rank 0 saves the rows it has.
 long_sweep -T 3 --out "$WORK/stuck.h5" >"$WORK/stuck.txt" 2>"$WORK/stuck.err" &

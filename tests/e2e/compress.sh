@@ -57,7 +57,7 @@ bad_input "PowerSGD rank 0" --compressor powersgd --rank 0
 # measured are saved, and say why the run ended.
 $MPIRUN -np 2 "$BIN/sb-compress" -b 64K -e 64M -f 2 -n 200 --out "$WORK/term.h5" >"$WORK/term.txt" 2>"$WORK/term.err" &
 launcher=$!
-for _ in $(seq 300); do grep -qE '^ +65536 +none ' "$WORK/term.txt" && break; sleep 0.1; done
+wait_until "$launcher" grep -qE '^ +65536 +none ' "$WORK/term.txt"
 kill -TERM "$launcher"
 wait "$launcher"
 check "SIGTERM ends the job with one line that says so" grep -q 'interrupted by SIGTERM while measuring' "$WORK/term.err"

@@ -96,7 +96,7 @@ launcher=$!
 results=$SB_RESULTS/train-n2-np2-7101_1
 checkpoint=$WORK/checkpoints/train-n2-np2-7101_1/checkpoint.h5
 touch "$FAKE/dead/fake2"  # the node goes (its probe fails from now on), and its rank with it
-kill_rank1_after_checkpoint "$checkpoint"
+kill_rank1_after_checkpoint "$checkpoint" "$launcher"
 wait "$launcher"
 rc=$?
 check "the lost node's rank (pid ${killed:-not found}) ends attempt 1, and attempt 2 finishes the job (exit status $rc)" \

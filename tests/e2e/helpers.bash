@@ -52,6 +52,20 @@ rank_pid() {
   done
 }
 
+# wait_until JOB COMMAND...: runs COMMAND every 0.1 s until it succeeds (status 0), the job JOB (a
+# pid) has ended (status 1), or 300 s have passed (status 1). A loaded machine (a build beside the
+# tests) can take minutes to reach the point a fault test waits for; a job that ends first ends
+# the wait at once.
+wait_until() {
+  local job=$1; shift
+  for _ in $(seq 3000); do
+    "$@" && return 0
+    kill -0 "$job" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
 # stop_rank_until_end LAUNCHER PATTERN RANK: stops that rank (SIGSTOP, as a hung rank) and waits
 # for the job to end on its own; sets stopped_pid (empty if the rank was not found), job_rc and
 # job_seconds (from the stop to the end), then lets the stopped process go.
@@ -65,14 +79,14 @@ stop_rank_until_end() {
   [[ -n $stopped_pid ]] && kill -CONT "$stopped_pid" 2>/dev/null
 }
 
-# kill_rank0_when LAUNCHER OUTPUT REGEX PATTERN: once OUTPUT has a line matching REGEX (60 s at
-# most), SIGKILL rank 0 (the process matching PATTERN), as the OOM killer or a launcher or
+# kill_rank0_when LAUNCHER OUTPUT REGEX PATTERN: once OUTPUT has a line matching REGEX (wait_until),
+# SIGKILL rank 0 (the process matching PATTERN), as the OOM killer or a launcher or
 # scheduler after its grace would: no handler runs, so what is left on disk is rank 0's last
 # snapshot. The other ranks are stopped (SIGSTOP) first, so that rank 0, which needs them for
 # every measurement, cannot finish the run (and save it whole) between the line and the kill, however
 # slow this machine is. Then waits for the job to end. Sets killed_pid (empty when rank 0 was not found).
 kill_rank0_when() {
-  for _ in $(seq 600); do grep -qE "$3" "$2" && break; sleep 0.1; done
+  wait_until "$1" grep -qE "$3" "$2"
   killed_pid=$(rank_pid "$4" 0)
   local p others=()
   for p in $(pgrep -f "$4"); do  # the ranks only: the launcher's command line matches too
@@ -85,11 +99,11 @@ kill_rank0_when() {
   return 0
 }
 
-# kill_rank1_after_checkpoint CHECKPOINT: SIGKILL to rank 1 of the sb-train job writing
-# CHECKPOINT (its --checkpoint folder in the command line) once that file is on disk (60 s at
-# most): a rank lost, so the launcher ends the job. Sets killed (empty when rank 1 was not found).
+# kill_rank1_after_checkpoint CHECKPOINT LAUNCHER: SIGKILL to rank 1 of the sb-train job writing
+# CHECKPOINT (its --checkpoint folder in the command line) once that file is on disk (wait_until):
+# a rank lost, so the launcher ends the job. Sets killed (empty when rank 1 was not found).
 kill_rank1_after_checkpoint() {
-  for _ in $(seq 600); do [[ -e $1 ]] && break; sleep 0.1; done
+  wait_until "$2" test -e "$1"
   killed=$(rank_pid "/sb-train .*--checkpoint $(dirname "$1")" 1)
   [[ -n $killed ]] && kill -KILL "$killed"
   return 0

@@ -37,7 +37,7 @@ check "--benchmark_list_tests lists, and writes no file" \
 # SIGINT after the first rows: the rows finished are saved, and the file says why it ended.
 "$BIN/sb-micro" --out "$WORK/partial.h5" >"$WORK/partial.txt" 2>&1 &
 job=$!
-for _ in $(seq 600); do grep -q '^BM_triad/262144' "$WORK/partial.txt" && break; sleep 0.1; done
+wait_until $job grep -q '^BM_triad/262144' "$WORK/partial.txt"
 kill -INT $job
 wait $job
 rc=$?

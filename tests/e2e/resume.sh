@@ -19,7 +19,7 @@ job() {
 
 # A rank lost, one restart allowed: the job comes back and finishes.
 SB_RESTARTS=1 job 7001
-kill_rank1_after_checkpoint "$checkpoint"
+kill_rank1_after_checkpoint "$checkpoint" "$launcher"
 wait "$launcher"
 rc=$?
 check "a lost rank (pid ${killed:-not found}) ends attempt 1, and attempt 2 finishes the job (exit status $rc)" \
@@ -48,7 +48,7 @@ check "sb-report shows the resume beside the run, and attempt 1 as ended early" 
 # No restart left: the job ends with the fault; run again under the same job id (a requeue), it
 # resumes from the checkpoint the first run left.
 SB_RESTARTS=0 job 7002
-kill_rank1_after_checkpoint "$checkpoint"
+kill_rank1_after_checkpoint "$checkpoint" "$launcher"
 wait "$launcher"
 rc=$?
 check "with SB_RESTARTS=0 a lost rank ends the job (exit status $rc), as said" \

@@ -109,7 +109,7 @@ check "progressive resizing: 28 px from epoch 2, evaluated at 28" \
 $MPIRUN --bind-to none -np 1 $BIN/sb-train --threads 2 --data "imagefolder:$WORK/folder" --image-size 28 --batch 64 \
   --epochs 50 --print-every 1 --out "$WORK/term.h5" >"$WORK/term.txt" 2>"$WORK/term.err" &
 launcher=$!
-for _ in $(seq 600); do grep -q '^\[eval\] epoch 1:' "$WORK/term.txt" && break; sleep 0.1; done
+wait_until "$launcher" grep -q '^\[eval\] epoch 1:' "$WORK/term.txt"
 kill -TERM "$launcher"
 wait "$launcher"
 check "SIGTERM ends the run ($?), with one line that says so" grep -q 'interrupted by SIGTERM while' "$WORK/term.err"

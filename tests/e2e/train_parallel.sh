@@ -185,7 +185,7 @@ mkdir -p "$WORK/blocked"
 $TRAIN 2 $SB --epochs 1 --steps 30 --print-every 2 --compressor topk --ratio 0.05 --checkpoint "$WORK/blocked" \
   --out "$WORK/blocked.h5" >"$WORK/blocked.txt" 2>"$WORK/blocked.err" &
 job=$!
-for _ in $(seq 1 300); do grep -q 'step 2/' "$WORK/blocked.txt" 2>/dev/null && break; sleep 0.1; done
+wait_until $job grep -q 'step 2/' "$WORK/blocked.txt"
 pid0=$(rank_pid "^$BIN/sb-train .*--checkpoint $WORK/blocked" 0)
 mkdir "$WORK/blocked/checkpoint.exchange-rank0.h5.tmp-${pid0:-none}"
 wait $job
@@ -205,7 +205,7 @@ mkdir -p "$WORK/crash"
 $TRAIN 2 $SB --epochs 1 --print-every 5 --checkpoint "$WORK/crash" --checkpoint-steps 10 --timeout 60 \
   --out "$WORK/crash.h5" >"$WORK/crash.txt" 2>&1 &
 job=$!
-for _ in $(seq 1 300); do [[ -e "$WORK/crash/checkpoint.h5" ]] && break; sleep 0.2; done
+wait_until $job test -e "$WORK/crash/checkpoint.h5"
 sleep 1
 victim=$(pgrep -f "^$BIN/sb-train --threads 1 --epochs 1 --print-every 5 --checkpoint $WORK/crash" | tail -1)
 killed_at=$(date +%s%3N)
@@ -229,7 +229,7 @@ check_schema "$WORK/crash.h5"
 $TRAIN 2 $SB --epochs 1 --steps 30 --print-every 1 --checkpoint "$WORK/crash" --resume --out "$WORK/again.h5" \
   >"$WORK/again.txt" 2>&1 &
 job=$!
-for _ in $(seq 1 600); do grep -q '^\[train\]' "$WORK/again.txt" && break; sleep 0.1; done
+wait_until $job grep -q '^\[train\]' "$WORK/again.txt"
 first_loss_ms=$(( $(date +%s%3N) - killed_at ))
 wait $job
 check "--resume goes on from the last checkpoint" grep -qE '^\[resume\] .* step [1-9]' "$WORK/again.txt"
