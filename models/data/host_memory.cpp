@@ -44,7 +44,7 @@ void CachingHostMemory::release(void* block, size_t bytes) {
     idle_bytes_ += bytes;
     while (idle_bytes_ > kIdleBound * peak_in_use_bytes_) {
       auto stalest = std::min_element(idle_.begin(), idle_.end(), [&](const Idle& a, const Idle& b) {
-        return last_asked_[a.bytes] < last_asked_[b.bytes];
+        return last_asked_.at(a.bytes) < last_asked_.at(b.bytes);
       });
       evicted.push_back(stalest->block);
       idle_bytes_ -= stalest->bytes;
