@@ -184,6 +184,9 @@ void* pinned_allocate(size_t bytes) {
   void* block = nullptr;
   return cudaHostAlloc(&block, bytes, cudaHostAllocDefault) == cudaSuccess ? block : nullptr;
 }
+// Called when the pool gives back a size a run has left (CachingHostMemory::release). cudaFreeHost
+// may wait for the device, which a capturing thread must not do: the trainer releases batches and
+// the recorded labels only outside a capture (a step's batch dies after the step's synchronize).
 void pinned_free(void* block) { cudaFreeHost(block); }
 }  // namespace
 

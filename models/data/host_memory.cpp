@@ -52,7 +52,7 @@ void CachingHostMemory::release(void* block, size_t bytes) {
     }
     raw_frees_ += evicted.size();
   }
-  // Outside the lock: cudaFreeHost waits for the device, and the loader's workers need the pool.
+  // Outside the lock: cudaFreeHost may wait for the device, and the loader's workers need the pool.
   for (void* stale : evicted) raw_free_(stale);
 }
 

@@ -24,12 +24,13 @@ class HostMemory {
 // for pinned memory); thread-safe, as the loader's workers allocate concurrently.
 //
 // The idle blocks it holds are bounded by three times the peak of the bytes handed out at once. A
-// run that moves on to other sizes for good (progressive resizing, a batch ramp) would otherwise
-// keep every size's blocks pinned to the end. Three times, because an epoch comes back to three
-// sizes (its batches, its short last batch, evaluation's batches), and the idle blocks of one size
-// are at most the peak (a size's blocks were all in use at once, or the pool would have reused
-// one): those three never evict each other. Over the bound, the blocks of the size least recently
-// asked for go first. What was freed is counted; the pool frees the rest when destroyed.
+// run that moves on to other sizes for good (progressive resizing, a batch ramp, --balance's
+// per-rank shares, which can change each epoch) would otherwise keep every size's blocks pinned to
+// the end. Three times, because an epoch comes back to three sizes (its batches, its short last
+// batch, evaluation's batches), and the idle blocks of one size are at most the peak (a size's
+// blocks were all in use at once, or the pool would have reused one): those three never evict
+// each other. Over the bound, the blocks of the size least recently asked for go first. What was
+// freed is counted; the pool frees the rest when destroyed.
 class CachingHostMemory : public HostMemory {
  public:
   using RawAllocate = void* (*)(size_t bytes);  // nullptr when out of memory
