@@ -10,10 +10,12 @@
 #include <cstring>
 #include <dnnl.hpp>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/check.hpp"
 #include "models/loss_math.hpp"
+#include "models/lru_cache.hpp"
 #include "models/onednn_tensors.hpp"
 
 namespace sb::models {
@@ -95,17 +97,16 @@ struct FcPrimitives {
 
 }  // namespace
 
+
 struct OnednnState {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  std::unordered_map<std::string, std::shared_ptr<void>> cache;
+  LruCache primitives{OnednnBackend::kPrimitivesKept};
 
-  // The cached value under key, built by make() the first time.
+  // The cached value under key, built by make() the first time (or again, once dropped).
   template <class T, class Make>
   T& cached(const std::string& k, Make&& make) {
-    auto it = cache.find(k);
-    if (it == cache.end()) it = cache.emplace(k, std::static_pointer_cast<void>(make())).first;
-    return *static_cast<T*>(it->second.get());
+    return primitives.get<T>(k, std::forward<Make>(make));
   }
 
   memory wrap(const memory::desc& desc, const Tensor& t) const { return memory(desc, engine, t.data()); }
@@ -128,6 +129,8 @@ OnednnBackend::OnednnBackend(int threads) : state_(std::make_unique<OnednnState>
   if (threads > 0) omp_set_num_threads(threads);
 }
 OnednnBackend::~OnednnBackend() = default;
+
+size_t OnednnBackend::cached_primitives() const { return state_->primitives.size(); }
 
 std::string OnednnBackend::library_version() {
   const dnnl_version_t* v = dnnl_version();
