@@ -1,7 +1,7 @@
 #pragma once
 // Values built on first use and kept by key, at most `capacity` of them: past it, the one used
 // least recently is dropped (and built again if asked for again). The oneDNN backend keeps its
-// primitives in one, keyed by op and shape (onednn_backend.cpp says why it needs the bound).
+// primitives in one, keyed by op and shape (onednn_backend.hpp says why they need the bound).
 #include <cstddef>
 #include <list>
 #include <memory>

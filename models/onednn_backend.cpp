@@ -97,7 +97,6 @@ struct FcPrimitives {
 
 }  // namespace
 
-
 struct OnednnState {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};

@@ -21,15 +21,15 @@ class OnednnBackend final : public Backend {
   ~OnednnBackend() override;
   std::string name() const override { return "onednn"; }
 
-  // The primitives are kept per op and shape, the least recently used dropped past this many.
-  // Their shapes include the batch, so a run whose batch sizes keep changing (--balance's shares,
-  // a batch ramp, files that fail to decode, progressive resizing) adds a set per size: ResNet-18
-  // to 152 use 32 to 61 of a size, which hold 250 MB (ResNet-50, 32 px, batch 2) to 460 MB (224 px)
+  // The primitives are kept per op and shape, the least recently used dropped past this many
+  // entries. Their shapes include the batch, so every new batch size adds a set of entries: 32 to
+  // 61 for ResNet-18 to 152, holding about 250 MB (ResNet-50, 32 px, batch 2) to 460 MB (224 px)
   // with the weights' reordered copies and JIT code, and more at larger batches. Unbounded, a run
-  // with --balance grew by a set whenever its shares changed. 384 keeps 6 sizes of the largest
-  // model: an epoch comes back to at most 6 (training and its short last batch, each in two
-  // sizes of --accumulate micro-batches when they do not divide evenly, evaluation and its short
-  // last batch), which therefore never drop each other.
+  // whose batch sizes keep changing (--balance's shares, a batch ramp, files that fail to decode,
+  // progressive resizing) kept every set to its end. 384 entries keep 6 sizes of the largest
+  // model: an epoch comes back to at most 6 (training and its short last batch, each in two sizes
+  // of --accumulate micro-batches when they do not divide evenly, evaluation and its short last
+  // batch), which therefore never drop each other.
   static constexpr size_t kPrimitivesKept = 384;
   size_t cached_primitives() const;  // held now
 
