@@ -5,7 +5,8 @@
 // reordered between layers: NCHW data is converted only at the model's edges (write/read). A
 // convolution whose primitive prefers blocked weights gets them by a reorder of the weights
 // alone, once per call (weights are a small fraction of the traffic). Primitives are built once
-// per shape and cached. Threads: oneDNN's OpenMP pool, OMP_NUM_THREADS or the threads argument.
+// per shape and cached, the least recently used dropped past kPrimitivesKept (below). Threads:
+// oneDNN's OpenMP pool, OMP_NUM_THREADS or the threads argument.
 #include <memory>
 
 #include "models/backend.hpp"

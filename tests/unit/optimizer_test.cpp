@@ -96,6 +96,19 @@ TEST(Optimizer, NesterovLooksAhead) {
   EXPECT_NEAR(t.at(t.weight.value, 0), 3 - 0.114, 1e-7);
 }
 
+// The momentum-correction tests' shared pieces: step s's weight gradient, and our step at a rate,
+// rounded to fp32 as the optimizer holds it, corrected from the rate of the step before.
+void weight_gradient_at(size_t s, double g[2]) {
+  g[0] = std::sin(1.0 + static_cast<double>(s));
+  g[1] = std::cos(2.0 * static_cast<double>(s));
+}
+double step_at(Optimizer& ours, double rate, double& previous_lr) {
+  const double lr = static_cast<float>(rate);
+  ours.step(static_cast<float>(lr), 1, nullptr, ours.momentum_scale(lr, previous_lr));
+  previous_lr = lr;
+  return lr;
+}
+
 // PyTorch's SGD keeps the rate out of its buffer (u = m u + g', w -= lr u; Nesterov: w -= lr (g' + m u)).
 // Ours folds it in; with momentum correction the two take the same steps through any change of
 // rate (warm-up, decay, a batch ramp), and without it they part at the first change.
@@ -112,11 +125,10 @@ TEST(Optimizer, MomentumCorrectionTakesPyTorchsStepsAsTheRateChanges) {
       const double momentum = config.momentum, decay = config.weight_decay;
       double previous_lr = 0, worst = 0;
       for (size_t s = 0; s < rates.size(); ++s) {
-        const double g[2] = {std::sin(1.0 + static_cast<double>(s)), std::cos(2.0 * static_cast<double>(s))};
+        double g[2];
+        weight_gradient_at(s, g);
         OneTensor::set(t.weight.grad, {g[0], g[1]});
-        const double lr = static_cast<float>(rates[s]);
-        ours.step(static_cast<float>(lr), 1, nullptr, ours.momentum_scale(lr, previous_lr));
-        previous_lr = lr;
+        const double lr = step_at(ours, rates[s], previous_lr);
         for (int i = 0; i < 2; ++i) {
           const double decayed = g[i] + decay * w[i];
           u[i] = momentum * u[i] + decayed;
@@ -175,13 +187,12 @@ TEST(Optimizer, LarsMomentumCorrectionTakesLarcOnPyTorchsSgdSteps) {
     const double momentum = config.momentum, decay = config.weight_decay, eta = config.lars_eta;
     double previous_lr = 0, worst = 0;
     for (size_t s = 0; s < rates.size(); ++s) {
-      const double g[2] = {std::sin(1.0 + static_cast<double>(s)), std::cos(2.0 * static_cast<double>(s))};
+      double g[2];
+      weight_gradient_at(s, g);
       const double gb = 0.5 * std::cos(static_cast<double>(s));
       OneTensor::set(t.weight.grad, {g[0], g[1]});
       OneTensor::set(t.bias.grad, {gb});
-      const double lr = static_cast<float>(rates[s]);
-      ours.step(static_cast<float>(lr), 1, nullptr, ours.momentum_scale(lr, previous_lr));
-      previous_lr = lr;
+      const double lr = step_at(ours, rates[s], previous_lr);
       const double trust = eta * std::hypot(w[0], w[1]) / (std::hypot(g[0], g[1]) + decay * std::hypot(w[0], w[1]));
       for (int i = 0; i < 2; ++i) {
         u[i] = momentum * u[i] + trust * (g[i] + decay * w[i]);
