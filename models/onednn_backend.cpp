@@ -17,6 +17,7 @@
 #include "models/loss_math.hpp"
 #include "models/lru_cache.hpp"
 #include "models/onednn_tensors.hpp"
+#include "models/scratch_buffer.hpp"
 
 namespace sb::models {
 namespace {
@@ -45,10 +46,10 @@ std::string key(const char* op, std::initializer_list<int64_t> values) {
 }
 
 // Weights kept in the plain (O, H, W, I) layout of the tensor, and, when the primitive wants
-// another, a buffer in its layout and the reorders between them.
+// another, the reorders to and from it. The reordered copy lives in the state's shared scratch
+// (weights_scratch), not here: it is remade on every call, so one buffer serves every convolution.
 struct WeightsView {
   memory::desc wanted;
-  memory buffer;  // empty when wanted == plain
   bool needs_reorder = false;
   dnnl::reorder to_wanted, from_wanted;
 
@@ -56,10 +57,8 @@ struct WeightsView {
     wanted = want;
     needs_reorder = want != plain;
     if (!needs_reorder) return;
-    buffer = memory(want, engine);
-    memory plain_memory(plain, engine, DNNL_MEMORY_NONE);
-    to_wanted = dnnl::reorder(plain_memory, buffer);
-    from_wanted = dnnl::reorder(buffer, plain_memory);
+    to_wanted = dnnl::reorder(dnnl::reorder::primitive_desc(engine, plain, engine, want));
+    from_wanted = dnnl::reorder(dnnl::reorder::primitive_desc(engine, want, engine, plain));
   }
 };
 
@@ -74,7 +73,6 @@ struct ConvPrimitives {
 struct BatchnormPrimitives {
   dnnl::batch_normalization_forward::primitive_desc pd;
   dnnl::batch_normalization_forward forward;
-  memory workspace;  // fused ReLU's mask: required by oneDNN, not used by our backward
 };
 
 struct BatchnormBackward {
@@ -86,7 +84,7 @@ struct PoolPrimitives {
   dnnl::pooling_forward inference;
   dnnl::pooling_forward training;  // rerun in backward for its workspace (argmax)
   dnnl::pooling_backward backward;
-  memory scratch_dst, workspace;
+  dnnl::pooling_forward::primitive_desc training_pd;  // for the rerun's output and workspace layouts
 };
 
 struct FcPrimitives {
@@ -101,6 +99,13 @@ struct OnednnState {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   LruCache primitives{OnednnBackend::kPrimitivesKept};
+  // Memory that no call's result depends on after it returns, shared by all shapes (every call
+  // waits for its primitives to finish, so no two calls overlap on one): the weights' reordered
+  // copy; batch norm's fused-ReLU mask, which oneDNN writes and our backward never reads (it masks
+  // by y > 0); the max-pool forward that backward reruns, its output and argmax workspace. Held per
+  // cached primitive instead, they were three copies of the weights and an activation-sized mask
+  // per layer, for every batch size kept.
+  ScratchBuffer weights_scratch, batchnorm_mask_scratch, pool_output_scratch, pool_workspace_scratch;
 
   // The cached value under key, built by make() the first time (or again, once dropped).
   template <class T, class Make>
@@ -109,6 +114,9 @@ struct OnednnState {
   }
 
   memory wrap(const memory::desc& desc, const Tensor& t) const { return memory(desc, engine, t.data()); }
+  memory scratch(ScratchBuffer& buffer, const memory::desc& desc) const {
+    return memory(desc, engine, buffer.at_least(desc.get_size()));
+  }
 
   void run(dnnl::primitive& p, const std::unordered_map<int, memory>& args) {
     p.execute(stream, args);
@@ -119,8 +127,9 @@ struct OnednnState {
   memory weights_in(WeightsView& view, const memory::desc& plain, const Tensor& w) {
     memory plain_memory = wrap(plain, w);
     if (!view.needs_reorder) return plain_memory;
-    view.to_wanted.execute(stream, plain_memory, view.buffer);
-    return view.buffer;
+    memory reordered = scratch(weights_scratch, view.wanted);
+    view.to_wanted.execute(stream, plain_memory, reordered);
+    return reordered;
   }
 };
 
@@ -130,6 +139,12 @@ OnednnBackend::OnednnBackend(int threads) : state_(std::make_unique<OnednnState>
 OnednnBackend::~OnednnBackend() = default;
 
 size_t OnednnBackend::cached_primitives() const { return state_->primitives.size(); }
+
+size_t OnednnBackend::scratch_bytes() const {
+  const OnednnState& s = *state_;
+  return s.weights_scratch.bytes() + s.batchnorm_mask_scratch.bytes() + s.pool_output_scratch.bytes() +
+         s.pool_workspace_scratch.bytes();
+}
 
 std::string OnednnBackend::library_version() {
   const dnnl_version_t* v = dnnl_version();
@@ -256,12 +271,13 @@ void OnednnBackend::conv_backward_data(const Tensor& dy, const Tensor& w, Tensor
 void OnednnBackend::conv_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvGeometry g) {
   auto& c = conv_primitives(*state_, x.shape(), dw.shape(), dy.shape(), g);
   memory plain = state_->wrap(c.weights, dw);
-  memory diff_weights = c.diff_weights.needs_reorder ? c.diff_weights.buffer : plain;
+  memory diff_weights =
+      c.diff_weights.needs_reorder ? state_->scratch(state_->weights_scratch, c.diff_weights.wanted) : plain;
   state_->run(c.backward_weights, {{DNNL_ARG_SRC, state_->wrap(c.src, x)},
                                    {DNNL_ARG_DIFF_DST, state_->wrap(c.dst, dy)},
                                    {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
   if (c.diff_weights.needs_reorder) {
-    c.diff_weights.from_wanted.execute(state_->stream, c.diff_weights.buffer, plain);
+    c.diff_weights.from_wanted.execute(state_->stream, diff_weights, plain);
     state_->stream.wait();
   }
 }
@@ -295,7 +311,6 @@ void OnednnBackend::batchnorm_forward_training(const Tensor& x, const Tensor& ga
     auto flags = relu ? kScaleShift | normalization_flags::fuse_norm_relu : kScaleShift;
     p->pd = batchnorm_pd(state_->engine, s, dnnl::prop_kind::forward_training, flags, epsilon);
     p->forward = dnnl::batch_normalization_forward(p->pd);
-    if (relu) p->workspace = memory(p->pd.workspace_desc(), state_->engine);
     return p;
   });
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, state_->wrap(bn.pd.src_desc(), x)},
@@ -304,7 +319,7 @@ void OnednnBackend::batchnorm_forward_training(const Tensor& x, const Tensor& ga
                                        {DNNL_ARG_SHIFT, state_->wrap(vector_desc(s.c), beta)},
                                        {DNNL_ARG_MEAN, state_->wrap(bn.pd.mean_desc(), mean)},
                                        {DNNL_ARG_VARIANCE, state_->wrap(bn.pd.variance_desc(), variance)}};
-  if (relu) args[DNNL_ARG_WORKSPACE] = bn.workspace;
+  if (relu) args[DNNL_ARG_WORKSPACE] = state_->scratch(state_->batchnorm_mask_scratch, bn.pd.workspace_desc());
   state_->run(bn.forward, args);
 }
 
@@ -392,8 +407,7 @@ PoolPrimitives& maxpool_primitives(OnednnState& state, const Shape& xs, const Sh
     p->inference = dnnl::pooling_forward(inference);
     p->training = dnnl::pooling_forward(training);
     p->backward = dnnl::pooling_backward(backward);
-    p->scratch_dst = memory(dst, state.engine);
-    p->workspace = memory(training.workspace_desc(), state.engine);
+    p->training_pd = training;
     return p;
   });
 }
@@ -410,12 +424,13 @@ void OnednnBackend::maxpool_backward(const Tensor& x, const Tensor& dy, Tensor& 
   auto& pool = maxpool_primitives(*state_, x.shape(), dy.shape(), g);
   // The interface carries no workspace between the passes, so the forward runs again here for
   // oneDNN's argmax workspace: one extra pooling forward, once per step in a ResNet.
+  const memory workspace = state_->scratch(state_->pool_workspace_scratch, pool.training_pd.workspace_desc());
   state_->run(pool.training, {{DNNL_ARG_SRC, state_->wrap(channels_last(x.shape()), x)},
-                              {DNNL_ARG_DST, pool.scratch_dst},
-                              {DNNL_ARG_WORKSPACE, pool.workspace}});
+                              {DNNL_ARG_DST, state_->scratch(state_->pool_output_scratch, pool.training_pd.dst_desc())},
+                              {DNNL_ARG_WORKSPACE, workspace}});
   state_->run(pool.backward, {{DNNL_ARG_DIFF_DST, state_->wrap(channels_last(dy.shape()), dy)},
                               {DNNL_ARG_DIFF_SRC, state_->wrap(channels_last(x.shape()), dx)},
-                              {DNNL_ARG_WORKSPACE, pool.workspace}});
+                              {DNNL_ARG_WORKSPACE, workspace}});
 }
 
 void OnednnBackend::global_avgpool_forward(const Tensor& x, Tensor& y) {

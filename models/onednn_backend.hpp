@@ -4,8 +4,9 @@
 // in without blocking, and the one cuDNN prefers for tensor cores. So activations are never
 // reordered between layers: NCHW data is converted only at the model's edges (write/read). A
 // convolution whose primitive prefers blocked weights gets them by a reorder of the weights
-// alone, once per call (weights are a small fraction of the traffic). Primitives are built once
-// per shape and cached, the least recently used dropped past kPrimitivesKept (below). Threads:
+// alone, once per call (weights are a small fraction of the traffic), into scratch that every
+// call shares. Primitives are built once per shape and cached, the least recently used dropped
+// past kPrimitivesKept (below). Threads:
 // oneDNN's OpenMP pool, OMP_NUM_THREADS or the threads argument.
 #include <memory>
 
@@ -24,8 +25,8 @@ class OnednnBackend final : public Backend {
 
   // The primitives are kept per op and shape, the least recently used dropped past this many
   // entries. Their shapes include the batch, so every new batch size adds a set of entries: 32 to
-  // 61 for ResNet-18 to 152, holding about 250 MB (ResNet-50, 32 px, batch 2) to 460 MB (224 px)
-  // with the weights' reordered copies and JIT code, and more at larger batches. Unbounded, a run
+  // 61 for ResNet-18 to 152, holding about 60 MB (ResNet-50, 24 px, batch 2 to 5; 205 MB when
+  // each set held three reordered copies of the weights, now in scratch_bytes). Unbounded, a run
   // whose batch sizes keep changing (--balance's shares, a batch ramp, files that fail to decode,
   // progressive resizing) kept every set to its end. 384 entries keep 6 sizes of the largest
   // model: an epoch comes back to at most 6 (training and its short last batch, each in two sizes
@@ -33,6 +34,10 @@ class OnednnBackend final : public Backend {
   // batch), which therefore never drop each other.
   static constexpr size_t kPrimitivesKept = 384;
   size_t cached_primitives() const;  // held now
+  // The memory that calls share for what does not outlive them (the weights' reordered copy, an
+  // unused fused-ReLU mask, max-pool backward's rerun): the largest each has needed, not a sum
+  // over shapes.
+  size_t scratch_bytes() const;
 
   Tensor allocate(Shape shape) override;
   void write(Tensor& tensor, std::span<const float> nchw) override;
