@@ -6,7 +6,6 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <dnnl.hpp>
 #include <unordered_map>
@@ -18,6 +17,7 @@
 #include "models/lru_cache.hpp"
 #include "models/onednn_tensors.hpp"
 #include "models/scratch_buffer.hpp"
+#include "models/zeroed_host_block.hpp"
 
 namespace sb::models {
 namespace {
@@ -175,11 +175,9 @@ double OnednnBackend::matmul_gflops(int64_t n, int reps) {
 
 Tensor OnednnBackend::allocate(Shape shape) {
   SB_CHECK(shape.count() >= 0, "negative shape " + shape.str());
-  const size_t bytes = (static_cast<size_t>(std::max<int64_t>(shape.count(), 1)) * sizeof(float) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, bytes);
-  SB_CHECK(p != nullptr, "out of memory allocating " + shape.str());
-  std::memset(p, 0, bytes);
-  return Tensor(shape, std::shared_ptr<void>(p, std::free));
+  std::shared_ptr<void> block = zeroed_host_block(static_cast<size_t>(shape.count()) * sizeof(float));
+  SB_CHECK(block != nullptr, "out of memory allocating " + shape.str());
+  return Tensor(shape, std::move(block));
 }
 
 void OnednnBackend::write(Tensor& t, std::span<const float> nchw) {

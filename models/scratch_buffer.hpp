@@ -3,9 +3,11 @@
 // for and kept, so that every shape and batch size shares it instead of each holding its own.
 // Whoever hands it out must make sure that a call has finished with it before the next begins.
 #include <cstddef>
-#include <cstdlib>
 #include <memory>
-#include <new>
+#include <string>
+
+#include "common/check.hpp"
+#include "models/zeroed_host_block.hpp"
 
 namespace sb::models {
 
@@ -18,11 +20,9 @@ class ScratchBuffer {
     if (bytes > bytes_) {
       const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
       data_.reset();  // free first: the old contents are not kept, so never hold both
-      data_.reset(std::aligned_alloc(kAlignment, rounded));
-      if (!data_) {
-        bytes_ = 0;
-        throw std::bad_alloc();
-      }
+      bytes_ = 0;
+      data_ = zeroed_host_block(rounded);
+      SB_CHECK(data_ != nullptr, "out of memory growing scratch to " + std::to_string(rounded) + " bytes");
       bytes_ = rounded;
     }
     return data_.get();
@@ -31,10 +31,7 @@ class ScratchBuffer {
   size_t bytes() const { return bytes_; }
 
  private:
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
-  };
-  std::unique_ptr<void, Free> data_;
+  std::shared_ptr<void> data_;
   size_t bytes_ = 0;
 };
 
