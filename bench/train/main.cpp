@@ -57,7 +57,7 @@ void warn_about_binding(int threads, int ranks_on_node) {
 
 // Per rank, the median over steps of compute, exposed wait and communication: where a slow rank
 // (or a slow link) shows.
-void print_rank_times(const RankTimes& t, int nranks) {
+void print_rank_times(const RankRecords& t, int nranks) {
   if (nranks < 2 || t.steps == 0) return;
   auto median_row = [&](const std::vector<double>& all, int r) {
     return percentile(std::vector<double>(all.begin() + r * t.steps, all.begin() + (r + 1) * t.steps), 50) * 1e3;
@@ -66,6 +66,21 @@ void print_rank_times(const RankTimes& t, int nranks) {
   for (int r = 0; r < nranks; ++r)
     std::printf(" r%d %.1f/%.1f/%.1f", r, median_row(t.compute, r), median_row(t.wait, r), median_row(t.comm, r));
   std::printf("\n");
+}
+
+// Each rank's peak host memory: the one rank's, or the median over ranks and the largest (whose).
+void print_peak_memory(const RankRecords& r) {
+  const std::vector<int64_t>& bytes = r.peak_host_bytes;
+  if (bytes.empty()) return;
+  constexpr double kGB = 1e9;
+  if (bytes.size() == 1) {
+    std::printf("[memory] peak host memory (max RSS): %.2f GB\n", static_cast<double>(bytes[0]) / kGB);
+    return;
+  }
+  const auto largest = std::max_element(bytes.begin(), bytes.end());
+  std::printf("[memory] peak host memory (max RSS) per rank: median %.2f GB, largest %.2f GB (rank %td)\n",
+              percentile(std::vector<double>(bytes.begin(), bytes.end()), 50) / kGB, static_cast<double>(*largest) / kGB,
+              largest - bytes.begin());
 }
 
 // --profile-ops: rank 0's time per op kind, per step, against the unprofiled median step.
@@ -169,7 +184,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     watchdog.phase("measuring oneDNN's matmul rate");
     const double matmul = on_gpu ? 0.0 : models::OnednnBackend::matmul_gflops();
     saver.set_matmul_gflops(matmul);
-    const RankTimes times = gather_step_times(result, layout.nranks);
+    const RankRecords records = gather_rank_records(result, layout.nranks);
     if (on_gpu) metadata.devices = gather_strings(result.device, layout.nranks);  // each rank's GPU
     if (!root) return 0;
     const double model_rate = result.images_per_s * result.train_flops_per_image / 1e9;
@@ -183,12 +198,13 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                   "oneDNN fp32 matmul 2048^3: %.1f GFLOP/s per rank; %.0f%% of it\n",
                   result.images_per_s, result.profiled_steps ? " and profiled" : "", model_rate, layout.nranks,
                   layout.nranks == 1 ? "" : "s", matmul, 100 * model_rate / (matmul * layout.nranks));
-    print_rank_times(times, layout.nranks);
+    print_rank_times(records, layout.nranks);
     print_op_profile(result);
     const double consumed = result.images_per_s / layout.nranks;
     std::printf("[loader] rank 0's %d workers alone: %.1f img/s, against %.1f img/s consumed per rank%s\n",
                 parsed->config.workers, result.loader_images_per_s, consumed,
                 result.loader_images_per_s < consumed ? ": the loader is the bottleneck (raise --workers)" : "");
+    print_peak_memory(records);
     if (result.skipped_samples > 0)
       std::printf("[data] %lld images could not be read and were left out of their batches (training and evaluation, "
                   "all ranks); the rates above count the images trained\n",
@@ -203,7 +219,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     }
     print_checkpoint_cost(result, parsed->config.checkpoint_dir);
     print_resumes(result);
-    saver.save_complete(metadata, result, times);
+    saver.save_complete(metadata, result, records);
     return 0;
   } catch (const UsageError& e) {
     if (root) std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());

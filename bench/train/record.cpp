@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "common/check.hpp"
+#include "common/peak_memory.hpp"
 #include "models/checkpoint.hpp"
 #include "results/h5.hpp"
 #include "results/save_once.hpp"
@@ -63,7 +64,7 @@ void write_config(const h5::Node& group, const models::TrainConfig& c) {
 }
 
 void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOptions& o,
-                   const models::TrainResult& r, double matmul_gflops, const RankTimes* times,
+                   const models::TrainResult& r, double matmul_gflops, const RankRecords* records,
                    const std::string& status) {
   write_run_metadata(file.root(), metadata);
   write_run_end(file.root(), status);
@@ -87,15 +88,17 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
   train.set_attr("loss_scale_skipped_steps", r.loss_scale_skipped_steps);
   train.set_attr("loader_images_per_s", r.loader_images_per_s);
   train.set_attr("best_top1", r.best_top1);
+  train.set_attr("peak_host_bytes", peak_resident_bytes());
   models::write_curve(train.create_group("curve"), r.curve);
   train.write("step_seconds", r.step_seconds);
   if (!r.checkpoint_seconds.empty()) train.write("checkpoint_seconds", r.checkpoint_seconds);
-  if (times) {
-    const std::vector<hsize_t> dims = {static_cast<hsize_t>(metadata.layout.nranks), times->steps};
-    train.write("rank_data_s", times->data, dims);
-    train.write("rank_compute_s", times->compute, dims);
-    train.write("rank_wait_s", times->wait, dims);
-    train.write("rank_comm_s", times->comm, dims);
+  if (records) {
+    const std::vector<hsize_t> dims = {static_cast<hsize_t>(metadata.layout.nranks), records->steps};
+    train.write("rank_data_s", records->data, dims);
+    train.write("rank_compute_s", records->compute, dims);
+    train.write("rank_wait_s", records->wait, dims);
+    train.write("rank_comm_s", records->comm, dims);
+    train.write("rank_peak_host_bytes", records->peak_host_bytes);
   }
   if (!r.op_profile.empty()) {
     const h5::Node ops = train.create_group("op_profile");
@@ -116,10 +119,10 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
 
 }  // namespace
 
-RankTimes gather_step_times(const models::TrainResult& r, int nranks) {
+RankRecords gather_rank_records(const models::TrainResult& r, int nranks) {
   std::vector<double> mine;
   for (const models::StepTimes& t : r.step_times) mine.insert(mine.end(), {t.data_s, t.compute_s, t.wait_s, t.comm_s});
-  RankTimes out;
+  RankRecords out;
   out.steps = r.step_times.size();
   std::vector<double> all(mine.size() * static_cast<size_t>(nranks));
   SB_MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
@@ -130,6 +133,9 @@ RankTimes gather_step_times(const models::TrainResult& r, int nranks) {
     out.wait.push_back(all[i + 2]);
     out.comm.push_back(all[i + 3]);
   }
+  const int64_t peak = peak_resident_bytes();
+  out.peak_host_bytes.resize(static_cast<size_t>(nranks));
+  SB_MPI_CHECK(MPI_Gather(&peak, 1, MPI_INT64_T, out.peak_host_bytes.data(), 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
   return out;
 }
 
@@ -143,9 +149,9 @@ TrainResultsSaver::~TrainResultsSaver() {
 }
 
 void TrainResultsSaver::save_complete(const RunMetadata& metadata, const models::TrainResult& result,
-                                      const RankTimes& times) {
+                                      const RankRecords& records) {
   std::lock_guard<std::timed_mutex> lock(mutex_);
-  save(metadata, result, &times, "complete");
+  save(metadata, result, &records, "complete");
 }
 
 void TrainResultsSaver::save_partial(const models::TrainProgress& progress, const std::string& why) {
@@ -185,13 +191,13 @@ void TrainResultsSaver::save_snapshot(const models::TrainProgress& progress, int
   });
 }
 
-void TrainResultsSaver::save(const RunMetadata& metadata, const models::TrainResult& result, const RankTimes* times,
+void TrainResultsSaver::save(const RunMetadata& metadata, const models::TrainResult& result, const RankRecords* records,
                              const std::string& status) {
   if (!file_) return;
   const std::unique_lock<std::timed_mutex> hdf5 = lock_hdf5();
   save_results_once(
       file_, status,
-      [&](ResultsFile& file) { write_results(file, metadata, options_, result, matmul_gflops_, times, status); },
+      [&](ResultsFile& file) { write_results(file, metadata, options_, result, matmul_gflops_, records, status); },
       snapshots_.left_on_disk());
 }
 

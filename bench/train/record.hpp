@@ -16,20 +16,23 @@
 
 namespace sb {
 
-// Every rank's per-step times, gathered on rank 0 as [ranks x steps] (row-major).
-struct RankTimes {
+// What only a collective can gather, on rank 0: every rank's per-step times, as [ranks x steps]
+// (row-major), and its peak host memory.
+struct RankRecords {
   std::vector<double> data, compute, wait, comm;
   size_t steps = 0;
+  std::vector<int64_t> peak_host_bytes;  // [ranks]: each process's max RSS (common/peak_memory.hpp)
 };
 
-// Collective over MPI_COMM_WORLD: each rank's StepTimes, on rank 0.
-RankTimes gather_step_times(const models::TrainResult& r, int nranks);
+// Collective over MPI_COMM_WORLD: each rank's StepTimes and peak memory, on rank 0.
+RankRecords gather_rank_records(const models::TrainResult& r, int nranks);
 
 // Writes the results file once, from whichever thread comes first: the training thread at the end
-// of the run (every rank's times gathered), or the watchdog's fault handler, or the training
+// of the run (every rank's records gathered), or the watchdog's fault handler, or the training
 // thread when train() threw, with the run's TrainProgress and the reason it ended (`status`).
 // A partial file holds what rank 0 recorded: the finished epochs' curve and every finished step's
-// time; the per-rank times, which only a collective could gather, are left out.
+// time, and rank 0's peak memory; the per-rank records, which only a collective could gather, are
+// left out.
 class TrainResultsSaver {
  public:
   TrainResultsSaver(std::unique_ptr<ResultsFile> file, const RunMetadata& metadata, const TrainOptions& options);
@@ -37,7 +40,7 @@ class TrainResultsSaver {
 
   void set_matmul_gflops(double gflops) { matmul_gflops_ = gflops; }
   // The whole run. Throws LibraryError when the file cannot be written.
-  void save_complete(const RunMetadata& metadata, const models::TrainResult& result, const RankTimes& times);
+  void save_complete(const RunMetadata& metadata, const models::TrainResult& result, const RankRecords& records);
   // The run so far, with why it ended. Never throws: a failure is printed to stderr.
   void save_partial(const models::TrainProgress& progress, const std::string& why);
   // The run so far, under the final name, at the end of every epoch (the training thread), its
@@ -49,7 +52,7 @@ class TrainResultsSaver {
   bool has_snapshot() const { return snapshots_.any(); }
 
  private:
-  void save(const RunMetadata& metadata, const models::TrainResult& result, const RankTimes* times,
+  void save(const RunMetadata& metadata, const models::TrainResult& result, const RankRecords* records,
             const std::string& status);
   // HDF5 serves one thread at a time: waits kWaitForHdf5 for it, else throws LibraryError.
   static std::unique_lock<std::timed_mutex> lock_hdf5();

@@ -22,6 +22,11 @@ check "h5dump reads the results" test $? -eq 0
 check "reached_target is 1" grep -q '(0): 1' <(h5dump -a /train/reached_target "$out")
 check "status is complete" grep -q '(0): "complete"' <(h5dump -a /status "$out")
 check_schema "$out"
+# The peak memory, printed and recorded: more than 15 MB (the libraries alone take more), less than
+# the 24 GiB of the machines the tests run on.
+peak=$(h5_attr "$out" /train/peak_host_bytes)
+check "the peak host memory is recorded (${peak:-none} bytes) and printed" \
+  test "${peak:-0}" -gt 15000000 -a "${peak:-0}" -lt 25769803776 -a -n "$(grep -E '^\[memory\] peak host memory \(max RSS\): [0-9.]+ GB$' "$WORK/train.txt")"
 check "SGD corrects its momentum by default, as the config records and the log says" \
   test "$(h5_attr "$out" /train/config/momentum_correction)" = 1 -a -n "$(grep 'momentum 0.9 with correction' "$WORK/train.txt")"
 # LARS does not (MLPerf's reference LARS folds the rate in uncorrected), unless asked.

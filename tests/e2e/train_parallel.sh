@@ -36,6 +36,7 @@ fi
 check "run_stop says success" test "$(tail -1 "$WORK/mllog.txt" | sed 's/^:::MLLOG //' | jq -r .metadata.status)" = success
 check "eval_accuracy carries its epoch" test "$(grep eval_accuracy "$WORK/mllog.txt" | head -1 | sed 's/^:::MLLOG //' | jq .metadata.epoch_num)" = 1
 check "per-rank times are [ranks x steps]" grep -q 'DATASPACE  SIMPLE { ( 2, [0-9]* )' <(h5dump -H -d /train/rank_wait_s "$WORK/two.h5")
+check "and each rank's peak memory" grep -q 'DATASPACE  SIMPLE { ( 2 ) / ( 2 ) }' <(h5dump -H -d /train/rank_peak_host_bytes "$WORK/two.h5")
 
 # --- compressed gradients: top-k at 5% with error feedback still trains ---------------------
 $TRAIN 2 $SB --epochs 1 --steps 100 --print-every 50 --seed 4 --compressor topk --ratio 0.05 \

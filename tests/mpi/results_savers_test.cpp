@@ -96,29 +96,32 @@ TEST_F(ResultsSaverTest, TrainAPartialSaveSaysWhyAndIsTheOnlyOne) {
     saver.save_partial(progress, "interrupted by SIGTERM while training, step 0 done");
     models::TrainResult complete;
     complete.steps = 99;
-    saver.save_complete(metadata_, complete, RankTimes{});
+    saver.save_complete(metadata_, complete, RankRecords{});
   }
   ResultsReader file(path("t.h5"));
   EXPECT_EQ(file.root().attr_string("status"), "interrupted by SIGTERM while training, step 0 done");
   const h5::Node train = file.root().open_group("train");
   EXPECT_EQ(train.attr_int("steps"), 0);
   EXPECT_FALSE(train.has("rank_wait_s"));
+  EXPECT_FALSE(train.has("rank_peak_host_bytes"));
+  EXPECT_GT(train.attr_int("peak_host_bytes"), 0) << "rank 0's own peak needs no collective";
   EXPECT_TRUE(train.has("curve"));
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 1)
       << "no temporary left beside the file";
 }
 
-TEST_F(ResultsSaverTest, TrainACompleteSaveHasEveryRanksTimesAndNoPartialOneFollows) {
+TEST_F(ResultsSaverTest, TrainACompleteSaveHasEveryRanksTimesAndPeakMemoryAndNoPartialOneFollows) {
   models::TrainProgress progress;
   {
     TrainResultsSaver saver(std::make_unique<ResultsFile>(path("t.h5")), metadata_, train_options_);
     models::TrainResult complete;
     complete.steps = 2;
     complete.step_seconds = {0.5, 0.25};
-    RankTimes times;
-    times.steps = 2;
-    times.data = times.compute = times.wait = times.comm = {0.1, 0.2};
-    saver.save_complete(metadata_, complete, times);
+    RankRecords records;
+    records.steps = 2;
+    records.data = records.compute = records.wait = records.comm = {0.1, 0.2};
+    records.peak_host_bytes = {int64_t{3} << 30};
+    saver.save_complete(metadata_, complete, records);
     saver.save_partial(progress, "interrupted by SIGTERM while exiting");
   }
   ResultsReader file(path("t.h5"));
@@ -126,6 +129,7 @@ TEST_F(ResultsSaverTest, TrainACompleteSaveHasEveryRanksTimesAndNoPartialOneFoll
   const h5::Node train = file.root().open_group("train");
   EXPECT_EQ(train.attr_int("steps"), 2);
   EXPECT_EQ(train.read_doubles("rank_wait_s"), (std::vector<double>{0.1, 0.2}));
+  EXPECT_EQ(train.read_ints("rank_peak_host_bytes"), (std::vector<int64_t>{int64_t{3} << 30}));
 }
 
 // Without a save the temporary file goes with the saver (bad input found after the start).

@@ -1,0 +1,12 @@
+#pragma once
+// This process's peak resident memory (its max RSS): what sb-train reports for each rank, so that
+// runs compare for memory as they do for time. Everything the process has touched counts: its
+// heap and mapped tensors, the libraries' JIT code, the MPI shared-memory segments it used.
+#include <cstdint>
+
+namespace sb {
+
+// getrusage's ru_maxrss, in bytes; 0 where the system does not say.
+int64_t peak_resident_bytes();
+
+}  // namespace sb
