@@ -16,6 +16,7 @@
 #include "bench/train/record.hpp"
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
+#include "common/peak_memory.hpp"
 #include "common/stats.hpp"
 #include "common/usage_error.hpp"
 #include "common/watchdog.hpp"
@@ -181,10 +182,12 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     // threads would share the cores), every rank at once as they trained, the machine as warm as
     // training left it; not before, where it would delay the run's start and the report of bad
     // data (or a resume). On a GPU the CPU's matmul is no ceiling: not measured, recorded as 0.
+    // Training's peak, before the matmul below allocates its matrices (48 MB).
+    const int64_t training_peak_bytes = peak_resident_bytes();
     watchdog.phase("measuring oneDNN's matmul rate");
     const double matmul = on_gpu ? 0.0 : models::OnednnBackend::matmul_gflops();
     saver.set_matmul_gflops(matmul);
-    const RankRecords records = gather_rank_records(result, layout.nranks);
+    const RankRecords records = gather_rank_records(result, training_peak_bytes, layout.nranks);
     if (on_gpu) metadata.devices = gather_strings(result.device, layout.nranks);  // each rank's GPU
     if (!root) return 0;
     const double model_rate = result.images_per_s * result.train_flops_per_image / 1e9;

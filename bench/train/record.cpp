@@ -88,7 +88,9 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
   train.set_attr("loss_scale_skipped_steps", r.loss_scale_skipped_steps);
   train.set_attr("loader_images_per_s", r.loader_images_per_s);
   train.set_attr("best_top1", r.best_top1);
-  train.set_attr("peak_host_bytes", peak_resident_bytes());
+  // A complete file's is rank 0's as gathered at the end of training; a partial one's, as it is now.
+  const bool gathered = records && !records->peak_host_bytes.empty();
+  train.set_attr("peak_host_bytes", gathered ? records->peak_host_bytes.front() : peak_resident_bytes());
   models::write_curve(train.create_group("curve"), r.curve);
   train.write("step_seconds", r.step_seconds);
   if (!r.checkpoint_seconds.empty()) train.write("checkpoint_seconds", r.checkpoint_seconds);
@@ -119,7 +121,7 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
 
 }  // namespace
 
-RankRecords gather_rank_records(const models::TrainResult& r, int nranks) {
+RankRecords gather_rank_records(const models::TrainResult& r, int64_t peak_host_bytes, int nranks) {
   std::vector<double> mine;
   for (const models::StepTimes& t : r.step_times) mine.insert(mine.end(), {t.data_s, t.compute_s, t.wait_s, t.comm_s});
   RankRecords out;
@@ -133,9 +135,8 @@ RankRecords gather_rank_records(const models::TrainResult& r, int nranks) {
     out.wait.push_back(all[i + 2]);
     out.comm.push_back(all[i + 3]);
   }
-  const int64_t peak = peak_resident_bytes();
   out.peak_host_bytes.resize(static_cast<size_t>(nranks));
-  SB_MPI_CHECK(MPI_Gather(&peak, 1, MPI_INT64_T, out.peak_host_bytes.data(), 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
+  SB_MPI_CHECK(MPI_Gather(&peak_host_bytes, 1, MPI_INT64_T, out.peak_host_bytes.data(), 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
   return out;
 }
 

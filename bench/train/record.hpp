@@ -24,8 +24,8 @@ struct RankRecords {
   std::vector<int64_t> peak_host_bytes;  // [ranks]: each process's max RSS (common/peak_memory.hpp)
 };
 
-// Collective over MPI_COMM_WORLD: each rank's StepTimes and peak memory, on rank 0.
-RankRecords gather_rank_records(const models::TrainResult& r, int nranks);
+// Collective over MPI_COMM_WORLD: each rank's StepTimes and its peak_host_bytes, on rank 0.
+RankRecords gather_rank_records(const models::TrainResult& r, int64_t peak_host_bytes, int nranks);
 
 // Writes the results file once, from whichever thread comes first: the training thread at the end
 // of the run (every rank's records gathered), or the watchdog's fault handler, or the training

@@ -130,6 +130,7 @@ TEST_F(ResultsSaverTest, TrainACompleteSaveHasEveryRanksTimesAndPeakMemoryAndNoP
   EXPECT_EQ(train.attr_int("steps"), 2);
   EXPECT_EQ(train.read_doubles("rank_wait_s"), (std::vector<double>{0.1, 0.2}));
   EXPECT_EQ(train.read_ints("rank_peak_host_bytes"), (std::vector<int64_t>{int64_t{3} << 30}));
+  EXPECT_EQ(train.attr_int("peak_host_bytes"), int64_t{3} << 30) << "rank 0's, as gathered";
 }
 
 // Without a save the temporary file goes with the saver (bad input found after the start).
