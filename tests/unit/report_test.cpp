@@ -102,6 +102,10 @@ class Report : public testing::TempDirTest {
     train.set_attr("reached_target", int64_t{1});
     train.set_attr("time_to_target_s", tta_s);
     if (resumes > 0) train.set_attr("resumes", resumes);
+    // Each rank's peak memory: 2 GB shared by the ranks, plus 0.1 GB more on each later rank.
+    std::vector<int64_t> peaks;
+    for (int64_t r = 0; r < ranks; ++r) peaks.push_back(2'000'000'000 / ranks + r * 100'000'000);
+    train.write("rank_peak_host_bytes", peaks);
     const h5::Node config = train.create_group("config");
     config.set_attr("model", "resnet20");
     config.set_attr("batch", batch);
@@ -361,6 +365,17 @@ TEST_F(Report, TrainingScalingSaysStrongOrWeakFromTheBatches) {
   const report::Plot& eff = find_plot(weak, "scaling-train-throughput-efficiency");
   EXPECT_NE(eff.series[0].title.find("weak, batch 64 per rank"), std::string::npos) << eff.series[0].title;
   EXPECT_DOUBLE_EQ(eff.series[0].y[1], 3.0 / 4.0);
+}
+
+TEST_F(Report, TrainingMemoryIsTheLargestRanksPeakAtEachScale) {
+  write_train("campaign/s1.h5", 1, 256, 100, 400);
+  write_train("campaign/s4.h5", 4, 256, 300, 200);
+  const auto plots = report::build_plots(load_campaign({path("campaign")}).runs, {});
+  const report::Plot& memory = find_plot(plots, "scaling-train-memory");
+  ASSERT_EQ(memory.series.size(), 1u);
+  EXPECT_EQ(memory.series[0].x, (std::vector<double>{1, 4}));
+  EXPECT_DOUBLE_EQ(memory.series[0].y[0], 2.0);
+  EXPECT_DOUBLE_EQ(memory.series[0].y[1], 0.5 + 0.3) << "rank 3's: 2 GB / 4 + 3 x 0.1 GB";
 }
 
 TEST_F(Report, TimeToAccuracyIsInWallClockTimeWithWhatResumesLost) {
