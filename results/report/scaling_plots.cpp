@@ -150,7 +150,8 @@ void train_scaling(const std::vector<Run>& runs, const ReportOptions& options, s
       const h5::Node train = run->root->open_group("train");
       if (train.has("rank_peak_host_bytes")) {  // complete files from schema 16 on
         const std::vector<int64_t> peaks = train.read_ints("rank_peak_host_bytes");
-        if (!peaks.empty()) peak_gb[run->ranks].push_back(static_cast<double>(*std::max_element(peaks.begin(), peaks.end())) / 1e9);
+        if (!peaks.empty())
+          peak_gb[run->ranks].push_back(static_cast<double>(*std::max_element(peaks.begin(), peaks.end())) / 1e9);
       }
       // A run ended early before its second step measured no rate (its first is left out).
       if (train.attr_double("images_per_s") > 0) images[run->ranks].push_back(train.attr_double("images_per_s"));

@@ -55,7 +55,8 @@ TEST(ScratchBuffer, TheOnednnBackendSharesOneForEveryLayerAndBatchSize) {
   ResNet model(backend, make_resnet_config("resnet18", 3, 10, 32, 7));
   size_t conv_weight_bytes = 0;
   for (const Parameter* p : model.parameters())
-    if (is_weight(p->kind) && p->name != "fc.weight") conv_weight_bytes += static_cast<size_t>(p->value.count()) * sizeof(float);
+    if (is_weight(p->kind) && p->name != "fc.weight")
+      conv_weight_bytes += static_cast<size_t>(p->value.count()) * sizeof(float);
 
   const Tensor images = random_images(backend, 4);
   const std::vector<std::vector<float>> first = gradients(backend, model, images);

@@ -54,7 +54,8 @@ TEST(ZeroedHostBlock, LargeBlocksFreedAmongOthersGoBackToTheSystem) {
   for (size_t i = 0; i < kBlocks; i += 2) blocks[i].reset();  // every other one: holes, not the top
   const double freed = static_cast<double>(kBlocks / 2 * kBlock);
   const double returned = static_cast<double>(full) - static_cast<double>(resident_bytes());
-  EXPECT_GE(returned, 0.9 * freed) << "of " << freed / (1 << 20) << " MiB freed, " << returned / (1 << 20) << " MiB went back";
+  EXPECT_GE(returned, 0.9 * freed) << "of " << freed / (1 << 20) << " MiB freed, " << returned / (1 << 20)
+                                   << " MiB went back";
 }
 
 }  // namespace
