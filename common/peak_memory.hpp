@@ -8,5 +8,8 @@ namespace sb {
 
 // getrusage's ru_maxrss, in bytes; 0 where the system does not say.
 int64_t peak_resident_bytes();
+// What is resident now (/proc/self/statm), in bytes; 0 where the system does not say. The kernel
+// folds per-thread counters into the peak lazily, so the peak can trail this by a few pages.
+int64_t resident_bytes();
 
 }  // namespace sb

@@ -6,8 +6,8 @@
 // convolution whose primitive prefers blocked weights gets them by a reorder of the weights
 // alone, once per call (weights are a small fraction of the traffic), into scratch that every
 // call shares. Primitives are built once per shape and cached, the least recently used dropped
-// past kPrimitivesKept (below). Threads:
-// oneDNN's OpenMP pool, OMP_NUM_THREADS or the threads argument.
+// past kPrimitivesKept (below). Threads: oneDNN's OpenMP pool, OMP_NUM_THREADS or the threads
+// argument.
 #include <memory>
 
 #include "models/backend.hpp"

@@ -13,7 +13,7 @@ namespace sb::models {
 
 class ScratchBuffer {
  public:
-  static constexpr size_t kAlignment = 64;  // a cache line; what vector loads and oneDNN want
+  static constexpr size_t kAlignment = kHostBlockAlignment;
 
   // At least `bytes` of it, aligned. What it held before is lost when it has to grow.
   void* at_least(size_t bytes) {

@@ -14,6 +14,7 @@
 namespace sb::models {
 
 constexpr size_t kMappedFromBytes = size_t{256} << 10;
+constexpr size_t kHostBlockAlignment = 64;  // a cache line; what vector loads and oneDNN want
 
 // Empty when the system has no memory to give.
 std::shared_ptr<void> zeroed_host_block(size_t bytes);

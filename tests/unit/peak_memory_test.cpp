@@ -2,10 +2,7 @@
 // has since been freed.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstring>
-#include <fstream>
 #include <memory>
 
 #include "common/peak_memory.hpp"
@@ -14,28 +11,20 @@
 namespace sb {
 namespace {
 
-int64_t resident_now() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t total_pages = 0, resident_pages = 0;
-  statm >> total_pages >> resident_pages;
-  return resident_pages * sysconf(_SC_PAGESIZE);
-}
-
-// The kernel updates the peak from per-thread counters that it folds in lazily, so it can trail
-// /proc's figure by a few pages.
+// The peak can trail what /proc says is resident by a few pages (common/peak_memory.hpp).
 constexpr int64_t kCounterSlack = int64_t{4} << 20;
 
 TEST(PeakMemory, IsAtLeastWhatIsResidentAndKeepsAPeakSinceFreed) {
-  EXPECT_GE(peak_resident_bytes(), resident_now() - kCounterSlack);
+  EXPECT_GE(peak_resident_bytes(), resident_bytes() - kCounterSlack);
   constexpr size_t kBlock = size_t{96} << 20;
   int64_t while_held = 0;
   {
     std::shared_ptr<void> block = models::zeroed_host_block(kBlock);
     ASSERT_NE(block, nullptr);
     std::memset(block.get(), 1, kBlock);  // touched: resident
-    while_held = resident_now();
+    while_held = resident_bytes();
   }
-  ASSERT_LT(resident_now(), while_held - static_cast<int64_t>(kBlock / 2)) << "the block went back when freed";
+  ASSERT_LT(resident_bytes(), while_held - static_cast<int64_t>(kBlock / 2)) << "the block went back when freed";
   EXPECT_GE(peak_resident_bytes(), while_held - kCounterSlack) << "the peak stays";
 }
 

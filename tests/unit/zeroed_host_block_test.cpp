@@ -2,26 +2,17 @@
 // system when freed even where malloc would have kept them (holes in its heap).
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <vector>
 
+#include "common/peak_memory.hpp"
 #include "models/zeroed_host_block.hpp"
 
 namespace sb::models {
 namespace {
-
-size_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  size_t total_pages = 0, resident_pages = 0;
-  statm >> total_pages >> resident_pages;
-  return resident_pages * static_cast<size_t>(sysconf(_SC_PAGESIZE));
-}
 
 TEST(ZeroedHostBlock, EverySizeComesZeroedAndAligned) {
   for (size_t bytes : {size_t{0}, size_t{1}, size_t{100}, kMappedFromBytes - 1, kMappedFromBytes, size_t{3} << 20}) {
@@ -43,14 +34,14 @@ TEST(ZeroedHostBlock, LargeBlocksFreedAmongOthersGoBackToTheSystem) {
   std::free(large);
   constexpr size_t kBlock = size_t{2} << 20, kBlocks = 64;
   std::vector<std::shared_ptr<void>> blocks;
-  const size_t before = resident_bytes();
+  const int64_t before = resident_bytes();
   for (size_t i = 0; i < kBlocks; ++i) {
     blocks.push_back(zeroed_host_block(kBlock));
     ASSERT_NE(blocks.back(), nullptr);
     std::memset(blocks.back().get(), 1, kBlock);  // touched: resident
   }
-  const size_t full = resident_bytes();
-  ASSERT_GE(full - before, kBlocks * kBlock * 9 / 10);
+  const int64_t full = resident_bytes();
+  ASSERT_GE(static_cast<double>(full - before), 0.9 * static_cast<double>(kBlocks * kBlock));
   for (size_t i = 0; i < kBlocks; i += 2) blocks[i].reset();  // every other one: holes, not the top
   const double freed = static_cast<double>(kBlocks / 2 * kBlock);
   const double returned = static_cast<double>(full) - static_cast<double>(resident_bytes());
