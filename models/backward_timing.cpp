@@ -29,7 +29,7 @@ BackwardProfile measure_backward(ResNet& model, int64_t batch, int64_t image_siz
   for (int s = 0; s <= steps; ++s) {
     backend.synchronize();
     const Clock::time_point forward_start = Clock::now();
-    const Tensor& logits = model.forward(images, true);
+    const Tensor& logits = model.forward(images);
     ensure_shape(backend, dlogits, logits.shape());
     softmax_cross_entropy_now(backend, logits, labels, 0.0f, dlogits);
     backend.synchronize();

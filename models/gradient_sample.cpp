@@ -18,7 +18,7 @@ GradientSample sample_gradients(const std::string& model_name, int64_t image_siz
   const std::vector<float> draws = data.uniform("labels", batch, 1.0);
   for (int64_t n = 0; n < batch; ++n)
     labels[n] = static_cast<int32_t>((draws[n] * 0.5 + 0.5) * static_cast<double>(c.num_classes)) % static_cast<int32_t>(c.num_classes);
-  const Tensor& logits = model.forward(images, true);
+  const Tensor& logits = model.forward(images);
   Tensor dlogits;
   ensure_shape(backend, dlogits, logits.shape());
   softmax_cross_entropy_now(backend, logits, labels, 0.0f, dlogits);

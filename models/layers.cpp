@@ -45,6 +45,17 @@ void ensure_shape(Backend& backend, Tensor& t, const Shape& shape) {
   if (t.empty() || !(t.shape() == shape)) t = backend.allocate(shape);
 }
 
+namespace {
+
+// An inference pass's output: the layer's training output when it has this shape (evaluating at
+// the training batch then allocates nothing: the next training pass rewrites it anyway), else
+// one from the pool.
+Tensor inference_output(const Tensor& training_output, const Shape& shape, InferencePool& pool) {
+  return !training_output.empty() && training_output.shape() == shape ? training_output : pool.take(shape);
+}
+
+}  // namespace
+
 // ---- Conv2d ----------------------------------------------------------------------------------
 
 Conv2d::Conv2d(Backend& backend, const Init& init, std::string name, int64_t in_channels, int64_t out_channels,
@@ -72,6 +83,17 @@ const Tensor& Conv2d::forward(Backend& backend, const Tensor& x) {
   ensure_shape(backend, y_, output_shape(x.shape()));
   backend.conv_forward(x, weight_.value, y_, geometry_);
   return y_;
+}
+
+Tensor Conv2d::infer(Backend& backend, const Tensor& x, InferencePool& pool) const {
+  Tensor y = inference_output(y_, output_shape(x.shape()), pool);
+  backend.conv_forward(x, weight_.value, y, geometry_);
+  return y;
+}
+
+void Conv2d::release() {
+  input_ = nullptr;
+  y_ = dx_ = Tensor();
 }
 
 Tensor& Conv2d::backward(Backend& backend, const Tensor& dy, bool need_input_grad) {
@@ -106,16 +128,11 @@ BatchNorm2d::BatchNorm2d(Backend& backend, std::string name, int64_t channels, b
   }
 }
 
-const Tensor& BatchNorm2d::forward(Backend& backend, const Tensor& x, bool training, const Tensor* residual) {
+const Tensor& BatchNorm2d::forward(Backend& backend, const Tensor& x, const Tensor* residual) {
   SB_CHECK(!(relu_ && residual), "a residual goes into a batch norm without a ReLU of its own");
   input_ = &x;
   ensure_shape(backend, y_, x.shape());
   const bool relu = relu_ || residual != nullptr;
-  if (!training) {
-    backend.batchnorm_forward_inference(x, gamma_.value, beta_.value, running_mean_.value, running_var_.value, y_,
-                                        kEpsilon, relu, residual);
-    return y_;
-  }
   backend.batchnorm_forward_training(x, gamma_.value, beta_.value, y_, batch_mean_, batch_var_, kEpsilon, relu,
                                      residual);
   local_count_ = group_count_ = static_cast<double>(x.shape().n * x.shape().h * x.shape().w);
@@ -130,6 +147,19 @@ const Tensor& BatchNorm2d::forward(Backend& backend, const Tensor& x, bool train
   backend.axpby(kMomentum, batch_mean_, 1 - kMomentum, running_mean_.value);
   backend.axpby(kMomentum * unbiased, batch_var_, 1 - kMomentum, running_var_.value);
   return y_;
+}
+
+Tensor BatchNorm2d::infer(Backend& backend, const Tensor& x, InferencePool& pool, const Tensor* residual) const {
+  SB_CHECK(!(relu_ && residual), "a residual goes into a batch norm without a ReLU of its own");
+  Tensor y = inference_output(y_, x.shape(), pool);
+  backend.batchnorm_forward_inference(x, gamma_.value, beta_.value, running_mean_.value, running_var_.value, y,
+                                      kEpsilon, relu_ || residual != nullptr, residual);
+  return y;
+}
+
+void BatchNorm2d::release() {
+  input_ = nullptr;
+  y_ = dx_ = correction_ = Tensor();
 }
 
 Tensor& BatchNorm2d::backward(Backend& backend, const Tensor& dy) {
@@ -211,6 +241,17 @@ const Tensor& MaxPool2d::forward(Backend& backend, const Tensor& x) {
   return y_;
 }
 
+Tensor MaxPool2d::infer(Backend& backend, const Tensor& x, InferencePool& pool) const {
+  Tensor y = inference_output(y_, output_shape(x.shape()), pool);
+  backend.maxpool_forward(x, y, geometry_);
+  return y;
+}
+
+void MaxPool2d::release() {
+  input_ = nullptr;
+  y_ = dx_ = Tensor();
+}
+
 Tensor& MaxPool2d::backward(Backend& backend, const Tensor& dy) {
   ensure_shape(backend, dx_, input_->shape());
   backend.maxpool_backward(*input_, dy, dx_, geometry_);
@@ -223,6 +264,14 @@ const Tensor& GlobalAvgPool::forward(Backend& backend, const Tensor& x) {
   backend.global_avgpool_forward(x, y_);
   return y_;
 }
+
+Tensor GlobalAvgPool::infer(Backend& backend, const Tensor& x, InferencePool& pool) const {
+  Tensor y = inference_output(y_, {x.shape().n, x.shape().c, 1, 1}, pool);
+  backend.global_avgpool_forward(x, y);
+  return y;
+}
+
+void GlobalAvgPool::release() { y_ = dx_ = Tensor(); }
 
 Tensor& GlobalAvgPool::backward(Backend& backend, const Tensor& dy) {
   ensure_shape(backend, dx_, input_shape_);
@@ -245,6 +294,17 @@ const Tensor& Linear::forward(Backend& backend, const Tensor& x) {
   ensure_shape(backend, y_, {x.shape().n, weight_.value.shape().n, 1, 1});
   backend.fc_forward(x, weight_.value, bias_.value, y_);
   return y_;
+}
+
+Tensor Linear::infer(Backend& backend, const Tensor& x, InferencePool& pool) const {
+  Tensor y = inference_output(y_, {x.shape().n, weight_.value.shape().n, 1, 1}, pool);
+  backend.fc_forward(x, weight_.value, bias_.value, y);
+  return y;
+}
+
+void Linear::release() {
+  input_ = nullptr;
+  y_ = dx_ = Tensor();
 }
 
 Tensor& Linear::backward(Backend& backend, const Tensor& dy) {

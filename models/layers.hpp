@@ -1,13 +1,17 @@
 #pragma once
 // The layers a ResNet is made of, each a small object over the Backend: it owns its parameters,
 // its output and its input gradient, keeps what its backward pass needs from the forward pass,
-// and reallocates its tensors only when the batch shape changes (training vs evaluation batch).
+// and reallocates its tensors only when the training batch's shape changes. infer() is the
+// forward pass of evaluation: it keeps nothing, and writes its output into the layer's training
+// output when the shapes match, else into a tensor from an InferencePool. release() lets go of
+// the tensors shaped by the batch (before an evaluation at another batch size).
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "models/backend.hpp"
+#include "models/inference_pool.hpp"
 #include "models/parameter.hpp"
 
 namespace sb::models {
@@ -31,6 +35,8 @@ class Conv2d {
          int kernel, int stride, int pad);
   Shape output_shape(const Shape& x) const;
   const Tensor& forward(Backend& backend, const Tensor& x);
+  Tensor infer(Backend& backend, const Tensor& x, InferencePool& pool) const;
+  void release();
   // Returns dx; with need_input_grad false (the first layer) only the weight gradient is made.
   Tensor& backward(Backend& backend, const Tensor& dy, bool need_input_grad = true);
   Parameter& weight() { return weight_; }
@@ -55,10 +61,14 @@ class BatchNorm2d {
   // over the whole group's batch (forward statistics and backward sums), or nullptr.
   BatchNorm2d(Backend& backend, std::string name, int64_t channels, bool relu, bool zero_gamma = false,
               const BnSync* sync = nullptr);
+  // Normalises by the batch's statistics (the group's under sync) and updates the running ones.
   // With a residual (x's shape): y = max(0, bn(x) + residual), a residual block's add and ReLU
   // fused into its last BN (built without a ReLU of its own). backward() then takes dy already
   // masked by that ReLU: the block masks it once for both of its branches.
-  const Tensor& forward(Backend& backend, const Tensor& x, bool training, const Tensor* residual = nullptr);
+  const Tensor& forward(Backend& backend, const Tensor& x, const Tensor* residual = nullptr);
+  // Normalises by the running statistics.
+  Tensor infer(Backend& backend, const Tensor& x, InferencePool& pool, const Tensor* residual = nullptr) const;
+  void release();
   Tensor& backward(Backend& backend, const Tensor& dy);
   Parameter& gamma() { return gamma_; }
   Parameter& beta() { return beta_; }
@@ -89,6 +99,8 @@ class MaxPool2d {
   explicit MaxPool2d(PoolGeometry geometry) : geometry_(geometry) {}
   Shape output_shape(const Shape& x) const;
   const Tensor& forward(Backend& backend, const Tensor& x);
+  Tensor infer(Backend& backend, const Tensor& x, InferencePool& pool) const;
+  void release();
   Tensor& backward(Backend& backend, const Tensor& dy);
 
  private:
@@ -100,6 +112,8 @@ class MaxPool2d {
 class GlobalAvgPool {
  public:
   const Tensor& forward(Backend& backend, const Tensor& x);
+  Tensor infer(Backend& backend, const Tensor& x, InferencePool& pool) const;
+  void release();
   Tensor& backward(Backend& backend, const Tensor& dy);
 
  private:
@@ -112,6 +126,8 @@ class Linear {
   // PyTorch's default: weight and bias uniform in +-1/sqrt(inputs).
   Linear(Backend& backend, const Init& init, std::string name, int64_t inputs, int64_t outputs);
   const Tensor& forward(Backend& backend, const Tensor& x);
+  Tensor infer(Backend& backend, const Tensor& x, InferencePool& pool) const;
+  void release();
   Tensor& backward(Backend& backend, const Tensor& dy);
   Parameter& weight() { return weight_; }
   Parameter& bias() { return bias_; }

@@ -1,6 +1,7 @@
 #include "models/resnet.hpp"
 
 #include <map>
+#include <stdexcept>
 
 #include "common/usage_error.hpp"
 #include "models/resnet_blocks.hpp"
@@ -58,7 +59,8 @@ ResNetConfig make_resnet_config(const std::string& name, int64_t in_channels, in
   return config;
 }
 
-ResNet::ResNet(Backend& backend, const ResNetConfig& config) : backend_(backend), config_(config) {
+ResNet::ResNet(Backend& backend, const ResNetConfig& config)
+    : backend_(backend), config_(config), inference_pool_(backend) {
   const Architecture& arch = architecture(config.name);
   const Init init{config.seed};
   const int64_t stem_width = arch.widths.front();
@@ -90,11 +92,46 @@ ResNet::ResNet(Backend& backend, const ResNetConfig& config) : backend_(backend)
 
 ResNet::~ResNet() = default;
 
-const Tensor& ResNet::forward(const Tensor& images, bool training) {
-  const Tensor* h = &bn1_->forward(backend_, conv1_->forward(backend_, images), training);
+const Tensor& ResNet::forward(const Tensor& images) {
+  inference_pool_.clear();  // the last evaluation's tensors: training needs none of them
+  inference_input_ = Shape();
+  training_input_ = images.shape();
+  outputs_for_backward_ = true;
+  const Tensor* h = &bn1_->forward(backend_, conv1_->forward(backend_, images));
   if (maxpool_) h = &maxpool_->forward(backend_, *h);
-  for (auto& block : blocks_) h = &block->forward(backend_, *h, training);
+  for (auto& block : blocks_) h = &block->forward(backend_, *h);
   return fc_->forward(backend_, avgpool_.forward(backend_, *h));
+}
+
+Tensor ResNet::infer(const Tensor& images) {
+  // Every shape of a pass follows from its input's. A new one (the eval loader's last, smaller
+  // batch; a new image size) lets the last shape's tensors go before this pass takes its own, so
+  // the two sets are never held together.
+  if (!(images.shape() == inference_input_)) {
+    inference_pool_.clear();
+    inference_input_ = images.shape();
+  }
+  // At the training batch, each layer writes into its training output, which the next training
+  // pass rewrites. At another, the training tensors go first: evaluation's peak is then its pool,
+  // not the pool on top of training's tensors; the next training pass allocates them again.
+  if (!(images.shape() == training_input_)) {
+    release_training_tensors();
+    training_input_ = Shape();
+  }
+  outputs_for_backward_ = false;
+  Tensor h = bn1_->infer(backend_, conv1_->infer(backend_, images, inference_pool_), inference_pool_);
+  if (maxpool_) h = maxpool_->infer(backend_, h, inference_pool_);
+  for (const auto& block : blocks_) h = block->infer(backend_, h, inference_pool_);
+  return fc_->infer(backend_, avgpool_.infer(backend_, h, inference_pool_), inference_pool_);
+}
+
+void ResNet::release_training_tensors() {
+  conv1_->release();
+  bn1_->release();
+  if (maxpool_) maxpool_->release();
+  for (auto& block : blocks_) block->release();
+  avgpool_.release();
+  fc_->release();
 }
 
 void ResNet::report_ready(size_t first, size_t end) const {
@@ -103,6 +140,7 @@ void ResNet::report_ready(size_t first, size_t end) const {
 }
 
 void ResNet::backward(const Tensor& dlogits) {
+  if (!outputs_for_backward_) throw std::logic_error("ResNet::backward without a forward() since the last infer()");
   const Tensor* grad = &avgpool_.backward(backend_, fc_->backward(backend_, dlogits));
   const size_t fc_first = parameters_.size() - 2;
   report_ready(fc_first, parameters_.size());

@@ -42,10 +42,20 @@ class ResNet {
   ResNet(const ResNet&) = delete;
   ResNet& operator=(const ResNet&) = delete;
 
-  // images (N, in_channels, H, W) -> logits (N, num_classes, 1, 1). training: batch statistics
-  // (and running-statistics updates) in every BN; otherwise the running statistics.
-  const Tensor& forward(const Tensor& images, bool training);
-  // Fills every parameter's grad from the gradient of the loss with respect to the logits.
+  // Training's forward pass: images (N, in_channels, H, W) -> logits (N, num_classes, 1, 1), batch
+  // statistics (and running-statistics updates) in every BN, every layer's output kept for
+  // backward().
+  const Tensor& forward(const Tensor& images);
+  // Evaluation's: the running statistics in every BN, and nothing kept. At the training batch each
+  // layer writes into its training output; at another, the training tensors are let go first and
+  // each output comes from a pool, given back as soon as the next layers have read it, so that a
+  // pass holds a few tensors of each shape instead of one per layer. The logits hold until the
+  // next forward() or infer().
+  Tensor infer(const Tensor& images);
+  const InferencePool& inference_pool() const { return inference_pool_; }
+  // Fills every parameter's grad from the gradient of the loss with respect to the logits, of the
+  // last forward(); std::logic_error when an infer() came after it (it rewrote or let go of what
+  // backward reads).
   void backward(const Tensor& dlogits);
   // Called during backward with the index (in parameters() order) of each parameter whose
   // gradient is final, module by module (fc, then each residual block from the last, then the
@@ -74,6 +84,11 @@ class ResNet {
   std::vector<Parameter*> parameters_;
   std::vector<Buffer*> buffers_;
   std::vector<size_t> block_first_parameter_;  // parameters() index of each block's first
+  InferencePool inference_pool_;
+  Shape inference_input_;  // the last infer() pass's images
+  Shape training_input_;   // the images the layers' training tensors are shaped for, if any
+  bool outputs_for_backward_ = false;  // forward()'s outputs are still there: no infer() since
+  void release_training_tensors();
   GradientReady gradient_ready_;
   void report_ready(size_t first, size_t end) const;
 };

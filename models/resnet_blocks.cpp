@@ -16,15 +16,41 @@ class ResidualBlock final : public Block {
   ResidualBlock(std::vector<ConvBn> main, std::unique_ptr<ConvBn> downsample)
       : main_(std::move(main)), downsample_(std::move(downsample)) {}
 
-  const Tensor& forward(Backend& backend, const Tensor& x, bool training) override {
+  const Tensor& forward(Backend& backend, const Tensor& x) override {
     const Tensor& shortcut =
-        downsample_ ? downsample_->bn->forward(backend, downsample_->conv->forward(backend, x), training) : x;
+        downsample_ ? downsample_->bn->forward(backend, downsample_->conv->forward(backend, x)) : x;
     const Tensor* h = &x;
     for (size_t i = 0; i + 1 < main_.size(); ++i)
-      h = &main_[i].bn->forward(backend, main_[i].conv->forward(backend, *h), training);
+      h = &main_[i].bn->forward(backend, main_[i].conv->forward(backend, *h));
     ConvBn& last = main_.back();
-    out_ = &last.bn->forward(backend, last.conv->forward(backend, *h), training, &shortcut);
+    out_ = &last.bn->forward(backend, last.conv->forward(backend, *h), &shortcut);
     return *out_;
+  }
+
+  // As forward(), each intermediate dropped as soon as the next layer has read it: at most the
+  // input, the shortcut and two tensors of the main branch are held at once (when they come from
+  // the pool).
+  Tensor infer(Backend& backend, const Tensor& x, InferencePool& pool) const override {
+    const Tensor shortcut =
+        downsample_ ? downsample_->bn->infer(backend, downsample_->conv->infer(backend, x, pool), pool) : x;
+    Tensor h = x;
+    for (const ConvBn& layer : main_) {
+      const Tensor convolved = layer.conv->infer(backend, h, pool);
+      h = Tensor();
+      h = layer.bn->infer(backend, convolved, pool, &layer == &main_.back() ? &shortcut : nullptr);
+    }
+    return h;
+  }
+
+  void release() override {
+    auto release = [](ConvBn& layer) {
+      layer.conv->release();
+      layer.bn->release();
+    };
+    for (ConvBn& layer : main_) release(layer);
+    if (downsample_) release(*downsample_);
+    out_ = nullptr;
+    dsum_ = Tensor();
   }
 
   Tensor& backward(Backend& backend, const Tensor& dy) override {

@@ -312,7 +312,7 @@ Evaluation TrainingRun::evaluate() {
     if (batch->count() == 0) continue;
     ensure_shape(*backend_, eval_input_, {batch->count(), image_.channels, image_.height, image_.width});
     backend_->write(eval_input_, batch->images);
-    const Tensor& out = model_->forward(eval_input_, false);
+    const Tensor out = model_->infer(eval_input_);
     const int64_t classes = out.shape().c;
     logits.resize(static_cast<size_t>(out.count()));
     backend_->read(out, logits);
@@ -413,7 +413,9 @@ TrainResult TrainingRun::execute() {
       beat("evaluating after epoch " + std::to_string(epoch + 1));
       average_running_statistics();
       const Evaluation e = evaluate();
-      ++tensors_generation_;  // evaluation's batch may have reshaped, so moved, the model's tensors
+      // Evaluation at another batch lets go of the model's training tensors (ResNet::infer), and
+      // its shapes may have grown the backend's workspaces: a recorded step holds both.
+      ++tensors_generation_;
       mllog_.end("eval_stop", MlLog::epoch_metadata(epoch + 1));
       mllog_.point("eval_accuracy", MlLog::number(e.top1), MlLog::epoch_metadata(epoch + 1));
       record.evaluated = true;

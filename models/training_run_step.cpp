@@ -48,7 +48,7 @@ void TrainingRun::compute(const Tensor& input, std::span<const int32_t> labels, 
     skip_empty_micro_batch(loss);
     return;
   }
-  const Tensor& logits = model_->forward(input, true);
+  const Tensor& logits = model_->forward(input);
   ensure_shape(*backend_, dlogits_, logits.shape());
   backend_->softmax_cross_entropy(logits, labels, config_.label_smoothing, dlogits_, loss);
   if (loss_scale_) {

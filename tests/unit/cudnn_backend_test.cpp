@@ -387,8 +387,9 @@ TEST_P(CudnnLayers, TwoTrainingStepsOfAResNetMatchOnednn) {
     const std::vector<int32_t> labels = {1, 0, 9, 4, 4, 7, 2, 5};
     const Shape logits_shape{8, 10, 1, 1};
     auto dlogits = p.zeros(logits_shape);
-    const double gpu_loss = softmax_cross_entropy_now(p.gpu, gpu_model.forward(images.first, true), labels, 0, dlogits.first);
-    const double cpu_loss = softmax_cross_entropy_now(p.cpu, cpu_model.forward(images.second, true), labels, 0, dlogits.second);
+    const double gpu_loss = softmax_cross_entropy_now(p.gpu, gpu_model.forward(images.first), labels, 0, dlogits.first);
+    const double cpu_loss =
+        softmax_cross_entropy_now(p.cpu, cpu_model.forward(images.second), labels, 0, dlogits.second);
     EXPECT_NEAR(gpu_loss, cpu_loss, 2 * tol * cpu_loss);
     gpu_model.backward(dlogits.first);
     cpu_model.backward(dlogits.second);
@@ -419,7 +420,7 @@ TEST_P(CudnnLayers, RepeatedTrainingStepsAreBitIdentical) {
       for (float& v : pixels) v = dist(random);
       Tensor images = gpu.allocate({8, 3, 16, 16}), dlogits = gpu.allocate({8, 10, 1, 1});
       gpu.write(images, pixels);
-      softmax_cross_entropy_now(gpu, model.forward(images, true), std::vector<int32_t>{1, 0, 9, 4, 4, 7, 2, 5}, 0, dlogits);
+      softmax_cross_entropy_now(gpu, model.forward(images), std::vector<int32_t>{1, 0, 9, 4, 4, 7, 2, 5}, 0, dlogits);
       model.backward(dlogits);
       optimizer.step(0.1f);
     }
@@ -455,7 +456,7 @@ TEST(CudnnLossScale, Fp16OverflowIsSkippedAndTheScaleRecovers) {
     int skipped = 0, applied = 0;
     for (int step = 0; step < 40 && applied < 3; ++step) {
       const std::vector<float> before = read_all(gpu, first_weight);
-      softmax_cross_entropy_now(gpu, model.forward(input, true), labels, 0, dlogits);
+      softmax_cross_entropy_now(gpu, model.forward(input), labels, 0, dlogits);
       gpu.scale(dlogits, static_cast<float>(scale.scale()));
       model.backward(dlogits);
       const double used = scale.scale();

@@ -59,7 +59,7 @@ TEST(ResNet, ResNet50ForwardAndBackwardOnOnednnGiveAFiniteNonZeroGradientForEver
   Tensor images = backend.allocate({2, 3, 64, 64});
   Init noise{3};
   backend.write(images, noise.normal("images", images.count(), 1.0));
-  const Tensor& logits = model.forward(images, true);
+  const Tensor& logits = model.forward(images);
   ASSERT_EQ(logits.shape(), (Shape{2, 1000, 1, 1}));
   Tensor dlogits = backend.allocate(logits.shape());
   const std::vector<int32_t> labels = {3, 999};
@@ -104,7 +104,7 @@ TEST(ResNet, GradientsMatchFiniteDifferencesInDoublePrecision) {
   backend.write(images, noise.normal("images", images.count(), 1.0));
   const std::vector<int32_t> labels = {0, 4, 2};
   Tensor dlogits = backend.allocate({3, 5, 1, 1});
-  auto loss = [&] { return softmax_cross_entropy_now(backend, model.forward(images, true), labels, 0.1f, dlogits); };
+  auto loss = [&] { return softmax_cross_entropy_now(backend, model.forward(images), labels, 0.1f, dlogits); };
   loss();
   model.backward(dlogits);
 

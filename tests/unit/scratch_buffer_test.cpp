@@ -32,7 +32,7 @@ TEST(ScratchBuffer, GrowsToTheLargestSizeAskedForAndKeepsIt) {
 
 // One training pass (forward, loss, backward) of `model` on `images`; every parameter's gradient.
 std::vector<std::vector<float>> gradients(OnednnBackend& backend, ResNet& model, const Tensor& images) {
-  const Tensor& logits = model.forward(images, true);
+  const Tensor& logits = model.forward(images);
   Tensor dlogits = backend.allocate(logits.shape());
   std::vector<int32_t> labels(static_cast<size_t>(images.shape().n));
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % 10);

@@ -86,7 +86,7 @@ Outputs run_bn(const std::string& backend_name, const std::vector<float>& x, con
   backend->write(bn.gamma().value, gamma);
   backend->write(bn.beta().value, beta);
   Outputs out;
-  out.y = host(*backend, bn.forward(*backend, xt, true));
+  out.y = host(*backend, bn.forward(*backend, xt));
   out.dx = host(*backend, bn.backward(*backend, dyt));
   out.dgamma = host(*backend, bn.gamma().grad);
   out.dbeta = host(*backend, bn.beta().grad);

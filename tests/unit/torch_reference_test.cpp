@@ -115,7 +115,7 @@ Results run_case(Backend& backend, const ReferenceCase& c) {
   Results got;
   double previous_lr = 0;
   for (int step = 1; step <= kReferenceSteps; ++step) {
-    const Tensor& logits = model.forward(images, /*training=*/true);
+    const Tensor& logits = model.forward(images);
     got[key("loss", "step" + std::to_string(step), step)] =
         softmax_cross_entropy_now(backend, logits, labels, static_cast<float>(kReferenceSmoothing), dlogits);
     model.backward(dlogits);
@@ -138,7 +138,7 @@ Results run_case(Backend& backend, const ReferenceCase& c) {
     got[key("buffer_sum", b->name, 0)] = sum;
     got[key("buffer_norm", b->name, 0)] = norm(values);
   }
-  const std::vector<float> logits = read_all(backend, model.forward(images, /*training=*/false));
+  const std::vector<float> logits = read_all(backend, model.infer(images));
   for (size_t k = 0; k < logits.size(); ++k) got[key("eval_logit", "logits", static_cast<int>(k))] = logits[k];
   return got;
 }
