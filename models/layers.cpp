@@ -50,7 +50,7 @@ namespace {
 // An inference pass's output: the layer's training output when it has this shape (evaluating at
 // the training batch then allocates nothing: the next training pass rewrites it anyway), else
 // one from the pool.
-Tensor inference_output(const Tensor& training_output, const Shape& shape, InferencePool& pool) {
+Tensor inference_output(const Tensor& training_output, const Shape& shape, TensorPool& pool) {
   return !training_output.empty() && training_output.shape() == shape ? training_output : pool.take(shape);
 }
 
@@ -85,7 +85,7 @@ const Tensor& Conv2d::forward(Backend& backend, const Tensor& x) {
   return y_;
 }
 
-Tensor Conv2d::infer(Backend& backend, const Tensor& x, InferencePool& pool) const {
+Tensor Conv2d::infer(Backend& backend, const Tensor& x, TensorPool& pool) const {
   Tensor y = inference_output(y_, output_shape(x.shape()), pool);
   backend.conv_forward(x, weight_.value, y, geometry_);
   return y;
@@ -93,16 +93,15 @@ Tensor Conv2d::infer(Backend& backend, const Tensor& x, InferencePool& pool) con
 
 void Conv2d::release() {
   input_ = nullptr;
-  y_ = dx_ = Tensor();
+  y_ = Tensor();
 }
 
-Tensor& Conv2d::backward(Backend& backend, const Tensor& dy, bool need_input_grad) {
+Tensor Conv2d::backward(Backend& backend, const Tensor& dy, TensorPool& pool, bool need_input_grad) {
   backend.conv_backward_weights(*input_, dy, weight_.grad, geometry_);
-  if (need_input_grad) {
-    ensure_shape(backend, dx_, input_->shape());
-    backend.conv_backward_data(dy, weight_.value, dx_, geometry_);
-  }
-  return dx_;
+  if (!need_input_grad) return Tensor();
+  Tensor dx = pool.take(input_->shape());
+  backend.conv_backward_data(dy, weight_.value, dx, geometry_);
+  return dx;
 }
 
 // ---- BatchNorm2d -----------------------------------------------------------------------------
@@ -149,7 +148,7 @@ const Tensor& BatchNorm2d::forward(Backend& backend, const Tensor& x, const Tens
   return y_;
 }
 
-Tensor BatchNorm2d::infer(Backend& backend, const Tensor& x, InferencePool& pool, const Tensor* residual) const {
+Tensor BatchNorm2d::infer(Backend& backend, const Tensor& x, TensorPool& pool, const Tensor* residual) const {
   SB_CHECK(!(relu_ && residual), "a residual goes into a batch norm without a ReLU of its own");
   Tensor y = inference_output(y_, x.shape(), pool);
   backend.batchnorm_forward_inference(x, gamma_.value, beta_.value, running_mean_.value, running_var_.value, y,
@@ -159,15 +158,15 @@ Tensor BatchNorm2d::infer(Backend& backend, const Tensor& x, InferencePool& pool
 
 void BatchNorm2d::release() {
   input_ = nullptr;
-  y_ = dx_ = correction_ = Tensor();
+  y_ = Tensor();
 }
 
-Tensor& BatchNorm2d::backward(Backend& backend, const Tensor& dy) {
-  ensure_shape(backend, dx_, input_->shape());
-  backend.batchnorm_backward(*input_, dy, gamma_.value, batch_mean_, batch_var_, relu_ ? &y_ : nullptr, dx_,
+Tensor BatchNorm2d::backward(Backend& backend, const Tensor& dy, TensorPool& pool) {
+  Tensor dx = pool.take(input_->shape());
+  backend.batchnorm_backward(*input_, dy, gamma_.value, batch_mean_, batch_var_, relu_ ? &y_ : nullptr, dx,
                              gamma_.grad, beta_.grad, kEpsilon);
-  if (sync_) add_group_terms(backend, *input_);
-  return dx_;
+  if (sync_) add_group_terms(backend, *input_, dx, pool);
+  return dx;
 }
 
 // The group's mean and (biased) variance from every rank's count, mean and mean of squares.
@@ -199,7 +198,7 @@ void BatchNorm2d::synchronise_statistics(Backend& backend, const Shape& x) {
 // and k2 = dgamma / m - Dgamma / M: per channel, scale x + shift with scale = g k2 / s^2 and
 // shift = g k1 / s - scale mean. The weights' own gradients stay this rank's sums, as in PyTorch's
 // SyncBatchNorm; the gradient exchange then averages them over the ranks.
-void BatchNorm2d::add_group_terms(Backend& backend, const Tensor& x) {
+void BatchNorm2d::add_group_terms(Backend& backend, const Tensor& x, Tensor& dx, TensorPool& pool) {
   const size_t c = static_cast<size_t>(x.shape().c);
   std::vector<float> dgamma(c), dbeta(c), gamma(c), mean(c), var(c);
   backend.read(gamma_.grad, dgamma);
@@ -221,10 +220,10 @@ void BatchNorm2d::add_group_terms(Backend& backend, const Tensor& x) {
   }
   backend.write(affine_scale_, scale);
   backend.write(affine_shift_, shift);
-  ensure_shape(backend, correction_, x.shape());
-  backend.batchnorm_forward_inference(x, affine_scale_, affine_shift_, zeros_, ones_, correction_, kEpsilon, false,
+  Tensor correction = pool.take(x.shape());
+  backend.batchnorm_forward_inference(x, affine_scale_, affine_shift_, zeros_, ones_, correction, kEpsilon, false,
                                       nullptr);
-  backend.add(dx_, correction_, dx_);
+  backend.add(dx, correction, dx);
 }
 
 // ---- pooling ---------------------------------------------------------------------------------
@@ -241,7 +240,7 @@ const Tensor& MaxPool2d::forward(Backend& backend, const Tensor& x) {
   return y_;
 }
 
-Tensor MaxPool2d::infer(Backend& backend, const Tensor& x, InferencePool& pool) const {
+Tensor MaxPool2d::infer(Backend& backend, const Tensor& x, TensorPool& pool) const {
   Tensor y = inference_output(y_, output_shape(x.shape()), pool);
   backend.maxpool_forward(x, y, geometry_);
   return y;
@@ -249,13 +248,13 @@ Tensor MaxPool2d::infer(Backend& backend, const Tensor& x, InferencePool& pool) 
 
 void MaxPool2d::release() {
   input_ = nullptr;
-  y_ = dx_ = Tensor();
+  y_ = Tensor();
 }
 
-Tensor& MaxPool2d::backward(Backend& backend, const Tensor& dy) {
-  ensure_shape(backend, dx_, input_->shape());
-  backend.maxpool_backward(*input_, dy, dx_, geometry_);
-  return dx_;
+Tensor MaxPool2d::backward(Backend& backend, const Tensor& dy, TensorPool& pool) {
+  Tensor dx = pool.take(input_->shape());
+  backend.maxpool_backward(*input_, dy, dx, geometry_);
+  return dx;
 }
 
 const Tensor& GlobalAvgPool::forward(Backend& backend, const Tensor& x) {
@@ -265,18 +264,18 @@ const Tensor& GlobalAvgPool::forward(Backend& backend, const Tensor& x) {
   return y_;
 }
 
-Tensor GlobalAvgPool::infer(Backend& backend, const Tensor& x, InferencePool& pool) const {
+Tensor GlobalAvgPool::infer(Backend& backend, const Tensor& x, TensorPool& pool) const {
   Tensor y = inference_output(y_, {x.shape().n, x.shape().c, 1, 1}, pool);
   backend.global_avgpool_forward(x, y);
   return y;
 }
 
-void GlobalAvgPool::release() { y_ = dx_ = Tensor(); }
+void GlobalAvgPool::release() { y_ = Tensor(); }
 
-Tensor& GlobalAvgPool::backward(Backend& backend, const Tensor& dy) {
-  ensure_shape(backend, dx_, input_shape_);
-  backend.global_avgpool_backward(dy, dx_);
-  return dx_;
+Tensor GlobalAvgPool::backward(Backend& backend, const Tensor& dy, TensorPool& pool) {
+  Tensor dx = pool.take(input_shape_);
+  backend.global_avgpool_backward(dy, dx);
+  return dx;
 }
 
 // ---- Linear ----------------------------------------------------------------------------------
@@ -296,7 +295,7 @@ const Tensor& Linear::forward(Backend& backend, const Tensor& x) {
   return y_;
 }
 
-Tensor Linear::infer(Backend& backend, const Tensor& x, InferencePool& pool) const {
+Tensor Linear::infer(Backend& backend, const Tensor& x, TensorPool& pool) const {
   Tensor y = inference_output(y_, {x.shape().n, weight_.value.shape().n, 1, 1}, pool);
   backend.fc_forward(x, weight_.value, bias_.value, y);
   return y;
@@ -304,14 +303,14 @@ Tensor Linear::infer(Backend& backend, const Tensor& x, InferencePool& pool) con
 
 void Linear::release() {
   input_ = nullptr;
-  y_ = dx_ = Tensor();
+  y_ = Tensor();
 }
 
-Tensor& Linear::backward(Backend& backend, const Tensor& dy) {
+Tensor Linear::backward(Backend& backend, const Tensor& dy, TensorPool& pool) {
   backend.fc_backward_weights(*input_, dy, weight_.grad, bias_.grad);
-  ensure_shape(backend, dx_, input_->shape());
-  backend.fc_backward_data(dy, weight_.value, dx_);
-  return dx_;
+  Tensor dx = pool.take(input_->shape());
+  backend.fc_backward_data(dy, weight_.value, dx);
+  return dx;
 }
 
 }  // namespace sb::models

@@ -1,17 +1,18 @@
 #pragma once
-// The layers a ResNet is made of, each a small object over the Backend: it owns its parameters,
-// its output and its input gradient, keeps what its backward pass needs from the forward pass,
-// and reallocates its tensors only when the training batch's shape changes. infer() is the
-// forward pass of evaluation: it keeps nothing, and writes its output into the layer's training
-// output when the shapes match, else into a tensor from an InferencePool. release() lets go of
-// the tensors shaped by the batch (before an evaluation at another batch size).
+// The layers a ResNet is made of, each a small object over the Backend: it owns its parameters
+// and its output, keeps what its backward pass needs from the forward pass, and reallocates its
+// output only when the training batch's shape changes. backward() returns the input gradient in
+// a tensor from a TensorPool: it is needed only until the layer before has read it. infer() is
+// the forward pass of evaluation: it keeps nothing, and writes its output into the layer's
+// training output when the shapes match, else into a tensor from a TensorPool. release() lets
+// go of the output (before an evaluation at another batch size).
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "models/backend.hpp"
-#include "models/inference_pool.hpp"
+#include "models/tensor_pool.hpp"
 #include "models/parameter.hpp"
 
 namespace sb::models {
@@ -35,10 +36,10 @@ class Conv2d {
          int kernel, int stride, int pad);
   Shape output_shape(const Shape& x) const;
   const Tensor& forward(Backend& backend, const Tensor& x);
-  Tensor infer(Backend& backend, const Tensor& x, InferencePool& pool) const;
+  Tensor infer(Backend& backend, const Tensor& x, TensorPool& pool) const;
   void release();
   // Returns dx; with need_input_grad false (the first layer) only the weight gradient is made.
-  Tensor& backward(Backend& backend, const Tensor& dy, bool need_input_grad = true);
+  Tensor backward(Backend& backend, const Tensor& dy, TensorPool& pool, bool need_input_grad = true);
   Parameter& weight() { return weight_; }
   int64_t flops_per_sample(const Shape& x) const;  // multiply-adds x 2, forward only
 
@@ -46,7 +47,7 @@ class Conv2d {
   Parameter weight_;
   ConvGeometry geometry_;
   const Tensor* input_ = nullptr;
-  Tensor y_, dx_;
+  Tensor y_;
 };
 
 // Synchronised batch norm (--bn-span): the sum of a few doubles over the ranks of a BN group.
@@ -67,9 +68,9 @@ class BatchNorm2d {
   // masked by that ReLU: the block masks it once for both of its branches.
   const Tensor& forward(Backend& backend, const Tensor& x, const Tensor* residual = nullptr);
   // Normalises by the running statistics.
-  Tensor infer(Backend& backend, const Tensor& x, InferencePool& pool, const Tensor* residual = nullptr) const;
+  Tensor infer(Backend& backend, const Tensor& x, TensorPool& pool, const Tensor* residual = nullptr) const;
   void release();
-  Tensor& backward(Backend& backend, const Tensor& dy);
+  Tensor backward(Backend& backend, const Tensor& dy, TensorPool& pool);
   Parameter& gamma() { return gamma_; }
   Parameter& beta() { return beta_; }
   Buffer& running_mean() { return running_mean_; }
@@ -82,16 +83,16 @@ class BatchNorm2d {
   // The group's statistics in place of this rank's (forward), and the group's terms added to
   // this rank's dx (backward).
   void synchronise_statistics(Backend& backend, const Shape& x);
-  void add_group_terms(Backend& backend, const Tensor& x);
+  void add_group_terms(Backend& backend, const Tensor& x, Tensor& dx, TensorPool& pool);
 
   Parameter gamma_, beta_;
   Buffer running_mean_, running_var_;
   bool relu_;
   const BnSync* sync_;
   const Tensor* input_ = nullptr;
-  Tensor y_, dx_, batch_mean_, batch_var_;
+  Tensor y_, batch_mean_, batch_var_;
   double local_count_ = 0, group_count_ = 0;  // values per channel in this rank's batch, the group's
-  Tensor affine_scale_, affine_shift_, zeros_, ones_, correction_;  // sync only: dx's group terms
+  Tensor affine_scale_, affine_shift_, zeros_, ones_;  // sync only: dx's group terms
 };
 
 class MaxPool2d {
@@ -99,26 +100,26 @@ class MaxPool2d {
   explicit MaxPool2d(PoolGeometry geometry) : geometry_(geometry) {}
   Shape output_shape(const Shape& x) const;
   const Tensor& forward(Backend& backend, const Tensor& x);
-  Tensor infer(Backend& backend, const Tensor& x, InferencePool& pool) const;
+  Tensor infer(Backend& backend, const Tensor& x, TensorPool& pool) const;
   void release();
-  Tensor& backward(Backend& backend, const Tensor& dy);
+  Tensor backward(Backend& backend, const Tensor& dy, TensorPool& pool);
 
  private:
   PoolGeometry geometry_;
   const Tensor* input_ = nullptr;
-  Tensor y_, dx_;
+  Tensor y_;
 };
 
 class GlobalAvgPool {
  public:
   const Tensor& forward(Backend& backend, const Tensor& x);
-  Tensor infer(Backend& backend, const Tensor& x, InferencePool& pool) const;
+  Tensor infer(Backend& backend, const Tensor& x, TensorPool& pool) const;
   void release();
-  Tensor& backward(Backend& backend, const Tensor& dy);
+  Tensor backward(Backend& backend, const Tensor& dy, TensorPool& pool);
 
  private:
   Shape input_shape_;
-  Tensor y_, dx_;
+  Tensor y_;
 };
 
 class Linear {
@@ -126,16 +127,16 @@ class Linear {
   // PyTorch's default: weight and bias uniform in +-1/sqrt(inputs).
   Linear(Backend& backend, const Init& init, std::string name, int64_t inputs, int64_t outputs);
   const Tensor& forward(Backend& backend, const Tensor& x);
-  Tensor infer(Backend& backend, const Tensor& x, InferencePool& pool) const;
+  Tensor infer(Backend& backend, const Tensor& x, TensorPool& pool) const;
   void release();
-  Tensor& backward(Backend& backend, const Tensor& dy);
+  Tensor backward(Backend& backend, const Tensor& dy, TensorPool& pool);
   Parameter& weight() { return weight_; }
   Parameter& bias() { return bias_; }
 
  private:
   Parameter weight_, bias_;
   const Tensor* input_ = nullptr;
-  Tensor y_, dx_;
+  Tensor y_;
 };
 
 }  // namespace sb::models

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <stdexcept>
+#include <utility>
 
 #include "common/usage_error.hpp"
 #include "models/resnet_blocks.hpp"
@@ -60,7 +61,7 @@ ResNetConfig make_resnet_config(const std::string& name, int64_t in_channels, in
 }
 
 ResNet::ResNet(Backend& backend, const ResNetConfig& config)
-    : backend_(backend), config_(config), inference_pool_(backend) {
+    : backend_(backend), config_(config), inference_pool_(backend), gradient_pool_(backend) {
   const Architecture& arch = architecture(config.name);
   const Init init{config.seed};
   const int64_t stem_width = arch.widths.front();
@@ -95,6 +96,7 @@ ResNet::~ResNet() = default;
 const Tensor& ResNet::forward(const Tensor& images) {
   inference_pool_.clear();  // the last evaluation's tensors: training needs none of them
   inference_input_ = Shape();
+  if (!(images.shape() == training_input_)) gradient_pool_.clear();  // shaped for another batch
   training_input_ = images.shape();
   outputs_for_backward_ = true;
   const Tensor* h = &bn1_->forward(backend_, conv1_->forward(backend_, images));
@@ -126,6 +128,7 @@ Tensor ResNet::infer(const Tensor& images) {
 }
 
 void ResNet::release_training_tensors() {
+  gradient_pool_.clear();
   conv1_->release();
   bn1_->release();
   if (maxpool_) maxpool_->release();
@@ -141,15 +144,15 @@ void ResNet::report_ready(size_t first, size_t end) const {
 
 void ResNet::backward(const Tensor& dlogits) {
   if (!outputs_for_backward_) throw std::logic_error("ResNet::backward without a forward() since the last infer()");
-  const Tensor* grad = &avgpool_.backward(backend_, fc_->backward(backend_, dlogits));
+  Tensor grad = avgpool_.backward(backend_, fc_->backward(backend_, dlogits, gradient_pool_), gradient_pool_);
   const size_t fc_first = parameters_.size() - 2;
   report_ready(fc_first, parameters_.size());
   for (size_t b = blocks_.size(); b-- > 0;) {
-    grad = &blocks_[b]->backward(backend_, *grad);
+    grad = blocks_[b]->backward(backend_, std::move(grad), gradient_pool_);
     report_ready(block_first_parameter_[b], b + 1 < blocks_.size() ? block_first_parameter_[b + 1] : fc_first);
   }
-  if (maxpool_) grad = &maxpool_->backward(backend_, *grad);
-  conv1_->backward(backend_, bn1_->backward(backend_, *grad), /*need_input_grad=*/false);
+  if (maxpool_) grad = maxpool_->backward(backend_, grad, gradient_pool_);
+  conv1_->backward(backend_, bn1_->backward(backend_, grad, gradient_pool_), gradient_pool_, /*need_input_grad=*/false);
   report_ready(0, block_first_parameter_.front());
 }
 

@@ -52,10 +52,12 @@ class ResNet {
   // pass holds a few tensors of each shape instead of one per layer. The logits hold until the
   // next forward() or infer().
   Tensor infer(const Tensor& images);
-  const InferencePool& inference_pool() const { return inference_pool_; }
+  const TensorPool& inference_pool() const { return inference_pool_; }
+  const TensorPool& gradient_pool() const { return gradient_pool_; }
   // Fills every parameter's grad from the gradient of the loss with respect to the logits, of the
   // last forward(); std::logic_error when an infer() came after it (it rewrote or let go of what
-  // backward reads).
+  // backward reads). The gradients with respect to the activations come from a pool, each given
+  // back once the layer before has read it: a few tensors per shape, not one per layer.
   void backward(const Tensor& dlogits);
   // Called during backward with the index (in parameters() order) of each parameter whose
   // gradient is final, module by module (fc, then each residual block from the last, then the
@@ -84,7 +86,8 @@ class ResNet {
   std::vector<Parameter*> parameters_;
   std::vector<Buffer*> buffers_;
   std::vector<size_t> block_first_parameter_;  // parameters() index of each block's first
-  InferencePool inference_pool_;
+  TensorPool inference_pool_;  // evaluation's outputs at a batch other than training's
+  TensorPool gradient_pool_;   // backward's gradients with respect to the activations
   Shape inference_input_;  // the last infer() pass's images
   Shape training_input_;   // the images the layers' training tensors are shaped for, if any
   bool outputs_for_backward_ = false;  // forward()'s outputs are still there: no infer() since

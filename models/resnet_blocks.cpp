@@ -30,7 +30,7 @@ class ResidualBlock final : public Block {
   // As forward(), each intermediate dropped as soon as the next layer has read it: at most the
   // input, the shortcut and two tensors of the main branch are held at once (when they come from
   // the pool).
-  Tensor infer(Backend& backend, const Tensor& x, InferencePool& pool) const override {
+  Tensor infer(Backend& backend, const Tensor& x, TensorPool& pool) const override {
     const Tensor shortcut =
         downsample_ ? downsample_->bn->infer(backend, downsample_->conv->infer(backend, x, pool), pool) : x;
     Tensor h = x;
@@ -50,22 +50,20 @@ class ResidualBlock final : public Block {
     for (ConvBn& layer : main_) release(layer);
     if (downsample_) release(*downsample_);
     out_ = nullptr;
-    dsum_ = Tensor();
   }
 
-  Tensor& backward(Backend& backend, const Tensor& dy) override {
-    ensure_shape(backend, dsum_, out_->shape());
-    backend.relu_backward(*out_, dy, dsum_);  // once, for both branches
-    const Tensor* grad = &dsum_;
-    Tensor* dx = nullptr;
-    for (auto layer = main_.rbegin(); layer != main_.rend(); ++layer) {
-      dx = &layer->conv->backward(backend, layer->bn->backward(backend, *grad));
-      grad = dx;
-    }
-    const Tensor& shortcut_grad =
-        downsample_ ? downsample_->conv->backward(backend, downsample_->bn->backward(backend, dsum_)) : dsum_;
-    backend.add(*dx, shortcut_grad, *dx);
-    return *dx;
+  Tensor backward(Backend& backend, Tensor dy, TensorPool& pool) override {
+    Tensor dsum = pool.take(out_->shape());
+    backend.relu_backward(*out_, dy, dsum);  // once, for both branches
+    dy = Tensor();
+    Tensor grad = dsum;
+    for (auto layer = main_.rbegin(); layer != main_.rend(); ++layer)
+      grad = layer->conv->backward(backend, layer->bn->backward(backend, grad, pool), pool);
+    const Tensor shortcut_grad =
+        downsample_ ? downsample_->conv->backward(backend, downsample_->bn->backward(backend, dsum, pool), pool)
+                    : dsum;
+    backend.add(grad, shortcut_grad, grad);
+    return grad;
   }
 
   void collect(std::vector<Parameter*>& parameters, std::vector<Buffer*>& buffers) override {
@@ -101,7 +99,6 @@ class ResidualBlock final : public Block {
   std::vector<ConvBn> main_;
   std::unique_ptr<ConvBn> downsample_;
   const Tensor* out_ = nullptr;  // the block's output: its last BN's, the add and ReLU fused in
-  Tensor dsum_;
 };
 
 ConvBn conv_bn(Backend& backend, const Init& init, const std::string& block, int index, int64_t in, int64_t out,

@@ -14,9 +14,10 @@ class Block {
  public:
   virtual ~Block() = default;
   virtual const Tensor& forward(Backend& backend, const Tensor& x) = 0;
-  virtual Tensor infer(Backend& backend, const Tensor& x, InferencePool& pool) const = 0;
-  virtual void release() = 0;  // every layer's tensors shaped by the batch
-  virtual Tensor& backward(Backend& backend, const Tensor& dy) = 0;
+  virtual Tensor infer(Backend& backend, const Tensor& x, TensorPool& pool) const = 0;
+  virtual void release() = 0;  // every layer's output
+  // dy is taken by value so that the block lets go of it as soon as it has read it.
+  virtual Tensor backward(Backend& backend, Tensor dy, TensorPool& pool) = 0;
   virtual void collect(std::vector<Parameter*>& parameters, std::vector<Buffer*>& buffers) = 0;
   virtual int64_t flops_per_sample(const Shape& x) const = 0;
   virtual Shape output_shape(const Shape& x) const = 0;

@@ -87,7 +87,8 @@ Outputs run_bn(const std::string& backend_name, const std::vector<float>& x, con
   backend->write(bn.beta().value, beta);
   Outputs out;
   out.y = host(*backend, bn.forward(*backend, xt));
-  out.dx = host(*backend, bn.backward(*backend, dyt));
+  TensorPool pool(*backend);
+  out.dx = host(*backend, bn.backward(*backend, dyt, pool));
   out.dgamma = host(*backend, bn.gamma().grad);
   out.dbeta = host(*backend, bn.beta().grad);
   return out;

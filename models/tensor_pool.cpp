@@ -1,8 +1,8 @@
-#include "models/inference_pool.hpp"
+#include "models/tensor_pool.hpp"
 
 namespace sb::models {
 
-Tensor InferencePool::take(const Shape& shape) {
+Tensor TensorPool::take(const Shape& shape) {
   // use_count 1: the pool's own copy is the only one left. Backends run a pass's ops in order
   // (the cuDNN one on one stream), so a tensor read by an op already issued can be rewritten by
   // the next.
@@ -12,7 +12,7 @@ Tensor InferencePool::take(const Shape& shape) {
   return tensors_.back();
 }
 
-int64_t InferencePool::element_count() const {
+int64_t TensorPool::element_count() const {
   int64_t count = 0;
   for (const Tensor& t : tensors_) count += t.count();
   return count;
