@@ -20,6 +20,13 @@ Parameter make_parameter(Backend& backend, std::string name, ParamKind kind, con
   return Parameter{std::move(name), kind, backend.allocate(shape), backend.allocate(shape)};
 }
 
+// An inference pass's output: the layer's training output when it has this shape (evaluating at
+// the training batch then allocates nothing: the next training pass rewrites it anyway), else
+// one from the pool.
+Tensor inference_output(const Tensor& training_output, const Shape& shape, TensorPool& pool) {
+  return !training_output.empty() && training_output.shape() == shape ? training_output : pool.take(shape);
+}
+
 }  // namespace
 
 std::vector<float> Init::normal(const std::string& name, int64_t count, double stddev) const {
@@ -44,17 +51,6 @@ std::vector<float> Init::uniform(const std::string& name, int64_t count, double 
 void ensure_shape(Backend& backend, Tensor& t, const Shape& shape) {
   if (t.empty() || !(t.shape() == shape)) t = backend.allocate(shape);
 }
-
-namespace {
-
-// An inference pass's output: the layer's training output when it has this shape (evaluating at
-// the training batch then allocates nothing: the next training pass rewrites it anyway), else
-// one from the pool.
-Tensor inference_output(const Tensor& training_output, const Shape& shape, TensorPool& pool) {
-  return !training_output.empty() && training_output.shape() == shape ? training_output : pool.take(shape);
-}
-
-}  // namespace
 
 // ---- Conv2d ----------------------------------------------------------------------------------
 

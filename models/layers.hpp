@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "models/backend.hpp"
-#include "models/tensor_pool.hpp"
 #include "models/parameter.hpp"
+#include "models/tensor_pool.hpp"
 
 namespace sb::models {
 
