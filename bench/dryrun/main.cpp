@@ -24,14 +24,37 @@ bool first_rank() {
   return true;
 }
 
+// Whether a launcher started this process as one of several ranks (srun sets
+// SLURM_STEP_NUM_TASKS in a step only, not in the batch script itself).
+bool one_of_several_ranks() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"})
+    if (const char* value = std::getenv(name)) return std::atoi(value) > 1;
+  return false;
+}
+
+// Bad input, found by every rank alike. When launched as several ranks, the others wait for the
+// first to write the line: a launcher that ends the job when one rank exits non-zero (Open MPI
+// under -mca odls_base_sigkill_timeout 0, Slurm's --kill-on-bad-exit) would otherwise kill the
+// first rank, maybe not yet started, before its line is out, and leave an exit status 2 unexplained.
+int refuse_input(int argc, char** argv, bool print, const char* what) {
+  if (print) {
+    std::fprintf(stderr, "%s: error: %s\n", kProgram, what);
+    std::fflush(stderr);
+  }
+  if (one_of_several_ranks()) {
+    sb::MpiSession mpi(&argc, &argv);
+    SB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  }
+  return sb::kExitUsage;
+}
+
 int run(int argc, char** argv) {
   const bool print = first_rank();
   std::optional<sb::DryrunOptions> options;
   try {
     options = sb::parse_dryrun_options(argc, argv, print);
   } catch (const sb::UsageError& e) {
-    if (print) std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
-    return sb::kExitUsage;
+    return refuse_input(argc, argv, print, e.what());
   }
   if (!options) return 0;
   const sb::RunMetadata metadata = sb::describe_run(kProgram, argc, argv);
