@@ -191,6 +191,11 @@ class Backend {
   // The device this backend computes on ("cuda:0 NVIDIA H200"), or empty for the host.
   virtual std::string device_name() const { return {}; }
 
+  // The most memory in use on that device at once so far, in bytes, as the device reports it (so
+  // the CUDA context and the libraries' own buffers count, and any other process on the same
+  // device), sampled after every allocation and every synchronize() and now; 0 for the host.
+  virtual int64_t peak_device_bytes() { return 0; }
+
   // Waits for every operation issued so far (a no-op for synchronous backends).
   virtual void synchronize() {}
 

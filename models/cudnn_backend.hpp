@@ -109,6 +109,7 @@ class CudnnBackend final : public Backend {
   // "9.19.0", for the results' metadata.
   static std::string library_version();
   std::string device_name() const override;
+  int64_t peak_device_bytes() override;
 
  private:
   std::unique_ptr<CudnnState> state_;

@@ -134,7 +134,21 @@ std::string CudnnBackend::device_name() const {
   return "cuda:" + std::to_string(state_->device) + " " + properties.name;
 }
 
-void CudnnBackend::synchronize() { SB_CUDA_CHECK(cudaStreamSynchronize(state_->stream)); }
+void CudnnState::sample_device_memory() {
+  size_t free_bytes = 0, total_bytes = 0;
+  SB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  peak_device_bytes = std::max(peak_device_bytes, static_cast<int64_t>(total_bytes - free_bytes));
+}
+
+int64_t CudnnBackend::peak_device_bytes() {
+  state_->sample_device_memory();
+  return state_->peak_device_bytes;
+}
+
+void CudnnBackend::synchronize() {
+  SB_CUDA_CHECK(cudaStreamSynchronize(state_->stream));
+  state_->sample_device_memory();
+}
 
 // ---- captured steps -------------------------------------------------------------------------------
 
@@ -205,6 +219,7 @@ Tensor CudnnBackend::allocate(Shape shape) {
   const size_t bytes = static_cast<size_t>(std::max<int64_t>(shape.count(), 1)) * gpu::element_size(t->type);
   SB_CUDA_CHECK(cudaMalloc(&t->data, bytes));
   SB_CUDA_CHECK(cudaMemsetAsync(t->data, 0, bytes, state_->stream));
+  state_->sample_device_memory();
   return Tensor(shape, std::shared_ptr<void>(t, t.get()));
 }
 
@@ -213,6 +228,7 @@ void CudnnBackend::keep_fp32_master(Tensor& t) {
   if (d.type == ElementType::f32 || d.master) return;
   state_->require_not_capturing("allocating a master copy");
   SB_CUDA_CHECK(cudaMalloc(&d.master, count_of(t) * sizeof(float)));
+  state_->sample_device_memory();
   gpu::convert(elements(t), {d.master, ElementType::f32}, count_of(t), state_->stream);
 }
 

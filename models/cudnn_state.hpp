@@ -76,6 +76,12 @@ struct CudnnState {
   bool capturing = false;
   cudaGraphExec_t step_graph = nullptr;
 
+  // The most device memory seen in use (cudaMemGetInfo), and the sampling that keeps it. The
+  // stream-ordered pool keeps what it has grown to (see the constructor), so a sample at the end
+  // of a step still counts the scratch that the step freed.
+  int64_t peak_device_bytes = 0;
+  void sample_device_memory();
+
   // Whether a buffer may be (re)allocated now: not while capturing, when the recording would keep
   // an address that the next growth frees. Throws std::logic_error saying what grew.
   void require_not_capturing(const char* what) const;

@@ -80,6 +80,7 @@ class ProfilingBackend final : public Backend {
   bool copies_ahead() const override { return inner_->copies_ahead(); }
   void prefetch(std::span<const float> nchw) override { inner_->prefetch(nchw); }
   std::string device_name() const override { return inner_->device_name(); }
+  int64_t peak_device_bytes() override { return inner_->peak_device_bytes(); }
   void synchronize() override { inner_->synchronize(); }
   // Timing waits after each op, which a capture cannot hold: no capture through this backend.
   bool can_capture() const override { return false; }

@@ -68,6 +68,7 @@ class RecordingBackend final : public Backend {
   bool copies_ahead() const override { return inner_->copies_ahead(); }
   void prefetch(std::span<const float> nchw) override { inner_->prefetch(nchw); }
   std::string device_name() const override { return inner_->device_name(); }
+  int64_t peak_device_bytes() override { return inner_->peak_device_bytes(); }
   void synchronize() override;
 
   bool can_capture() const override { return true; }

@@ -435,6 +435,7 @@ TrainResult TrainingRun::execute() {
       if (reached) result_.reached_target = true, result_.time_to_target_s = record.wall_s;
       result_.loader_images_per_s = train_loader_->images_per_s();
       result_.skipped_samples = static_cast<int64_t>(train_loader_->skipped_total() + eval_loader_->skipped_total());
+      result_.peak_device_bytes = backend_->peak_device_bytes();
     }
     if (so_far_.on_epoch_done) so_far_.on_epoch_done(epoch + 1);
     state_.epoch = epoch + 1;
@@ -460,6 +461,7 @@ TrainResult TrainingRun::execute() {
   if (loss_scale_) result_.loss_scale_skipped_steps = loss_scale_->skipped_steps();
   result_.loader_images_per_s = train_loader_->images_per_s();
   result_.skipped_samples = static_cast<int64_t>(skipped_samples);
+  result_.peak_device_bytes = backend_->peak_device_bytes();
   if (profiler_) result_.op_profile = profiler_->profile();
   result_.images_per_s = median_step_rate(result_, step_batches_);
   return result_;

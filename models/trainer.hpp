@@ -122,6 +122,7 @@ struct TrainResult {
   int64_t loss_scale_skipped_steps = 0;  // fp16: steps skipped for overflowed gradients
   double loader_images_per_s = 0;  // what the training loader's workers alone delivered (this rank)
   std::string device;              // this rank's GPU ("cuda:0 NVIDIA H200"); empty on the host
+  int64_t peak_device_bytes = 0;   // the most memory in use on that GPU (Backend::peak_device_bytes)
   int64_t parameter_count = 0;
   double train_flops_per_image = 0;  // 3x the forward convolution and fc FLOPs
   double best_top1 = 0;

@@ -69,19 +69,23 @@ void print_rank_times(const RankRecords& t, int nranks) {
   std::printf("\n");
 }
 
-// Each rank's peak host memory: the one rank's, or the median over ranks and the largest (whose).
-void print_peak_memory(const RankRecords& r) {
-  const std::vector<int64_t>& bytes = r.peak_host_bytes;
+// A peak per rank: the one rank's, or the median over ranks and the largest (whose).
+void print_peak(const char* what, const std::vector<int64_t>& bytes) {
   if (bytes.empty()) return;
   constexpr double kGB = 1e9;
   if (bytes.size() == 1) {
-    std::printf("[memory] peak host memory (max RSS): %.2f GB\n", static_cast<double>(bytes[0]) / kGB);
+    std::printf("[memory] %s: %.2f GB\n", what, static_cast<double>(bytes[0]) / kGB);
     return;
   }
   const auto largest = std::max_element(bytes.begin(), bytes.end());
-  std::printf("[memory] peak host memory (max RSS) per rank: median %.2f GB, largest %.2f GB (rank %td)\n",
+  std::printf("[memory] %s per rank: median %.2f GB, largest %.2f GB (rank %td)\n", what,
               percentile(std::vector<double>(bytes.begin(), bytes.end()), 50) / kGB, static_cast<double>(*largest) / kGB,
               largest - bytes.begin());
+}
+
+void print_peak_memory(const RankRecords& r) {
+  print_peak("peak host memory (max RSS)", r.peak_host_bytes);
+  print_peak("peak GPU memory in use (cudaMemGetInfo)", r.peak_device_bytes);
 }
 
 // --profile-ops: rank 0's time per op kind, per step, against the unprofiled median step.

@@ -1,5 +1,6 @@
 #include "bench/train/record.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/check.hpp"
@@ -91,6 +92,10 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
   // A complete file's is rank 0's as gathered at the end of training; a partial one's, as it is now.
   const bool gathered = records && !records->peak_host_bytes.empty();
   train.set_attr("peak_host_bytes", gathered ? records->peak_host_bytes.front() : peak_resident_bytes());
+  // On a GPU: the device's peak, rank 0's, at the end of training or, in a partial file, of the last epoch.
+  const bool device_gathered = records && !records->peak_device_bytes.empty();
+  if (const int64_t device_peak = device_gathered ? records->peak_device_bytes.front() : r.peak_device_bytes; device_peak > 0)
+    train.set_attr("peak_device_bytes", device_peak);
   models::write_curve(train.create_group("curve"), r.curve);
   train.write("step_seconds", r.step_seconds);
   if (!r.checkpoint_seconds.empty()) train.write("checkpoint_seconds", r.checkpoint_seconds);
@@ -101,6 +106,7 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
     train.write("rank_wait_s", records->wait, dims);
     train.write("rank_comm_s", records->comm, dims);
     train.write("rank_peak_host_bytes", records->peak_host_bytes);
+    if (!records->peak_device_bytes.empty()) train.write("rank_peak_device_bytes", records->peak_device_bytes);
   }
   if (!r.op_profile.empty()) {
     const h5::Node ops = train.create_group("op_profile");
@@ -135,8 +141,16 @@ RankRecords gather_rank_records(const models::TrainResult& r, int64_t peak_host_
     out.wait.push_back(all[i + 2]);
     out.comm.push_back(all[i + 3]);
   }
-  out.peak_host_bytes.resize(static_cast<size_t>(nranks));
-  SB_MPI_CHECK(MPI_Gather(&peak_host_bytes, 1, MPI_INT64_T, out.peak_host_bytes.data(), 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
+  const int64_t peaks[2] = {peak_host_bytes, r.peak_device_bytes};
+  std::vector<int64_t> all_peaks(2 * static_cast<size_t>(nranks));
+  SB_MPI_CHECK(MPI_Gather(peaks, 2, MPI_INT64_T, all_peaks.data(), 2, MPI_INT64_T, 0, MPI_COMM_WORLD));
+  for (size_t i = 0; i < all_peaks.size(); i += 2) {
+    out.peak_host_bytes.push_back(all_peaks[i]);
+    out.peak_device_bytes.push_back(all_peaks[i + 1]);
+  }
+  // On the host there is no device (and the ranks after 0 receive nothing): an empty list then.
+  if (std::all_of(out.peak_device_bytes.begin(), out.peak_device_bytes.end(), [](int64_t b) { return b == 0; }))
+    out.peak_device_bytes.clear();
   return out;
 }
 

@@ -17,14 +17,16 @@
 namespace sb {
 
 // What only a collective can gather, on rank 0: every rank's per-step times, as [ranks x steps]
-// (row-major), and its peak host memory.
+// (row-major), and its peak host and device memory.
 struct RankRecords {
   std::vector<double> data, compute, wait, comm;
   size_t steps = 0;
   std::vector<int64_t> peak_host_bytes;  // [ranks]: each process's max RSS (common/peak_memory.hpp)
+  std::vector<int64_t> peak_device_bytes;  // [ranks]: TrainResult::peak_device_bytes; empty on the host
 };
 
-// Collective over MPI_COMM_WORLD: each rank's StepTimes and its peak_host_bytes, on rank 0.
+// Collective over MPI_COMM_WORLD: each rank's StepTimes, its peak_host_bytes and its
+// r.peak_device_bytes, on rank 0.
 RankRecords gather_rank_records(const models::TrainResult& r, int64_t peak_host_bytes, int nranks);
 
 // Writes the results file once, from whichever thread comes first: the training thread at the end

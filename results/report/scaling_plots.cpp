@@ -8,8 +8,8 @@
 //   bucketed training steps (sb-buckets, sb-dryrun train): rate = ranks / step time.
 // Training is strong scaling when every run of a line has the same global batch, weak when the
 // per-rank batch is the same; a `scaling` label on the runs overrides that inference. Beside
-// training's rates, its memory: each scale's peak host memory per rank (the largest rank's, the
-// median over repeated runs) as it is, no rate.
+// training's rates, its memory: each scale's peak host memory per rank, and on GPUs its peak GPU
+// memory (the largest rank's, the median over repeated runs), as they are, no rate.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -144,14 +144,18 @@ void train_scaling(const std::vector<Run>& runs, const ReportOptions& options, s
   ScalingPlots tta("train-tta", "time to target accuracy");
   Plot memory{"scaling-train-memory", "Peak host memory per rank (max RSS, the largest rank's)", "ranks", "GB",
               Scale::log2, Scale::linear};
+  Plot gpu_memory{"scaling-train-gpu-memory", "Peak GPU memory in use per rank (the largest rank's)", "ranks", "GB",
+                  Scale::log2, Scale::linear};
   for (const auto& [title, line] : lines) {
-    RatesByRanks images, reached, peak_gb;
+    RatesByRanks images, reached, peak_gb, gpu_peak_gb;
     for (const Run* run : line) {
       const h5::Node train = run->root->open_group("train");
-      if (train.has("rank_peak_host_bytes")) {  // complete files from schema 16 on
-        const std::vector<int64_t> peaks = train.read_ints("rank_peak_host_bytes");
+      // Complete files from schema 16 on (host) and 17 on, GPU runs (device).
+      for (auto [name, by_ranks] : {std::pair{"rank_peak_host_bytes", &peak_gb}, {"rank_peak_device_bytes", &gpu_peak_gb}}) {
+        if (!train.has(name)) continue;
+        const std::vector<int64_t> peaks = train.read_ints(name);
         if (!peaks.empty())
-          peak_gb[run->ranks].push_back(static_cast<double>(*std::max_element(peaks.begin(), peaks.end())) / 1e9);
+          (*by_ranks)[run->ranks].push_back(static_cast<double>(*std::max_element(peaks.begin(), peaks.end())) / 1e9);
       }
       // A run ended early before its second step measured no rate (its first is left out).
       if (train.attr_double("images_per_s") > 0) images[run->ranks].push_back(train.attr_double("images_per_s"));
@@ -161,14 +165,17 @@ void train_scaling(const std::vector<Run>& runs, const ReportOptions& options, s
     const std::string full = title + " (" + scaling_kind(line) + ")";
     throughput.add_line(full, images);
     tta.add_line(full, reached);
-    if (peak_gb.size() < 2) continue;  // one scale: nothing to compare, as for the rates
-    Series s{full};
-    for (const auto& [p, samples] : peak_gb) s.add(static_cast<double>(p), percentile(samples, 50));
-    memory.series.push_back(std::move(s));
+    for (auto [peaks, plot] : {std::pair{&peak_gb, &memory}, {&gpu_peak_gb, &gpu_memory}}) {
+      if (peaks->size() < 2) continue;  // one scale: nothing to compare, as for the rates
+      Series s{full};
+      for (const auto& [p, samples] : *peaks) s.add(static_cast<double>(p), percentile(samples, 50));
+      plot->series.push_back(std::move(s));
+    }
   }
   throughput.finish(plots);
   tta.finish(plots);
-  if (!memory.series.empty()) plots.push_back(std::move(memory));
+  for (Plot* plot : {&memory, &gpu_memory})
+    if (!plot->series.empty()) plots.push_back(std::move(*plot));
 }
 
 // Bucketed training steps (sb-buckets, and sb-dryrun train's predictions): the best strategy and

@@ -131,6 +131,43 @@ TEST_F(ResultsSaverTest, TrainACompleteSaveHasEveryRanksTimesAndPeakMemoryAndNoP
   EXPECT_EQ(train.read_doubles("rank_wait_s"), (std::vector<double>{0.1, 0.2}));
   EXPECT_EQ(train.read_ints("rank_peak_host_bytes"), (std::vector<int64_t>{int64_t{3} << 30}));
   EXPECT_EQ(train.attr_int("peak_host_bytes"), int64_t{3} << 30) << "rank 0's, as gathered";
+  EXPECT_FALSE(train.has_attr("peak_device_bytes")) << "a host run has no device";
+  EXPECT_FALSE(train.has("rank_peak_device_bytes"));
+}
+
+TEST_F(ResultsSaverTest, TrainOnAGpuSavesEachRanksPeakDeviceMemory) {
+  {
+    TrainResultsSaver saver(std::make_unique<ResultsFile>(path("t.h5")), metadata_, train_options_);
+    models::TrainResult complete;
+    complete.peak_device_bytes = int64_t{1} << 30;  // rank 0's own, which the gathered one replaces
+    RankRecords records;
+    records.peak_host_bytes = {int64_t{3} << 30, int64_t{2} << 30};
+    records.peak_device_bytes = {int64_t{9} << 30, int64_t{8} << 30};
+    saver.save_complete(metadata_, complete, records);
+  }
+  ResultsReader file(path("t.h5"));
+  const h5::Node train = file.root().open_group("train");
+  EXPECT_EQ(train.read_ints("rank_peak_device_bytes"), (std::vector<int64_t>{int64_t{9} << 30, int64_t{8} << 30}));
+  EXPECT_EQ(train.attr_int("peak_device_bytes"), int64_t{9} << 30) << "rank 0's, as gathered";
+}
+
+// Every rank's peaks reach rank 0 in rank order; a run whose ranks saw no device gathers none.
+TEST_F(ResultsSaverTest, TrainGathersEveryRanksPeaksOnRankZero) {
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  models::TrainResult mine;
+  mine.peak_device_bytes = int64_t{rank + 1} << 30;
+  const RankRecords gathered = gather_rank_records(mine, int64_t{rank + 1} << 20, ranks);
+  models::TrainResult on_host;
+  const RankRecords host = gather_rank_records(on_host, 1 << 20, ranks);
+  if (rank != 0) return;
+  std::vector<int64_t> host_peaks, device_peaks;
+  for (int64_t r = 1; r <= ranks; ++r) host_peaks.push_back(r << 20), device_peaks.push_back(r << 30);
+  EXPECT_EQ(gathered.peak_host_bytes, host_peaks);
+  EXPECT_EQ(gathered.peak_device_bytes, device_peaks);
+  EXPECT_EQ(host.peak_host_bytes, std::vector<int64_t>(static_cast<size_t>(ranks), 1 << 20));
+  EXPECT_TRUE(host.peak_device_bytes.empty());
 }
 
 // Without a save the temporary file goes with the saver (bad input found after the start).

@@ -38,6 +38,11 @@ TEST(CudnnBackend, PrecisionAndBackendChoicesAreCheckedUpFront) {
 #endif
 }
 
+TEST(CudnnBackend, HostBackendsHaveNoDeviceMemory) {
+  EXPECT_EQ(make_backend("onednn", {1})->peak_device_bytes(), 0);
+  EXPECT_EQ(make_backend("recording:onednn", {1})->peak_device_bytes(), 0) << "a wrapper asks what it wraps";
+}
+
 #if SB_HAVE_CUDA
 
 double tolerance(Precision p) {
@@ -493,6 +498,26 @@ TEST(CudnnLossScale, Fp16OverflowIsSkippedAndTheScaleRecovers) {
     final_weights.push_back(std::move(all));
   }
   EXPECT_EQ(final_weights[0], final_weights[1]);
+}
+
+// The peak is the device's memory in use: a 1 GiB tensor raises it by at least that, and it stays
+// up after the tensor is freed; it never passes the device's total.
+TEST(CudnnBackend, PeakDeviceMemoryCountsATensorAndStaysAfterItGoes) {
+  SB_SKIP_WITHOUT_GPU();
+  CudnnBackend gpu(CudnnOptions{Precision::fp32});
+  gpu.synchronize();
+  const int64_t before = gpu.peak_device_bytes();
+  EXPECT_GT(before, 0) << "the CUDA context alone holds memory";
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  {
+    Tensor big = gpu.allocate({kGiB / 4, 1, 1, 1});
+    EXPECT_GE(gpu.peak_device_bytes(), before + kGiB);
+  }
+  gpu.synchronize();
+  EXPECT_GE(gpu.peak_device_bytes(), before + kGiB) << "a peak, not what is in use now";
+  size_t free_bytes = 0, total_bytes = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
+  EXPECT_LE(gpu.peak_device_bytes(), static_cast<int64_t>(total_bytes));
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, CudnnLayers,

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -106,6 +107,10 @@ class Report : public testing::TempDirTest {
     std::vector<int64_t> peaks;
     for (int64_t r = 0; r < ranks; ++r) peaks.push_back(2'000'000'000 / ranks + r * 100'000'000);
     train.write("rank_peak_host_bytes", peaks);
+    // On a GPU (gpu_runs_): each rank's 10 GB of device memory, plus 1 GB more on each later rank.
+    std::vector<int64_t> device_peaks;
+    for (int64_t r = 0; r < ranks && gpu_runs_; ++r) device_peaks.push_back(10'000'000'000 + r * 1'000'000'000);
+    if (gpu_runs_) train.write("rank_peak_device_bytes", device_peaks);
     const h5::Node config = train.create_group("config");
     config.set_attr("model", "resnet20");
     config.set_attr("batch", batch);
@@ -118,12 +123,17 @@ class Report : public testing::TempDirTest {
     if (!clock_s.empty()) curve.write("clock_s", clock_s);
     out.commit();
   }
+  bool gpu_runs_ = false;  // write_train writes GPU runs, with their peak device memory
 };
 
 const report::Plot& find_plot(const std::vector<report::Plot>& plots, const std::string& name) {
   for (const report::Plot& plot : plots)
     if (plot.name == name) return plot;
   throw std::runtime_error("no plot named " + name);
+}
+
+bool has_plot(const std::vector<report::Plot>& plots, const std::string& name) {
+  return std::any_of(plots.begin(), plots.end(), [&](const report::Plot& plot) { return plot.name == name; });
 }
 
 // The campaign skipped one file, `file`, for a reason that says `reason`.
@@ -376,6 +386,20 @@ TEST_F(Report, TrainingMemoryIsTheLargestRanksPeakAtEachScale) {
   EXPECT_EQ(memory.series[0].x, (std::vector<double>{1, 4}));
   EXPECT_DOUBLE_EQ(memory.series[0].y[0], 2.0);
   EXPECT_DOUBLE_EQ(memory.series[0].y[1], 0.5 + 0.3) << "rank 3's: 2 GB / 4 + 3 x 0.1 GB";
+  EXPECT_FALSE(has_plot(plots, "scaling-train-gpu-memory")) << "host runs have no device peak";
+}
+
+TEST_F(Report, GpuRunsAlsoPlotTheLargestRanksPeakGpuMemory) {
+  gpu_runs_ = true;
+  write_train("campaign/g1.h5", 1, 256, 100, 400);
+  write_train("campaign/g2.h5", 2, 256, 190, 210);
+  write_train("campaign/g8.h5", 8, 256, 700, 60);
+  const auto plots = report::build_plots(load_campaign({path("campaign")}).runs, {});
+  const report::Plot& gpu = find_plot(plots, "scaling-train-gpu-memory");
+  ASSERT_EQ(gpu.series.size(), 1u);
+  EXPECT_EQ(gpu.series[0].x, (std::vector<double>{1, 2, 8}));
+  EXPECT_EQ(gpu.series[0].y, (std::vector<double>{10, 11, 17})) << "the last rank's: 10 GB + 1 GB a rank after 0";
+  EXPECT_EQ(find_plot(plots, "scaling-train-memory").series.size(), 1u) << "and the host's beside it";
 }
 
 TEST_F(Report, TimeToAccuracyIsInWallClockTimeWithWhatResumesLost) {
