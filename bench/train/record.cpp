@@ -94,8 +94,8 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
   train.set_attr("peak_host_bytes", gathered ? records->peak_host_bytes.front() : peak_resident_bytes());
   // On a GPU: the device's peak, rank 0's, at the end of training or, in a partial file, of the last epoch.
   const bool device_gathered = records && !records->peak_device_bytes.empty();
-  if (const int64_t device_peak = device_gathered ? records->peak_device_bytes.front() : r.peak_device_bytes; device_peak > 0)
-    train.set_attr("peak_device_bytes", device_peak);
+  const int64_t device_peak = device_gathered ? records->peak_device_bytes.front() : r.peak_device_bytes;
+  if (device_peak > 0) train.set_attr("peak_device_bytes", device_peak);
   models::write_curve(train.create_group("curve"), r.curve);
   train.write("step_seconds", r.step_seconds);
   if (!r.checkpoint_seconds.empty()) train.write("checkpoint_seconds", r.checkpoint_seconds);

@@ -151,7 +151,8 @@ void train_scaling(const std::vector<Run>& runs, const ReportOptions& options, s
     for (const Run* run : line) {
       const h5::Node train = run->root->open_group("train");
       // Complete files from schema 16 on (host) and 17 on, GPU runs (device).
-      for (auto [name, by_ranks] : {std::pair{"rank_peak_host_bytes", &peak_gb}, {"rank_peak_device_bytes", &gpu_peak_gb}}) {
+      for (auto [name, by_ranks] :
+           {std::pair{"rank_peak_host_bytes", &peak_gb}, {"rank_peak_device_bytes", &gpu_peak_gb}}) {
         if (!train.has(name)) continue;
         const std::vector<int64_t> peaks = train.read_ints(name);
         if (!peaks.empty())

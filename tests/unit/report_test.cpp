@@ -108,9 +108,11 @@ class Report : public testing::TempDirTest {
     for (int64_t r = 0; r < ranks; ++r) peaks.push_back(2'000'000'000 / ranks + r * 100'000'000);
     train.write("rank_peak_host_bytes", peaks);
     // On a GPU (gpu_runs_): each rank's 10 GB of device memory, plus 1 GB more on each later rank.
-    std::vector<int64_t> device_peaks;
-    for (int64_t r = 0; r < ranks && gpu_runs_; ++r) device_peaks.push_back(10'000'000'000 + r * 1'000'000'000);
-    if (gpu_runs_) train.write("rank_peak_device_bytes", device_peaks);
+    if (gpu_runs_) {
+      std::vector<int64_t> device_peaks;
+      for (int64_t r = 0; r < ranks; ++r) device_peaks.push_back(10'000'000'000 + r * 1'000'000'000);
+      train.write("rank_peak_device_bytes", device_peaks);
+    }
     const h5::Node config = train.create_group("config");
     config.set_attr("model", "resnet20");
     config.set_attr("batch", batch);
