@@ -2,7 +2,7 @@
 // elsewhere; with several ranks the recording holds the gradient exchange's NCCL calls too), and
 // on the host over the recording emulation, which runs everywhere. A replay runs the recorded
 // ops on the same tensors, and the uncaptured steps are deterministic (on GPUs too:
-// CudnnLayers.RepeatedTrainingStepsAreBitIdentical), so the weights must come out the same bits.
+// Cudnn/BackendConformance.RepeatedTrainingStepsAreBitIdentical), so the weights must come out the same bits.
 // Two epochs with an evaluation between them, at an evaluation batch unlike the training one: the
 // evaluation reshapes, so reallocates, the model's tensors, and the second epoch must record
 // afresh instead of replaying addresses that were freed.
