@@ -241,7 +241,8 @@ TEST_P(BackendConformance, PoolingActivationsAndSums) {
 
   // The batched form runs the same deterministic sums, so it gives the same bits, empty arrays too.
   const Tensor empty = candidate->allocate({0, 3, 1, 1});
-  const std::vector<double> sums = candidate->sums_of_squares(std::vector<const Tensor*>{&x.first, &empty, &grad.first});
+  const std::vector<const Tensor*> three = {&x.first, &empty, &grad.first};
+  const std::vector<double> sums = candidate->sums_of_squares(three);
   ASSERT_EQ(sums.size(), 3u);
   EXPECT_EQ(sums[0], candidate->sum_of_squares(x.first));
   EXPECT_EQ(sums[1], 0.0);
@@ -249,7 +250,7 @@ TEST_P(BackendConformance, PoolingActivationsAndSums) {
   // The overflow check of a recorded fp16 step, and the loss scale read from a tensor.
   Tensor flags = candidate->allocate({1, 3, 1, 1});
   candidate->write(flags, std::vector<float>{5, 0, 4});
-  candidate->all_finite_into(std::vector<const Tensor*>{&x.first, &empty, &grad.first}, flags, 1);
+  candidate->all_finite_into(three, flags, 1);
   EXPECT_EQ(read_all(*candidate, flags), (std::vector<float>{5, 1, 4}));
   std::vector<float> with_nan = read_all(*candidate, grad.first);
   with_nan[with_nan.size() / 2] = std::nanf("");
@@ -391,7 +392,8 @@ TEST_P(BackendConformance, TwoTrainingStepsOfAResNet) {
   Optimizer reference_sgd(*reference, reference_model.parameters(), sgd);
   // The reference starts from the candidate's (possibly 16-bit-rounded) initial weights.
   for (size_t i = 0; i < candidate_model.parameters().size(); ++i)
-    reference->write(reference_model.parameters()[i]->value, read_all(*candidate, candidate_model.parameters()[i]->value));
+    reference->write(reference_model.parameters()[i]->value,
+                     read_all(*candidate, candidate_model.parameters()[i]->value));
   for (int step = 0; step < 2; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
     auto images = random_tensor({8, 3, 16, 16});
