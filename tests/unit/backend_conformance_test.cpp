@@ -41,6 +41,14 @@ struct BackendPair {
   bool on_gpu;  // the candidate needs a GPU (and copies batches ahead)
 };
 
+// `count` values drawn uniformly from [low, high).
+std::vector<float> uniform_values(int64_t count, std::mt19937& random, float low, float high) {
+  std::uniform_real_distribution<float> dist(low, high);
+  std::vector<float> values(static_cast<size_t>(count));
+  for (float& v : values) v = dist(random);
+  return values;
+}
+
 // Whether the candidate stores activations in fp32: then copies, max, ReLU and additions are
 // exact, and sums of a few dozen terms agree to fp32's rounding.
 bool fp32_storage(const BackendPair& pair) {
@@ -57,10 +65,7 @@ class BackendConformance : public ::testing::TestWithParam<BackendPair> {
 
   // The same random tensor in both backends: first the candidate's, second the reference's.
   std::pair<Tensor, Tensor> random_tensor(Shape shape, float low = -1, float high = 1) {
-    std::uniform_real_distribution<float> dist(low, high);
-    std::vector<float> host(static_cast<size_t>(shape.count()));
-    for (float& v : host) v = dist(random);
-    return from_host(shape, host);
+    return from_host(shape, uniform_values(shape.count(), random, low, high));
   }
   std::pair<Tensor, Tensor> from_host(Shape shape, const std::vector<float>& host) {
     Tensor a = candidate->allocate(shape), b = reference->allocate(shape);
@@ -426,10 +431,8 @@ TEST_P(BackendConformance, RepeatedTrainingStepsAreBitIdentical) {
     ResNet model(*candidate, config);  // the same seed: the same initial weights
     Optimizer optimizer(*candidate, model.parameters(), OptimizerConfig{});
     std::mt19937 pixels_random(77);
-    std::uniform_real_distribution<float> dist(-1, 1);
     for (int step = 0; step < 2; ++step) {
-      std::vector<float> pixels(8 * 3 * 16 * 16);
-      for (float& v : pixels) v = dist(pixels_random);
+      const std::vector<float> pixels = uniform_values(8 * 3 * 16 * 16, pixels_random, -1, 1);
       Tensor images = candidate->allocate({8, 3, 16, 16}), dlogits = candidate->allocate({8, 10, 1, 1});
       candidate->write(images, pixels);
       softmax_cross_entropy_now(*candidate, model.forward(images), std::vector<int32_t>{1, 0, 9, 4, 4, 7, 2, 5}, 0,
@@ -473,12 +476,9 @@ TEST(ReferenceBackend, LossOfUniformLogitsIsLogClasses) {
 TEST(ReferenceBackend, FusedBatchnormIsReluOfBatchnormPlusResidual) {
   ReferenceBackend r;
   std::mt19937 random(5);
-  std::uniform_real_distribution<float> dist(-2, 2);
   auto random_tensor = [&](Shape shape) {
-    std::vector<float> values(static_cast<size_t>(shape.count()));
-    for (float& v : values) v = dist(random);
     Tensor t = r.allocate(shape);
-    r.write(t, values);
+    r.write(t, uniform_values(shape.count(), random, -2, 2));
     return t;
   };
   const Shape s{3, 7, 4, 4}, v = vector_shape(7);
