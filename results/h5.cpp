@@ -243,6 +243,42 @@ std::vector<std::string> Node::children() const {
   return names;
 }
 
+namespace {
+ValueShape shape_of(hid_t type, hid_t space) {
+  ValueShape shape;
+  switch (H5Tget_class(type)) {
+    case H5T_INTEGER: shape.kind = ValueKind::integer; break;
+    case H5T_FLOAT: shape.kind = ValueKind::floating; break;
+    case H5T_STRING: shape.kind = H5Tis_variable_str(type) == 0 ? ValueKind::string : ValueKind::other; break;
+    default: shape.kind = ValueKind::other;
+  }
+  const int rank = SB_H5_CHECK(H5Sget_simple_extent_ndims(space));
+  shape.dims.resize(static_cast<size_t>(rank));
+  SB_H5_CHECK(H5Sget_simple_extent_dims(space, shape.dims.data(), nullptr));
+  return shape;
+}
+}  // namespace
+
+ValueShape Node::attr_shape(const std::string& name) const {
+  Handle attr = open_attr(id(), name);
+  Handle type(SB_H5_CHECK(H5Aget_type(attr.get())), H5Tclose);
+  Handle space(SB_H5_CHECK(H5Aget_space(attr.get())), H5Sclose);
+  return shape_of(type.get(), space.get());
+}
+
+ValueShape Node::dataset_shape(const std::string& name) const {
+  Handle set(SB_H5_CHECK(H5Dopen2(id(), name.c_str(), H5P_DEFAULT)), H5Dclose);
+  Handle type(SB_H5_CHECK(H5Dget_type(set.get())), H5Tclose);
+  Handle space(SB_H5_CHECK(H5Dget_space(set.get())), H5Sclose);
+  return shape_of(type.get(), space.get());
+}
+
+bool Node::is_group(const std::string& name) const {
+  H5O_info_t info;
+  SB_H5_CHECK(H5Oget_info_by_name2(id(), name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT));
+  return info.type == H5O_TYPE_GROUP;
+}
+
 void Node::sum_content(ContentChecksum& sum, std::string_view skip) const { sum_group(*this, "", sum, skip, 0); }
 
 void Node::set_attr(const std::string& name, const std::string& value) const {

@@ -43,6 +43,13 @@ class Handle {
 };
 
 // A group (or a file's root group) to write into and read from.
+enum class ValueKind { integer, floating, string, other };
+
+struct ValueShape {
+  ValueKind kind = ValueKind::other;
+  std::vector<hsize_t> dims;  // empty for a scalar
+};
+
 class Node {
  public:
   explicit Node(Handle handle) : handle_(std::move(handle)) {}
@@ -78,6 +85,13 @@ class Node {
   std::vector<float> read_floats(const std::string& name, std::vector<hsize_t>* dims = nullptr) const;
   std::vector<double> read_doubles(const std::string& name, std::vector<hsize_t>* dims = nullptr) const;
   std::vector<int64_t> read_ints(const std::string& name, std::vector<hsize_t>* dims = nullptr) const;
+
+  // What a value holds, for a reader that walks a file by what it finds (sb-report's CSV tables):
+  // its element kind and its shape (empty: a scalar).
+  ValueShape attr_shape(const std::string& name) const;
+  ValueShape dataset_shape(const std::string& name) const;
+  // Whether the child `name` is a group (not a dataset).
+  bool is_group(const std::string& name) const;
 
   // Reads every group, attribute and dataset at and below this group, and adds each to `sum` under
   // its path below this group, its kind, element type and shape, so that the same bytes under

@@ -1,7 +1,7 @@
 // sb-report: a campaign's results files in, plots and tables out. Reads results files, merged
 // campaign files and folders (skipping, and naming, files it cannot use), optionally merges them
-// into one HDF5 file, then writes the report folder: data/*.dat, *.gp, *.png, *.svg, summary.txt
-// and index.html. No MPI: it runs on a login node.
+// into one HDF5 file, then writes the report folder: data/*.dat, *.gp, *.png, *.svg, summary.txt,
+// index.html and tables/*.csv (every row of every run). No MPI: it runs on a login node.
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +16,7 @@
 #include "results/merge.hpp"
 #include "results/report/gnuplot_files.hpp"
 #include "results/report/summary.hpp"
+#include "results/report/tables.hpp"
 
 namespace {
 
@@ -83,9 +84,14 @@ int report(const sb::ReportProgramOptions& o) {
   if (o.render && (o.formats.png || o.formats.svg)) sb::report::render_plots(plots, o.formats, o.out, o.gnuplot);
   sb::report::write_summary(plots, campaign, o.out);
   sb::report::write_index(plots, campaign, o.formats, o.out);
+  const std::vector<sb::report::CsvTable> tables = sb::report::build_tables(campaign.runs);
+  sb::report::write_tables(tables, o.out);
   for (const sb::report::Plot& plot : plots) std::printf("  %-40s %s\n", plot.name.c_str(), plot.title.c_str());
+  size_t rows = 0;
+  for (const sb::report::CsvTable& table : tables) rows += table.rows.size();
   std::printf("sb-report: %zu plots from %zu runs (%zu files skipped): %s/index.html\n", plots.size(),
               campaign.runs.size(), campaign.skipped.size(), o.out.c_str());
+  std::printf("sb-report: %zu rows in %zu CSV tables: %s/tables\n", rows, tables.size(), o.out.c_str());
   return 0;
 }
 

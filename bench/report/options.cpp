@@ -16,7 +16,7 @@ std::optional<ReportProgramOptions> parse_report_options(int argc, char** argv) 
   CLI::App app("sb-report: turns scalebench results (files, merged campaign files or campaign folders) into gnuplot\n"
                "data, editable .gp scripts, PNG and SVG plots, summary.txt and index.html: busbw and latency vs size,\n"
                "speedup and efficiency vs ranks, time-to-accuracy curves, bucket sweeps, compression trade-offs,\n"
-               "kernel rates.\n"
+               "kernel rates; and tables/*.csv, every row of every run with its run's metadata and labels.\n"
                "With --merge, gathers the runs into one HDF5 file (and reports too when --out is given).",
                "sb-report");
   app.add_option("inputs", o.inputs, "results files, merged files or folders searched for *.h5")->required();

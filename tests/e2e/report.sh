@@ -79,6 +79,20 @@ check "top-1 data equal the HDF5 curve" same_numbers "$file_top1" "$(block "$WOR
 check "--by is off: two interconnects at 2 ranks are told apart by run name" grep -q '# index .*: mpi (ar-other-np2)' \
   "$WORK/report/data/allreduce-busbw-np2.dat"
 
+# The CSV tables: one row per value row of every run (the values themselves: unit test ReportTables).
+rows() { echo $(($(wc -l <"$WORK/report/tables/$1.csv") - 1)); }
+for table in allreduce compress buckets buckets-tensors train-runs train-epochs train-steps micro; do
+  check "tables/$table.csv is written" test -s "$WORK/report/tables/$table.csv"
+done
+# 4 runs x 2 implementations x 2 placements x 5 sizes (1K to 256K by 4).
+check "allreduce.csv has a row per run, implementation, placement and size ($(rows allreduce))" test "$(rows allreduce)" -eq 80
+check "its header names the run, its labels, the group and the values" \
+  grep -q '^run,source,program,run_id,ranks,.*label:interconnect,group,placement,.*size_bytes,.*busbw_GBps' \
+  "$WORK/report/tables/allreduce.csv"
+check "train-runs.csv has a row per training run" test "$(rows train-runs)" -eq 2
+epochs=$(( $(h5values "$camp/train-np1.h5" /train/curve/epoch | wc -l) + $(h5values "$camp/train-np2.h5" /train/curve/epoch | wc -l) ))
+check "train-epochs.csv has a row per finished epoch ($epochs)" test "$(rows train-epochs)" -eq "$epochs"
+
 # A campaign compressed by h5repack (chunked, gzip) had its datasets refused as shapes claiming more
 # than the file holds; its values, and so its seal, are the same.
 mkdir -p "$WORK/packed"

@@ -1,0 +1,314 @@
+#include "results/report/tables.hpp"
+
+#include <charconv>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "common/atomic_file.hpp"
+#include "common/check.hpp"
+#include "common/usage_error.hpp"
+
+namespace sb::report {
+namespace {
+
+using Cell = std::pair<std::string, std::string>;  // column, value
+
+// One kind of row: where its groups sit in a program's files and which of their values are its
+// columns. Every table row also carries its run's columns, what each "*" of the path matched and,
+// unless said otherwise, the scalar attributes of the groups on the way down (a sweep's settings:
+// datatype, op, transport...). Which 1-D values are rows is said here, not guessed from their lengths: a group
+// may hold a dataset of another length that happens to be as long (sb-buckets' bucket_start_s has
+// one value per bucket, as many as the sizes when each size is one bucket).
+struct TableSpec {
+  const char* name = nullptr;
+  const char* program = nullptr;
+  const char* path = nullptr;        // below the run's root; "*" matches every child group
+  std::vector<const char*> matched = {};  // the column of what each "*" matched
+  const char* rows_like = nullptr;   // the dataset whose length is the row count; nullptr: one row
+  std::vector<const char*> only = {};     // the row columns, when not every 1-D dataset of that length
+  std::vector<const char*> except = {};   // datasets and settings that are not columns
+  std::vector<const char*> row_attrs = {};  // string-array attributes with one value per row
+  bool parent_rows = false;          // the parent group's datasets of that length are columns too
+  bool settings = true;              // the scalar attributes of the groups on the way are columns
+  const char* attr_group = nullptr;  // a subgroup whose scalar attributes are columns, "<group>.<attr>"
+};
+
+const std::vector<TableSpec>& table_specs() {
+  static const std::vector<TableSpec> specs = {
+      // /allreduce/<impl>/{out_of_place,in_place}: the rows' sizes are on the implementation's group.
+      {.name = "allreduce", .program = "sb-allreduce", .path = "allreduce/*/*", .matched = {"group", "placement"},
+       .rows_like = "time_us", .parent_rows = true},
+      {.name = "compress", .program = "sb-compress", .path = "compress/*", .matched = {"compressor"},
+       .rows_like = "size_bytes"},
+      {.name = "buckets", .program = "sb-buckets", .path = "buckets/*", .matched = {"strategy"},
+       .rows_like = "iteration_s", .except = {"bucket_start_s", "bucket_end_s"}},
+      {.name = "buckets-tensors", .program = "sb-buckets", .path = "buckets", .rows_like = "tensor_ready_s",
+       .only = {"tensor_ready_s", "tensor_elements"}},
+      {.name = "train-runs", .program = "sb-train", .path = "train", .rows_like = nullptr, .attr_group = "config"},
+      // The run's outcome, on /train, is train-runs' row; these join it by run_id.
+      {.name = "train-epochs", .program = "sb-train", .path = "train/curve", .rows_like = "epoch", .settings = false},
+      {.name = "train-steps", .program = "sb-train", .path = "train", .rows_like = "step_seconds",
+       .only = {"step_seconds"}, .settings = false},
+      {.name = "train-ops", .program = "sb-train", .path = "train/op_profile", .rows_like = "calls",
+       .row_attrs = {"ops"}, .settings = false},
+      {.name = "micro", .program = "sb-micro", .path = "micro", .rows_like = "iterations",
+       .row_attrs = {"name", "error"}},
+      // `machine`, the description's whole text, is left out: machine_name names it.
+      {.name = "validate", .program = "sb-dryrun validate", .path = "validate", .rows_like = "rel_error",
+       .except = {"machine"}, .row_attrs = {"run", "implementation"}},
+  };
+  return specs;
+}
+
+// Shortest text that reads back as the same double (nan, inf and -inf as such).
+std::string number_text(double value) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, value).ptr;
+  return std::string(text, end);
+}
+
+bool is_scalar(const h5::ValueShape& shape) {
+  return shape.dims.empty() || (shape.dims.size() == 1 && shape.dims[0] == 1);
+}
+
+std::optional<std::string> scalar_attr(const h5::Node& node, const std::string& name) {
+  const h5::ValueShape shape = node.attr_shape(name);
+  if (!is_scalar(shape)) return std::nullopt;
+  switch (shape.kind) {
+    case h5::ValueKind::integer: return std::to_string(node.attr_int(name));
+    case h5::ValueKind::floating: return number_text(node.attr_double(name));
+    case h5::ValueKind::string: return node.attr_string(name);
+    default: return std::nullopt;
+  }
+}
+
+// Sets a cell, replacing an earlier one of that column: an inner group's setting wins.
+void set_cell(std::vector<Cell>& cells, const std::string& column, std::string value) {
+  for (Cell& cell : cells)
+    if (cell.first == column) {
+      cell.second = std::move(value);
+      return;
+    }
+  cells.emplace_back(column, std::move(value));
+}
+
+void add_scalar_attrs(const h5::Node& node, std::vector<Cell>& cells, const std::string& prefix = "") {
+  for (const std::string& name : node.attr_names())
+    if (std::optional<std::string> value = scalar_attr(node, name)) set_cell(cells, prefix + name, *value);
+}
+
+// A 1-D numeric dataset of `rows` values, as cells; nullopt for anything else.
+std::optional<std::vector<std::string>> column_of(const h5::Node& node, const std::string& name, hsize_t rows) {
+  if (node.is_group(name)) return std::nullopt;
+  const h5::ValueShape shape = node.dataset_shape(name);
+  if (shape.dims.size() != 1 || shape.dims[0] != rows) return std::nullopt;
+  std::vector<std::string> cells;
+  if (shape.kind == h5::ValueKind::integer) {
+    for (int64_t v : node.read_ints(name)) cells.push_back(std::to_string(v));
+  } else if (shape.kind == h5::ValueKind::floating) {
+    for (double v : node.read_doubles(name)) cells.push_back(number_text(v));
+  } else {
+    return std::nullopt;
+  }
+  return cells;
+}
+
+bool listed(const std::vector<const char*>& names, const std::string& name) {
+  for (const char* n : names)
+    if (name == n) return true;
+  return false;
+}
+
+// The run's own columns: where it came from, what ran, and every label key of the campaign.
+std::vector<Cell> run_cells(const Run& run, const std::set<std::string>& label_keys) {
+  const h5::Node& root = *run.root;
+  std::vector<Cell> cells = {{"run", run.name},          {"source", run.source},
+                             {"program", run.program},   {"run_id", run.run_id},
+                             {"ranks", std::to_string(run.ranks)}};
+  for (const char* name : {"nodes", "ranks_per_node", "start_time_utc", "git_commit"})
+    if (root.has_attr(name)) set_cell(cells, name, scalar_attr(root, name).value_or(""));
+  set_cell(cells, "status", run.status);
+  set_cell(cells, "simulated", run.simulated ? "1" : "0");
+  for (const std::string& key : label_keys) set_cell(cells, "label:" + key, run.label(key));
+  return cells;
+}
+
+// Where the walk down a spec's path stands: what each "*" matched and the settings met so far.
+struct Place {
+  std::vector<std::string> matched;
+  std::vector<Cell> settings;
+};
+
+using Visit = std::function<void(const h5::Node& group, const h5::Node& parent, const Place& place)>;
+
+void walk(const h5::Node& group, const std::vector<std::string>& parts, size_t depth, const Place& place,
+          const Visit& visit) {
+  if (depth == parts.size()) return;
+  auto enter = [&](const std::string& child, bool wildcard) {
+    const h5::Node next = group.open_group(child);
+    Place below = place;
+    if (wildcard) below.matched.push_back(child);
+    add_scalar_attrs(next, below.settings);
+    if (depth + 1 == parts.size())
+      visit(next, group, below);
+    else
+      walk(next, parts, depth + 1, below, visit);
+  };
+  if (parts[depth] == "*") {
+    for (const std::string& child : group.children())
+      if (group.is_group(child)) enter(child, true);
+  } else if (group.has(parts[depth]) && group.is_group(parts[depth])) {
+    enter(parts[depth], false);
+  }
+}
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t slash; (slash = path.find('/', start)) != std::string::npos; start = slash + 1)
+    parts.push_back(path.substr(start, slash - start));
+  parts.push_back(path.substr(start));
+  return parts;
+}
+
+// Collects rows as column -> value and lines them up under the union of their columns, in the
+// order first met.
+class TableBuilder {
+ public:
+  explicit TableBuilder(std::string name) { table_.name = std::move(name); }
+
+  void add_row(const std::vector<Cell>& cells) {
+    std::vector<std::string> row(table_.columns.size());
+    for (const auto& [column, value] : cells) {
+      auto [it, added] = index_.emplace(column, table_.columns.size());
+      if (added) {
+        table_.columns.push_back(column);
+        row.emplace_back();
+      }
+      row[it->second] = value;
+    }
+    table_.rows.push_back(std::move(row));
+  }
+
+  CsvTable finish() && {
+    for (auto& row : table_.rows) row.resize(table_.columns.size());
+    return std::move(table_);
+  }
+
+ private:
+  CsvTable table_;
+  std::map<std::string, size_t> index_;
+};
+
+void add_rows(const TableSpec& spec, const std::vector<Cell>& run_columns, const h5::Node& group,
+              const h5::Node& parent, const Place& place, TableBuilder& table) {
+  // A value named as one of the run's columns (sb-dryrun validate's per-row `run` and `ranks`, the
+  // measured run's) keeps the run's column and goes under "<table>.<name>".
+  auto column = [&](const std::string& name) {
+    for (const Cell& cell : run_columns)
+      if (cell.first == name) return std::string(spec.name) + "." + name;
+    return name;
+  };
+  std::vector<Cell> fixed = run_columns;
+  for (size_t i = 0; i < place.matched.size() && i < spec.matched.size(); ++i)
+    set_cell(fixed, column(spec.matched[i]), place.matched[i]);
+  if (spec.settings)
+    for (const auto& [name, value] : place.settings)
+      if (!listed(spec.except, name)) set_cell(fixed, column(name), value);
+
+  if (!spec.rows_like) {
+    if (spec.attr_group && group.has(spec.attr_group) && group.is_group(spec.attr_group))
+      add_scalar_attrs(group.open_group(spec.attr_group), fixed, std::string(spec.attr_group) + ".");
+    table.add_row(fixed);
+    return;
+  }
+  if (!group.has(spec.rows_like)) return;
+  const h5::ValueShape like = group.dataset_shape(spec.rows_like);
+  if (like.dims.size() != 1) throw LibraryError(std::string("'") + spec.rows_like + "' is not one-dimensional");
+  const hsize_t rows = like.dims[0];
+
+  std::vector<std::pair<std::string, std::vector<std::string>>> columns;
+  if (spec.parent_rows)
+    for (const std::string& name : parent.children())
+      if (auto cells = column_of(parent, name, rows)) columns.emplace_back(name, std::move(*cells));
+  for (const std::string& name : group.children()) {
+    if ((!spec.only.empty() && !listed(spec.only, name)) || listed(spec.except, name)) continue;
+    if (auto cells = column_of(group, name, rows)) columns.emplace_back(name, std::move(*cells));
+  }
+  for (const char* name : spec.row_attrs) {
+    if (!group.has_attr(name)) continue;
+    std::vector<std::string> values = group.attr_strings(name);
+    if (values.size() == rows) columns.emplace_back(name, std::move(values));
+  }
+  for (hsize_t r = 0; r < rows; ++r) {
+    std::vector<Cell> cells = fixed;
+    set_cell(cells, "row", std::to_string(r));
+    for (const auto& [name, values] : columns) set_cell(cells, column(name), values[r]);
+    table.add_row(cells);
+  }
+}
+
+}  // namespace
+
+std::vector<CsvTable> build_tables(const std::vector<Run>& runs) {
+  std::set<std::string> label_keys;
+  for (const Run& run : runs)
+    for (const auto& label : run.labels) label_keys.insert(label.first);
+  std::vector<CsvTable> tables;
+  for (const TableSpec& spec : table_specs()) {
+    TableBuilder table(spec.name);
+    const std::vector<std::string> parts = split_path(spec.path);
+    for (const Run& run : runs) {
+      if (run.program != spec.program) continue;
+      // The file read whole and matched its checksum (load_campaign): a value here that cannot be
+      // read as the schema says (written by another tool) makes the file bad input, named.
+      try {
+        const std::vector<Cell> run_columns = run_cells(run, label_keys);
+        walk(*run.root, parts, 0, Place{}, [&](const h5::Node& group, const h5::Node& parent, const Place& place) {
+          add_rows(spec, run_columns, group, parent, place, table);
+        });
+      } catch (const LibraryError& e) {
+        throw UsageError(run.source + ": its " + spec.name + " table cannot be read: " + e.what());
+      }
+    }
+    CsvTable done = std::move(table).finish();
+    if (!done.rows.empty()) tables.push_back(std::move(done));
+  }
+  return tables;
+}
+
+std::string csv_text(const CsvTable& table) {
+  std::string text;
+  auto add_line = [&text](const std::vector<std::string>& cells) {
+    for (size_t i = 0; i < cells.size(); ++i) {
+      if (i > 0) text += ',';
+      const std::string& cell = cells[i];
+      if (cell.find_first_of(",\"\r\n") == std::string::npos) {
+        text += cell;
+        continue;
+      }
+      text += '"';
+      for (char c : cell) text += c == '"' ? std::string("\"\"") : std::string(1, c);
+      text += '"';
+    }
+    text += '\n';
+  };
+  add_line(table.columns);
+  for (const auto& row : table.rows) add_line(row);
+  return text;
+}
+
+void write_tables(const std::vector<CsvTable>& tables, const std::string& dir) {
+  const std::string folder = dir + "/tables";
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  if (error) throw LibraryError("cannot create '" + folder + "': " + error.message());
+  for (const CsvTable& table : tables)
+    write_file_atomically(folder + "/" + table.name + ".csv", csv_text(table), /*sync=*/false);
+}
+
+}  // namespace sb::report

@@ -1,0 +1,31 @@
+#pragma once
+// sb-report's CSV tables: every row of every run in the campaign, one file per kind of row
+// (tables/allreduce.csv, tables/train-epochs.csv, ...), each row carrying its run's metadata, its
+// labels and the settings of the groups above it, so a campaign loads into pandas, R or a
+// spreadsheet in one read, without HDF5. README.md's "CSV tables" lists the files and columns.
+#include <string>
+#include <vector>
+
+#include "results/campaign.hpp"
+
+namespace sb::report {
+
+struct CsvTable {
+  std::string name;  // the file's stem
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;  // one cell per column; "" where the row has no such value
+};
+
+// The tables the runs fill, in a fixed order; a kind of row no run has gives no table. Throws
+// UsageError naming a run whose rows cannot be read as the schema says.
+std::vector<CsvTable> build_tables(const std::vector<Run>& runs);
+
+// CSV text: a header line, then one line per row, ended by '\n'; a cell holding a comma, a quote or
+// a line break is quoted, its quotes doubled (RFC 4180's quoting).
+std::string csv_text(const CsvTable& table);
+
+// Writes DIR/tables/<name>.csv for each table, each file atomically. Throws LibraryError naming a
+// file that cannot be written.
+void write_tables(const std::vector<CsvTable>& tables, const std::string& dir);
+
+}  // namespace sb::report
