@@ -79,7 +79,7 @@ void write_summary(const std::vector<Plot>& plots, const Campaign& campaign, con
 }
 
 void write_index(const std::vector<Plot>& plots, const Campaign& campaign, const ImageFormats& formats,
-                 const std::string& dir) {
+                 const std::vector<CsvTable>& tables, const std::string& dir) {
   const std::string path = dir + "/index.html";
   AtomicFile file(path);
   std::ostream& out = file.stream();
@@ -89,6 +89,13 @@ void write_index(const std::vector<Plot>& plots, const Campaign& campaign, const
       << "<h1>scalebench report</h1>\n<p>" << campaign.runs.size() << " runs, " << plots.size()
       << " plots. Numbers: <a href=\"summary.txt\">summary.txt</a>; each plot's data in <code>data/</code>, its "
       << "gnuplot script beside its image.</p>\n";
+  if (!tables.empty()) {
+    out << "<p>Every row of every run, as CSV:";
+    for (size_t i = 0; i < tables.size(); ++i)
+      out << (i ? "," : "") << " <a href=\"tables/" << tables[i].name << ".csv\">" << tables[i].name << "</a> ("
+          << tables[i].rows.size() << " rows)";
+    out << ".</p>\n";
+  }
   out << "<h2>Contents</h2>\n<ul>\n";
   for (const Plot& plot : plots) out << "<li><a href=\"#" << plot.name << "\">" << html(plot.title) << "</a></li>\n";
   out << "</ul>\n";

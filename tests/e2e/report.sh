@@ -90,6 +90,8 @@ check "its header names the run, its labels, the group and the values" \
   grep -q '^run,source,program,run_id,ranks,.*label:interconnect,group,placement,.*size_bytes,.*busbw_GBps' \
   "$WORK/report/tables/allreduce.csv"
 check "train-runs.csv has a row per training run" test "$(rows train-runs)" -eq 2
+check "index.html links every table with its rows" grep -q '<a href="tables/allreduce.csv">allreduce</a> (80 rows)' \
+  "$WORK/report/index.html"
 epochs=$(( $(h5values "$camp/train-np1.h5" /train/curve/epoch | wc -l) + $(h5values "$camp/train-np2.h5" /train/curve/epoch | wc -l) ))
 check "train-epochs.csv has a row per finished epoch ($epochs)" test "$(rows train-epochs)" -eq "$epochs"
 
