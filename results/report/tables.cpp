@@ -129,8 +129,10 @@ std::vector<Cell> run_cells(const Run& run, const std::set<std::string>& label_k
   std::vector<Cell> cells = {{"run", run.name},          {"source", run.source},
                              {"program", run.program},   {"run_id", run.run_id},
                              {"ranks", std::to_string(run.ranks)}};
-  for (const char* name : {"nodes", "ranks_per_node", "start_time_utc", "git_commit"})
-    if (root.has_attr(name)) set_cell(cells, name, scalar_attr(root, name).value_or(""));
+  // Always these columns, empty where a run lacks one (machine_name: sb-dryrun's predictions), so
+  // that every table starts with the same columns in the same order.
+  for (const char* name : {"nodes", "ranks_per_node", "start_time_utc", "git_commit", "machine_name"})
+    set_cell(cells, name, root.has_attr(name) ? scalar_attr(root, name).value_or("") : "");
   set_cell(cells, "status", run.status);
   set_cell(cells, "simulated", run.simulated ? "1" : "0");
   for (const std::string& key : label_keys) set_cell(cells, "label:" + key, run.label(key));
@@ -206,11 +208,11 @@ class TableBuilder {
 
 void add_rows(const TableSpec& spec, const std::vector<Cell>& run_columns, const h5::Node& group,
               const h5::Node& parent, const Place& place, TableBuilder& table) {
-  // A value named as one of the run's columns (sb-dryrun validate's per-row `run` and `ranks`, the
-  // measured run's) keeps the run's column and goes under "<table>.<name>".
+  // A value named as one of the run's columns that the run fills (sb-dryrun validate's per-row `run`
+  // and `ranks`, the measured run's) leaves the run's value there and goes under "<table>.<name>".
   auto column = [&](const std::string& name) {
     for (const Cell& cell : run_columns)
-      if (cell.first == name) return std::string(spec.name) + "." + name;
+      if (cell.first == name && !cell.second.empty()) return std::string(spec.name) + "." + name;
     return name;
   };
   std::vector<Cell> fixed = run_columns;

@@ -195,8 +195,10 @@ TEST_F(ReportTables, CellsWithCommasQuotesOrLineBreaksAreQuotedAndMissingCellsAr
 TEST_F(ReportTables, RunsWithDifferentValuesShareOneHeaderWithEmptyCellsWhereARunHasNone) {
   write_allreduce("a.h5", "ib");
   {
-    ResultsFile out(path("b.h5"));  // an older run: no labels, no count, one implementation
+    ResultsFile out(path("b.h5"));  // a prediction: no labels, no count, one implementation
     set_run(out.root(), "sb-allreduce", 2, "b");
+    out.root().set_attr("simulated", int64_t{1});
+    out.root().set_attr("machine_name", "dgx");
     const h5::Node group = out.root().create_group("allreduce").create_group("mpi");
     group.write("size_bytes", std::vector<uint64_t>{8});
     group.create_group("out_of_place").write("time_us", std::vector<double>{2});
@@ -211,6 +213,14 @@ TEST_F(ReportTables, RunsWithDifferentValuesShareOneHeaderWithEmptyCellsWhereARu
   EXPECT_EQ(cell(t, last, "count"), "");
   EXPECT_EQ(cell(t, last, "busbw_GBps"), "");
   EXPECT_EQ(cell(t, 0, "count"), "256");
+  EXPECT_EQ(cell(t, last, "simulated"), "1");
+  EXPECT_EQ(cell(t, last, "machine_name"), "dgx");
+  EXPECT_EQ(cell(t, 0, "simulated"), "0");
+  EXPECT_EQ(cell(t, 0, "machine_name"), "");
+  // The run's columns come first whichever run has them.
+  const auto at = [&](const char* c) { return std::find(t.columns.begin(), t.columns.end(), c) - t.columns.begin(); };
+  EXPECT_LT(at("machine_name"), at("status"));
+  EXPECT_LT(at("label:interconnect"), at("group"));
 }
 
 TEST_F(ReportTables, RowsThatCannotBeReadAsTheSchemaSaysAreBadInputNamingTheFile) {
