@@ -83,7 +83,7 @@ int report(const sb::ReportProgramOptions& o) {
   }
   if (o.render && (o.formats.png || o.formats.svg)) sb::report::render_plots(plots, o.formats, o.out, o.gnuplot);
   sb::report::write_summary(plots, campaign, o.out);
-  const std::vector<sb::report::CsvTable> tables = sb::report::build_tables(campaign.runs);
+  const std::vector<sb::report::CsvTable> tables = sb::report::build_tables(campaign.runs, o.samples);
   sb::report::write_tables(tables, o.out);
   sb::report::write_index(plots, campaign, o.formats, tables, o.out);  // last: it links to the rest
   for (const sb::report::Plot& plot : plots) std::printf("  %-40s %s\n", plot.name.c_str(), plot.title.c_str());

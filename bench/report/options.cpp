@@ -28,6 +28,9 @@ std::optional<ReportProgramOptions> parse_report_options(int argc, char** argv) 
   bool no_render = false;
   app.add_flag("--no-render", no_render, "write data and scripts but run no gnuplot");
   app.add_option("--gnuplot", o.gnuplot, "the gnuplot to run [gnuplot]");
+  app.add_flag("--samples", o.samples,
+               "also write the per-sample CSV tables: every timed allreduce iteration of every rank, every rank's "
+               "step times (large at scale)");
   if (!parse_command_line(app, argc, argv, true)) return std::nullopt;
   o.render = !no_render;
   if (!size.empty()) o.report.size_bytes = parse_size(size, "--size");

@@ -17,6 +17,7 @@ struct ReportProgramOptions {
   report::ReportOptions report;
   report::ImageFormats formats;
   bool render = true;
+  bool samples = false;             // --samples: the per-iteration and per-rank-step CSV tables too
   std::string gnuplot = "gnuplot";
 };
 

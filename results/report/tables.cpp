@@ -1,5 +1,6 @@
 #include "results/report/tables.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <functional>
@@ -29,11 +30,15 @@ struct TableSpec {
   const char* path = nullptr;        // below the run's root; "*" matches every child group
   std::vector<const char*> matched = {};  // the column of what each "*" matched
   const char* rows_like = nullptr;   // the dataset whose length is the row count; nullptr: one row
+  // For an N-dimensional rows_like, one index column per dimension; its rows are every element, and
+  // its columns the datasets of its shape. Empty: a 1-D rows_like, indexed by "row".
+  std::vector<const char*> indices = {};
   std::vector<const char*> only = {};     // the row columns, when not every 1-D dataset of that length
   std::vector<const char*> except = {};   // datasets and settings that are not columns
   std::vector<const char*> row_attrs = {};  // string-array attributes with one value per row
-  bool parent_rows = false;          // the parent group's datasets of that length are columns too
+  bool parent_rows = false;          // the parent's 1-D datasets as long as the first dimension too
   bool settings = true;              // the scalar attributes of the groups on the way are columns
+  bool samples = false;              // a table of every sample: written with --samples only
   const char* attr_group = nullptr;  // a subgroup whose scalar attributes are columns, "<group>.<attr>"
 };
 
@@ -42,6 +47,11 @@ const std::vector<TableSpec>& table_specs() {
       // /allreduce/<impl>/{out_of_place,in_place}: the rows' sizes are on the implementation's group.
       {.name = "allreduce", .program = "sb-allreduce", .path = "allreduce/*/*", .matched = {"group", "placement"},
        .rows_like = "time_us", .parent_rows = true},
+      // Every timed iteration of every rank: the samples behind allreduce's times, for percentiles and
+      // jitter. The sweep's settings are allreduce's rows': join on run_id, group and placement.
+      {.name = "allreduce-iterations", .program = "sb-allreduce", .path = "allreduce/*/*",
+       .matched = {"group", "placement"}, .rows_like = "iteration_us", .indices = {"size_index", "rank", "iteration"},
+       .parent_rows = true, .settings = false, .samples = true},
       {.name = "compress", .program = "sb-compress", .path = "compress/*", .matched = {"compressor"},
        .rows_like = "size_bytes"},
       {.name = "buckets", .program = "sb-buckets", .path = "buckets/*", .matched = {"strategy"},
@@ -53,6 +63,8 @@ const std::vector<TableSpec>& table_specs() {
       {.name = "train-epochs", .program = "sb-train", .path = "train/curve", .rows_like = "epoch", .settings = false},
       {.name = "train-steps", .program = "sb-train", .path = "train", .rows_like = "step_seconds",
        .only = {"step_seconds"}, .settings = false},
+      {.name = "train-rank-steps", .program = "sb-train", .path = "train", .rows_like = "rank_compute_s",
+       .indices = {"rank", "step"}, .settings = false, .samples = true},
       {.name = "train-ops", .program = "sb-train", .path = "train/op_profile", .rows_like = "calls",
        .row_attrs = {"ops"}, .settings = false},
       {.name = "micro", .program = "sb-micro", .path = "micro", .rows_like = "iterations",
@@ -101,11 +113,12 @@ void add_scalar_attrs(const h5::Node& node, std::vector<Cell>& cells, const std:
     if (std::optional<std::string> value = scalar_attr(node, name)) set_cell(cells, prefix + name, *value);
 }
 
-// A 1-D numeric dataset of `rows` values, as cells; nullopt for anything else.
-std::optional<std::vector<std::string>> column_of(const h5::Node& node, const std::string& name, hsize_t rows) {
+// A numeric dataset of this shape, as cells in row-major order; nullopt for anything else.
+std::optional<std::vector<std::string>> column_of(const h5::Node& node, const std::string& name,
+                                                  const std::vector<hsize_t>& dims) {
   if (node.is_group(name)) return std::nullopt;
   const h5::ValueShape shape = node.dataset_shape(name);
-  if (shape.dims.size() != 1 || shape.dims[0] != rows) return std::nullopt;
+  if (shape.dims != dims) return std::nullopt;
   std::vector<std::string> cells;
   if (shape.kind == h5::ValueKind::integer) {
     for (int64_t v : node.read_ints(name)) cells.push_back(std::to_string(v));
@@ -229,39 +242,55 @@ void add_rows(const TableSpec& spec, const std::vector<Cell>& run_columns, const
     return;
   }
   if (!group.has(spec.rows_like)) return;
-  const h5::ValueShape like = group.dataset_shape(spec.rows_like);
-  if (like.dims.size() != 1) throw LibraryError(std::string("'") + spec.rows_like + "' is not one-dimensional");
-  const hsize_t rows = like.dims[0];
+  const std::vector<hsize_t> dims = group.dataset_shape(spec.rows_like).dims;
+  const size_t dimensions = std::max<size_t>(spec.indices.size(), 1);
+  if (dims.size() != dimensions)
+    throw LibraryError(std::string("'") + spec.rows_like + "' has " + std::to_string(dims.size()) +
+                       " dimensions, not " + std::to_string(dimensions));
+  hsize_t rows = 1;
+  for (hsize_t d : dims) rows *= d;
+  std::vector<hsize_t> strides(dims.size(), 1);  // row-major: the rows one index step spans
+  for (size_t k = dims.size() - 1; k > 0; --k) strides[k - 1] = strides[k] * dims[k];
 
-  std::vector<std::pair<std::string, std::vector<std::string>>> columns;
+  // A value's cells, and the stride of the index that picks its cell: 1 for the group's own, the
+  // first dimension's for the parent's (allreduce's size_bytes beside every rank and iteration).
+  struct RowColumn {
+    std::string name;
+    std::vector<std::string> cells;
+    hsize_t stride;
+  };
+  std::vector<RowColumn> columns;
   if (spec.parent_rows)
     for (const std::string& name : parent.children())
-      if (auto cells = column_of(parent, name, rows)) columns.emplace_back(name, std::move(*cells));
+      if (auto cells = column_of(parent, name, {dims[0]})) columns.push_back({name, std::move(*cells), strides[0]});
   for (const std::string& name : group.children()) {
     if ((!spec.only.empty() && !listed(spec.only, name)) || listed(spec.except, name)) continue;
-    if (auto cells = column_of(group, name, rows)) columns.emplace_back(name, std::move(*cells));
+    if (auto cells = column_of(group, name, dims)) columns.push_back({name, std::move(*cells), 1});
   }
   for (const char* name : spec.row_attrs) {
     if (!group.has_attr(name)) continue;
     std::vector<std::string> values = group.attr_strings(name);
-    if (values.size() == rows) columns.emplace_back(name, std::move(values));
+    if (values.size() == rows) columns.push_back({name, std::move(values), 1});
   }
   for (hsize_t r = 0; r < rows; ++r) {
     std::vector<Cell> cells = fixed;
-    set_cell(cells, "row", std::to_string(r));
-    for (const auto& [name, values] : columns) set_cell(cells, column(name), values[r]);
+    if (spec.indices.empty()) set_cell(cells, "row", std::to_string(r));
+    for (size_t k = 0; k < spec.indices.size(); ++k)
+      set_cell(cells, spec.indices[k], std::to_string(r / strides[k] % dims[k]));
+    for (const RowColumn& c : columns) set_cell(cells, column(c.name), c.cells[r / c.stride]);
     table.add_row(cells);
   }
 }
 
 }  // namespace
 
-std::vector<CsvTable> build_tables(const std::vector<Run>& runs) {
+std::vector<CsvTable> build_tables(const std::vector<Run>& runs, bool samples) {
   std::set<std::string> label_keys;
   for (const Run& run : runs)
     for (const auto& label : run.labels) label_keys.insert(label.first);
   std::vector<CsvTable> tables;
   for (const TableSpec& spec : table_specs()) {
+    if (spec.samples && !samples) continue;
     TableBuilder table(spec.name);
     const std::vector<std::string> parts = split_path(spec.path);
     for (const Run& run : runs) {

@@ -18,7 +18,9 @@ struct CsvTable {
 
 // The tables the runs fill, in a fixed order; a kind of row no run has gives no table. Throws
 // UsageError naming a run whose rows cannot be read as the schema says.
-std::vector<CsvTable> build_tables(const std::vector<Run>& runs);
+// `samples` adds the tables of every sample (allreduce-iterations, train-rank-steps): at scale they
+// are many times the rest, from sizes x ranks x iterations and ranks x steps.
+std::vector<CsvTable> build_tables(const std::vector<Run>& runs, bool samples = false);
 
 // CSV text: a header line, then one line per row, ended by '\n'; a cell holding a comma, a quote or
 // a line break is quoted, its quotes doubled (RFC 4180's quoting).

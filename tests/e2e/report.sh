@@ -27,7 +27,7 @@ check "the campaign's runs exit 0" test $ok -eq 1 || cat "$WORK/runs.err"
 head -c 2000 "$camp/ar-shm-np2.h5" >"$camp/truncated.h5"
 echo "partial" >"$camp/killed.h5.tmp-4242"
 
-"$BIN/sb-report" --out "$WORK/report" "$camp" >"$WORK/report.out" 2>"$WORK/report.err"
+"$BIN/sb-report" --samples --out "$WORK/report" "$camp" >"$WORK/report.out" 2>"$WORK/report.err"
 check "sb-report exits 0 on a campaign with a truncated and an unfinished file" test $? -eq 0
 check "it names the truncated file" grep -q 'skipped .*truncated.h5: .*truncated' "$WORK/report.err"
 check "it names the unfinished run's file" grep -q 'skipped .*killed.h5.tmp-4242: .*unfinished' "$WORK/report.err"
@@ -81,7 +81,8 @@ check "--by is off: two interconnects at 2 ranks are told apart by run name" gre
 
 # The CSV tables: one row per value row of every run (the values themselves: unit test ReportTables).
 rows() { echo $(($(wc -l <"$WORK/report/tables/$1.csv") - 1)); }
-for table in allreduce compress buckets buckets-tensors train-runs train-epochs train-steps micro; do
+for table in allreduce allreduce-iterations compress buckets buckets-tensors train-runs train-epochs train-steps \
+  train-rank-steps micro; do
   check "tables/$table.csv is written" test -s "$WORK/report/tables/$table.csv"
 done
 # 4 runs x 2 implementations x 2 placements x 5 sizes (1K to 256K by 4).
@@ -89,7 +90,12 @@ check "allreduce.csv has a row per run, implementation, placement and size ($(ro
 check "its header names the run, its labels, the group and the values" \
   grep -q '^run,source,program,run_id,ranks,.*label:interconnect,group,placement,.*size_bytes,.*busbw_GBps' \
   "$WORK/report/tables/allreduce.csv"
+# ... and in allreduce-iterations, x ranks (1, 2, 4 and 2) x 3 timed iterations.
+check "allreduce-iterations.csv has a row per timed iteration of every rank ($(rows allreduce-iterations))" \
+  test "$(rows allreduce-iterations)" -eq $((20 * 3 * (1 + 2 + 4 + 2)))
 check "train-runs.csv has a row per training run" test "$(rows train-runs)" -eq 2
+rank_steps=$(( $(h5values "$camp/train-np1.h5" /train/rank_compute_s | wc -l) + $(h5values "$camp/train-np2.h5" /train/rank_compute_s | wc -l) ))
+check "train-rank-steps.csv has a row per rank and step ($rank_steps)" test "$(rows train-rank-steps)" -eq "$rank_steps"
 check "index.html links every table with its rows" grep -q '<a href="tables/allreduce.csv">allreduce</a> (80 rows)' \
   "$WORK/report/index.html"
 epochs=$(( $(h5values "$camp/train-np1.h5" /train/curve/epoch | wc -l) + $(h5values "$camp/train-np2.h5" /train/curve/epoch | wc -l) ))
@@ -101,6 +107,8 @@ mkdir -p "$WORK/packed"
 h5repack -f GZIP=9 "$camp/ar-shm-np4.h5" "$WORK/packed/ar.h5"
 "$BIN/sb-report" --no-render --out "$WORK/packed-report" "$WORK/packed" >/dev/null 2>"$WORK/packed.err"
 check "a file compressed by h5repack is read (exit $?)" test $? -eq 0 -a ! -s "$WORK/packed.err"
+check "without --samples, no per-sample tables" test -s "$WORK/packed-report/tables/allreduce.csv" -a \
+  ! -e "$WORK/packed-report/tables/allreduce-iterations.csv"
 check "with its numbers" same_numbers "$(h5values "$camp/ar-shm-np4.h5" /allreduce/mpi/out_of_place/busbw_GBps)" \
   "$(block "$WORK/packed-report/data/allreduce-busbw-np4.dat" ': mpi')"
 

@@ -46,7 +46,11 @@ class ReportTables : public testing::TempDirTest {
         rows.write("time_us", std::vector<double>{10.5, 0.1, 1e-300});
         rows.write("busbw_GBps", std::vector<double>{0.25, std::nan(""), 3});
         rows.write("wrong", std::vector<int64_t>{0, -1, 7});
-        rows.write("iteration_us", std::vector<double>(3 * 4 * 2, 1.0), {3, 4, 2});  // not 1-D: not a column
+        std::vector<double> iterations;  // [size][rank][iteration]: 100 x size + 10 x rank + iteration
+        for (int size = 0; size < 3; ++size)
+          for (int rank = 0; rank < 4; ++rank)
+            for (int i = 0; i < 2; ++i) iterations.push_back(100 * size + 10 * rank + i);
+        rows.write("iteration_us", iterations, {3, 4, 2});
       }
     }
     out.commit();
@@ -74,8 +78,9 @@ TEST_F(ReportTables, AllreduceRowsCarryTheRunTheSettingsAndTheSizesOfTheirImplem
   write_allreduce("fast.h5", "ib");
   write_allreduce("slow.h5", "eth");
   const Campaign campaign = load_campaign({dir_.string()});
-  const std::vector<report::CsvTable> tables = report::build_tables(campaign.runs);
-  ASSERT_EQ(tables.size(), 1u);  // no other program ran: no other table
+  ASSERT_EQ(report::build_tables(campaign.runs).size(), 1u);  // allreduce alone: no other program ran
+  const std::vector<report::CsvTable> tables = report::build_tables(campaign.runs, /*samples=*/true);
+  ASSERT_EQ(tables.size(), 2u);  // and allreduce-iterations
   const report::CsvTable& t = table(tables, "allreduce");
   ASSERT_EQ(t.rows.size(), 2u * 2 * 2 * 3);  // runs x implementations x placements x sizes
   for (const auto& row : t.rows) EXPECT_EQ(row.size(), t.columns.size());
@@ -108,6 +113,21 @@ TEST_F(ReportTables, AllreduceRowsCarryTheRunTheSettingsAndTheSizesOfTheirImplem
   EXPECT_EQ(cell(t, 2, "wrong"), "7");
   EXPECT_FALSE(has_column(t, "iteration_us"));
   EXPECT_FALSE(has_column(t, "transports"));
+
+  // Every iteration of every rank, indexed, with its size from the implementation's group.
+  const report::CsvTable& it = table(tables, "allreduce-iterations");
+  // runs x implementations x placements x sizes x ranks x iterations
+  ASSERT_EQ(it.rows.size(), 2u * 2 * 2 * 3 * 4 * 2);
+  const size_t r = 2 * 8 + 3 * 2 + 1;                  // fast, mpi, in_place: size 2, rank 3, iteration 1
+  EXPECT_EQ(cell(it, r, "group"), "mpi");
+  EXPECT_EQ(cell(it, r, "size_index"), "2");
+  EXPECT_EQ(cell(it, r, "rank"), "3");
+  EXPECT_EQ(cell(it, r, "iteration"), "1");
+  EXPECT_EQ(cell(it, r, "iteration_us"), "231");
+  EXPECT_EQ(cell(it, r, "size_bytes"), "16384");
+  EXPECT_EQ(cell(it, r, "count"), "4096");
+  EXPECT_FALSE(has_column(it, "time_us"));   // per size, not per iteration
+  EXPECT_FALSE(has_column(it, "datatype"));  // the settings are allreduce's
 }
 
 TEST_F(ReportTables, OnlyTheValuesTheSchemaSaysAreRowsBecomeColumnsHoweverLongTheOthersAre) {
@@ -132,12 +152,14 @@ TEST_F(ReportTables, OnlyTheValuesTheSchemaSaysAreRowsBecomeColumnsHoweverLongTh
     train.create_group("config").set_attr("batch", int64_t{64});
     train.write("step_seconds", std::vector<double>{0.3, 0.4});
     train.write("rank_peak_host_bytes", std::vector<int64_t>{5, 6});  // per rank, as many as the steps
+    train.write("rank_compute_s", std::vector<double>{1, 2, 3, 4}, {2, 2});  // [rank][step]
+    train.write("rank_wait_s", std::vector<double>{5, 6, 7, 8}, {2, 2});
     const h5::Node curve = train.create_group("curve");
     curve.write("epoch", std::vector<double>{1});
     curve.write("images_per_s", std::vector<double>{99});
     out.commit();
   }
-  const std::vector<report::CsvTable> tables = report::build_tables(load_campaign({dir_.string()}).runs);
+  const std::vector<report::CsvTable> tables = report::build_tables(load_campaign({dir_.string()}).runs, true);
   const report::CsvTable& buckets = table(tables, "buckets");
   ASSERT_EQ(buckets.rows.size(), 2u);
   EXPECT_EQ(cell(buckets, 1, "strategy"), "fused");
@@ -158,6 +180,13 @@ TEST_F(ReportTables, OnlyTheValuesTheSchemaSaysAreRowsBecomeColumnsHoweverLongTh
   ASSERT_EQ(runs.rows.size(), 1u);
   EXPECT_EQ(cell(runs, 0, "images_per_s"), "123");
   EXPECT_EQ(cell(runs, 0, "config.batch"), "64");
+  const report::CsvTable& rank_steps = table(tables, "train-rank-steps");
+  ASSERT_EQ(rank_steps.rows.size(), 4u);
+  EXPECT_EQ(cell(rank_steps, 2, "rank"), "1");
+  EXPECT_EQ(cell(rank_steps, 2, "step"), "0");
+  EXPECT_EQ(cell(rank_steps, 2, "rank_compute_s"), "3");
+  EXPECT_EQ(cell(rank_steps, 2, "rank_wait_s"), "7");
+  EXPECT_FALSE(has_column(rank_steps, "step_seconds"));
   const report::CsvTable& epochs = table(tables, "train-epochs");
   ASSERT_EQ(epochs.rows.size(), 1u);
   EXPECT_EQ(cell(epochs, 0, "images_per_s"), "99");
@@ -235,8 +264,8 @@ TEST_F(ReportTables, RowsThatCannotBeReadAsTheSchemaSaysAreBadInputNamingTheFile
     report::build_tables(campaign.runs);
     FAIL() << "no error";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("odd.h5: its micro table cannot be read: 'iterations' is not one-dimensional"),
-              std::string::npos)
+    const std::string why = "odd.h5: its micro table cannot be read: 'iterations' has 2 dimensions, not 1";
+    EXPECT_NE(std::string(e.what()).find(why), std::string::npos)
         << e.what();
   }
 }
