@@ -12,32 +12,46 @@
 
 namespace sb {
 
-void write_file_atomically(const std::string& path, std::string_view bytes, bool sync) {
-  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
-  const auto fail = [&](int error) {
-    ::unlink(temporary.c_str());
-    throw LibraryError("cannot write '" + path + "': " + std::strerror(error));
-  };
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(errno);
+AtomicFileWriter::AtomicFileWriter(std::string path)
+    : path_(std::move(path)), temporary_(path_ + ".tmp-" + std::to_string(::getpid())) {
+  fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail(errno);
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(temporary_.c_str());
+}
+
+void AtomicFileWriter::fail(int error) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  ::unlink(temporary_.c_str());
+  throw LibraryError("cannot write '" + path_ + "': " + std::strerror(error));
+}
+
+void AtomicFileWriter::write(std::string_view bytes) {
   size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int error = n < 0 ? errno : ENOSPC;
-      ::close(fd);
-      fail(error);
-    }
+    if (n <= 0) fail(n < 0 ? errno : ENOSPC);
     done += static_cast<size_t>(n);
   }
+}
+
+void AtomicFileWriter::commit(bool sync) {
+  const int fd = fd_;
+  fd_ = -1;
   if (::close(fd) != 0) fail(errno);  // NFS reports some write errors only here
-  try {
-    publish_finished_file(temporary, path, sync);
-  } catch (...) {
-    ::unlink(temporary.c_str());
-    throw;
-  }
+  publish_finished_file(temporary_, path_, sync);  // on failure the destructor removes the temporary
+  committed_ = true;
+}
+
+void write_file_atomically(const std::string& path, std::string_view bytes, bool sync) {
+  AtomicFileWriter file(path);
+  file.write(bytes);
+  file.commit(sync);
 }
 
 std::string folder_in_the_way(const std::string& path) {

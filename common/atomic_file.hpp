@@ -29,6 +29,26 @@ std::string folder_in_the_way(const std::string& path);
 // so that a bad one is bad input instead of a failure at the end.
 std::string why_not_writable(const std::string& path);
 
+// A file written piece by piece, for one too large to compose in memory (sb-report's CSV tables of
+// every sample), with the same promise: PATH.tmp-PID until commit() renames it, removed if never
+// committed. Each call throws LibraryError naming `path` with the system's reason.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::string path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void write(std::string_view bytes);
+  void commit(bool sync);
+
+ private:
+  [[noreturn]] void fail(int error);
+  std::string path_, temporary_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
 // A file composed in memory (stream()) and written by commit(): the files that go through it are
 // small, and one checked write gives the exact reason when the disk refuses it.
 class AtomicFile {

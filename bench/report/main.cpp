@@ -83,12 +83,11 @@ int report(const sb::ReportProgramOptions& o) {
   }
   if (o.render && (o.formats.png || o.formats.svg)) sb::report::render_plots(plots, o.formats, o.out, o.gnuplot);
   sb::report::write_summary(plots, campaign, o.out);
-  const std::vector<sb::report::CsvTable> tables = sb::report::build_tables(campaign.runs, o.samples);
-  sb::report::write_tables(tables, o.out);
+  const std::vector<sb::report::TableFile> tables = sb::report::write_tables(campaign.runs, o.samples, o.out);
   sb::report::write_index(plots, campaign, o.formats, tables, o.out);  // last: it links to the rest
   for (const sb::report::Plot& plot : plots) std::printf("  %-40s %s\n", plot.name.c_str(), plot.title.c_str());
   size_t rows = 0;
-  for (const sb::report::CsvTable& table : tables) rows += table.rows.size();
+  for (const sb::report::TableFile& table : tables) rows += table.rows;
   std::printf("sb-report: %zu plots from %zu runs (%zu files skipped): %s/index.html\n", plots.size(),
               campaign.runs.size(), campaign.skipped.size(), o.out.c_str());
   std::printf("sb-report: %zu rows in %zu CSV tables: %s/tables\n", rows, tables.size(), o.out.c_str());

@@ -79,7 +79,7 @@ void write_summary(const std::vector<Plot>& plots, const Campaign& campaign, con
 }
 
 void write_index(const std::vector<Plot>& plots, const Campaign& campaign, const ImageFormats& formats,
-                 const std::vector<CsvTable>& tables, const std::string& dir) {
+                 const std::vector<TableFile>& tables, const std::string& dir) {
   const std::string path = dir + "/index.html";
   AtomicFile file(path);
   std::ostream& out = file.stream();
@@ -93,7 +93,7 @@ void write_index(const std::vector<Plot>& plots, const Campaign& campaign, const
     out << "<p>Every row of every run, as CSV:";
     for (size_t i = 0; i < tables.size(); ++i)
       out << (i ? "," : "") << " <a href=\"tables/" << tables[i].name << ".csv\">" << tables[i].name << "</a> ("
-          << tables[i].rows.size() << " rows)";
+          << tables[i].rows << " rows)";
     out << ".</p>\n";
   }
   out << "<h2>Contents</h2>\n<ul>\n";

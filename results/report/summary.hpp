@@ -15,6 +15,6 @@ namespace sb::report {
 
 void write_summary(const std::vector<Plot>& plots, const Campaign& campaign, const std::string& dir);
 void write_index(const std::vector<Plot>& plots, const Campaign& campaign, const ImageFormats& formats,
-                 const std::vector<CsvTable>& tables, const std::string& dir);
+                 const std::vector<TableFile>& tables, const std::string& dir);
 
 }  // namespace sb::report

@@ -190,37 +190,30 @@ std::vector<std::string> split_path(const std::string& path) {
   return parts;
 }
 
-// Collects rows as column -> value and lines them up under the union of their columns, in the
-// order first met.
-class TableBuilder {
+// The union of the rows' columns, in the order first met.
+class ColumnIndex {
  public:
-  explicit TableBuilder(std::string name) { table_.name = std::move(name); }
-
-  void add_row(const std::vector<Cell>& cells) {
-    std::vector<std::string> row(table_.columns.size());
-    for (const auto& [column, value] : cells) {
-      auto [it, added] = index_.emplace(column, table_.columns.size());
-      if (added) {
-        table_.columns.push_back(column);
-        row.emplace_back();
-      }
-      row[it->second] = value;
-    }
-    table_.rows.push_back(std::move(row));
+  void add(const std::vector<Cell>& cells) {
+    for (const Cell& cell : cells)
+      if (index_.emplace(cell.first, columns_.size()).second) columns_.push_back(cell.first);
   }
-
-  CsvTable finish() && {
-    for (auto& row : table_.rows) row.resize(table_.columns.size());
-    return std::move(table_);
+  const std::vector<std::string>& columns() const { return columns_; }
+  // The row's cells in column order, "" where it has no value.
+  std::vector<std::string> line_up(const std::vector<Cell>& cells) const {
+    std::vector<std::string> row(columns_.size());
+    for (const auto& [column, value] : cells) row[index_.at(column)] = value;
+    return row;
   }
 
  private:
-  CsvTable table_;
+  std::vector<std::string> columns_;
   std::map<std::string, size_t> index_;
 };
 
+using RowSink = std::function<void(const std::vector<Cell>& cells)>;
+
 void add_rows(const TableSpec& spec, const std::vector<Cell>& run_columns, const h5::Node& group,
-              const h5::Node& parent, const Place& place, TableBuilder& table) {
+              const h5::Node& parent, const Place& place, const RowSink& sink) {
   // A value named as one of the run's columns that the run fills (sb-dryrun validate's per-row `run`
   // and `ranks`, the measured run's) leaves the run's value there and goes under "<table>.<name>".
   auto column = [&](const std::string& name) {
@@ -238,7 +231,7 @@ void add_rows(const TableSpec& spec, const std::vector<Cell>& run_columns, const
   if (!spec.rows_like) {
     if (spec.attr_group && group.has(spec.attr_group) && group.is_group(spec.attr_group))
       add_scalar_attrs(group.open_group(spec.attr_group), fixed, std::string(spec.attr_group) + ".");
-    table.add_row(fixed);
+    sink(fixed);
     return;
   }
   if (!group.has(spec.rows_like)) return;
@@ -278,68 +271,112 @@ void add_rows(const TableSpec& spec, const std::vector<Cell>& run_columns, const
     for (size_t k = 0; k < spec.indices.size(); ++k)
       set_cell(cells, spec.indices[k], std::to_string(r / strides[k] % dims[k]));
     for (const RowColumn& c : columns) set_cell(cells, column(c.name), c.cells[r / c.stride]);
-    table.add_row(cells);
+    sink(cells);
   }
+}
+
+std::set<std::string> label_keys_of(const std::vector<Run>& runs) {
+  std::set<std::string> keys;
+  for (const Run& run : runs)
+    for (const auto& label : run.labels) keys.insert(label.first);
+  return keys;
+}
+
+// Every row of one kind, run by run, to `sink`.
+void for_each_row(const TableSpec& spec, const std::vector<Run>& runs, const std::set<std::string>& label_keys,
+                  const RowSink& sink) {
+  const std::vector<std::string> parts = split_path(spec.path);
+  for (const Run& run : runs) {
+    if (run.program != spec.program) continue;
+    // The file read whole and matched its checksum (load_campaign): a value here that cannot be
+    // read as the schema says (written by another tool) makes the file bad input, named.
+    try {
+      const std::vector<Cell> run_columns = run_cells(run, label_keys);
+      walk(*run.root, parts, 0, Place{}, [&](const h5::Node& group, const h5::Node& parent, const Place& place) {
+        add_rows(spec, run_columns, group, parent, place, sink);
+      });
+    } catch (const LibraryError& e) {
+      throw UsageError(run.source + ": its " + spec.name + " table cannot be read: " + e.what());
+    }
+  }
+}
+
+void append_csv_line(std::string& text, const std::vector<std::string>& cells) {
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (i > 0) text += ',';
+    const std::string& cell = cells[i];
+    if (cell.find_first_of(",\"\r\n") == std::string::npos) {
+      text += cell;
+      continue;
+    }
+    text += '"';
+    for (char c : cell) text += c == '"' ? std::string("\"\"") : std::string(1, c);
+    text += '"';
+  }
+  text += '\n';
 }
 
 }  // namespace
 
 std::vector<CsvTable> build_tables(const std::vector<Run>& runs, bool samples) {
-  std::set<std::string> label_keys;
-  for (const Run& run : runs)
-    for (const auto& label : run.labels) label_keys.insert(label.first);
+  const std::set<std::string> label_keys = label_keys_of(runs);
   std::vector<CsvTable> tables;
   for (const TableSpec& spec : table_specs()) {
     if (spec.samples && !samples) continue;
-    TableBuilder table(spec.name);
-    const std::vector<std::string> parts = split_path(spec.path);
-    for (const Run& run : runs) {
-      if (run.program != spec.program) continue;
-      // The file read whole and matched its checksum (load_campaign): a value here that cannot be
-      // read as the schema says (written by another tool) makes the file bad input, named.
-      try {
-        const std::vector<Cell> run_columns = run_cells(run, label_keys);
-        walk(*run.root, parts, 0, Place{}, [&](const h5::Node& group, const h5::Node& parent, const Place& place) {
-          add_rows(spec, run_columns, group, parent, place, table);
-        });
-      } catch (const LibraryError& e) {
-        throw UsageError(run.source + ": its " + spec.name + " table cannot be read: " + e.what());
-      }
-    }
-    CsvTable done = std::move(table).finish();
-    if (!done.rows.empty()) tables.push_back(std::move(done));
+    std::vector<std::vector<Cell>> rows;
+    ColumnIndex columns;
+    for_each_row(spec, runs, label_keys, [&](const std::vector<Cell>& cells) {
+      columns.add(cells);
+      rows.push_back(cells);
+    });
+    if (rows.empty()) continue;
+    CsvTable table{spec.name, columns.columns(), {}};
+    for (const auto& row : rows) table.rows.push_back(columns.line_up(row));
+    tables.push_back(std::move(table));
   }
   return tables;
 }
 
 std::string csv_text(const CsvTable& table) {
   std::string text;
-  auto add_line = [&text](const std::vector<std::string>& cells) {
-    for (size_t i = 0; i < cells.size(); ++i) {
-      if (i > 0) text += ',';
-      const std::string& cell = cells[i];
-      if (cell.find_first_of(",\"\r\n") == std::string::npos) {
-        text += cell;
-        continue;
-      }
-      text += '"';
-      for (char c : cell) text += c == '"' ? std::string("\"\"") : std::string(1, c);
-      text += '"';
-    }
-    text += '\n';
-  };
-  add_line(table.columns);
-  for (const auto& row : table.rows) add_line(row);
+  append_csv_line(text, table.columns);
+  for (const auto& row : table.rows) append_csv_line(text, row);
   return text;
 }
 
-void write_tables(const std::vector<CsvTable>& tables, const std::string& dir) {
+std::vector<TableFile> write_tables(const std::vector<Run>& runs, bool samples, const std::string& dir) {
   const std::string folder = dir + "/tables";
   std::error_code error;
   std::filesystem::create_directories(folder, error);
   if (error) throw LibraryError("cannot create '" + folder + "': " + error.message());
-  for (const CsvTable& table : tables)
-    write_file_atomically(folder + "/" + table.name + ".csv", csv_text(table), /*sync=*/false);
+  const std::set<std::string> label_keys = label_keys_of(runs);
+  std::vector<TableFile> written;
+  for (const TableSpec& spec : table_specs()) {
+    if (spec.samples && !samples) continue;
+    // Two passes, so that no table is held whole: the first learns the columns, the second writes
+    // each row as it is made (the sample tables run to millions of rows at scale).
+    ColumnIndex columns;
+    size_t rows = 0;
+    for_each_row(spec, runs, label_keys, [&](const std::vector<Cell>& cells) {
+      columns.add(cells);
+      ++rows;
+    });
+    if (rows == 0) continue;
+    AtomicFileWriter file(folder + "/" + spec.name + ".csv");
+    std::string text;
+    append_csv_line(text, columns.columns());
+    for_each_row(spec, runs, label_keys, [&](const std::vector<Cell>& cells) {
+      append_csv_line(text, columns.line_up(cells));
+      if (text.size() >= (1 << 20)) {
+        file.write(text);
+        text.clear();
+      }
+    });
+    file.write(text);
+    file.commit(/*sync=*/false);
+    written.push_back({spec.name, rows});
+  }
+  return written;
 }
 
 }  // namespace sb::report

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -128,6 +131,28 @@ TEST_F(ReportTables, AllreduceRowsCarryTheRunTheSettingsAndTheSizesOfTheirImplem
   EXPECT_EQ(cell(it, r, "count"), "4096");
   EXPECT_FALSE(has_column(it, "time_us"));   // per size, not per iteration
   EXPECT_FALSE(has_column(it, "datatype"));  // the settings are allreduce's
+}
+
+TEST_F(ReportTables, TheStreamedFilesAreTheTablesAsBuilt) {
+  write_allreduce("fast.h5", "ib");
+  write_allreduce("slow.h5", "eth");
+  const Campaign campaign = load_campaign({dir_.string()});
+  const std::vector<report::CsvTable> built = report::build_tables(campaign.runs, true);
+  const std::vector<report::TableFile> written = report::write_tables(campaign.runs, true, path("report"));
+  ASSERT_EQ(written.size(), built.size());
+  for (size_t i = 0; i < built.size(); ++i) {
+    EXPECT_EQ(written[i].name, built[i].name);
+    EXPECT_EQ(written[i].rows, built[i].rows.size());
+    std::ifstream in(path("report/tables/" + built[i].name + ".csv"), std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_EQ(text.str(), report::csv_text(built[i])) << built[i].name;
+  }
+  std::vector<std::string> names;  // nothing but the tables: no temporary left behind
+  for (const auto& entry : std::filesystem::directory_iterator(path("report/tables")))
+    names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"allreduce-iterations.csv", "allreduce.csv"}));
 }
 
 TEST_F(ReportTables, OnlyTheValuesTheSchemaSaysAreRowsBecomeColumnsHoweverLongTheOthersAre) {
