@@ -104,6 +104,14 @@ on_full_disk report 8 : "$BIN/sb-report --no-render --out $DISK/report $WORK/cam
   "cd '$DISK/report' && find . -type f | while read -r f; do cmp -s \"\$f\" '$WORK/whole/'\"\$f\" || exit 1; done"
 expect_fault report sb-report "$DISK/report/"
 check "report: every file it left is whole" test "$(cat "$WORK/report.after")" = 0
+# The CSV tables are streamed (sb-report --samples): the table of every sample does not fit after
+# the rest, and what was written of it goes with its temporary name.
+"$BIN/sb-report" --no-render --samples --out "$WORK/whole-samples" "$WORK/campaign" >/dev/null 2>&1
+on_full_disk tables 88 : "$BIN/sb-report --no-render --samples --out $DISK/report $WORK/campaign" \
+  "cd '$DISK/report' && ls tables >'$WORK/tables.kept' && find . -type f | while read -r f; do
+     cmp -s \"\$f\" '$WORK/whole-samples/'\"\$f\" || exit 1; done"
+expect_fault tables sb-report "$DISK/report/tables/allreduce-iterations.csv"
+check "tables: every file it left is whole ($(echo $(cat "$WORK/tables.kept")))" test "$(cat "$WORK/tables.after")" = 0
 # With its images: gnuplot itself exits 0 when its image does not fit, leaving it cut short.
 "$BIN/sb-report" --out "$WORK/rendered" "$WORK/campaign" >/dev/null 2>&1
 check "a rendered report on a disk with room" test -s "$WORK/rendered/index.html"
