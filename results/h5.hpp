@@ -42,7 +42,7 @@ class Handle {
   Closer closer_ = nullptr;
 };
 
-// A group (or a file's root group) to write into and read from.
+// What an attribute or a dataset holds: its elements' kind and its shape.
 enum class ValueKind { integer, floating, string, other };
 
 struct ValueShape {
@@ -50,6 +50,7 @@ struct ValueShape {
   std::vector<hsize_t> dims;  // empty for a scalar
 };
 
+// A group (or a file's root group) to write into and read from.
 class Node {
  public:
   explicit Node(Handle handle) : handle_(std::move(handle)) {}
