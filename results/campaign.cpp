@@ -143,6 +143,13 @@ std::string reason_without_path(std::string reason, const std::string& path) {
 
 }  // namespace
 
+std::set<std::string> label_keys(const std::vector<Run>& runs) {
+  std::set<std::string> keys;
+  for (const Run& run : runs)
+    for (const auto& label : run.labels) keys.insert(label.first);
+  return keys;
+}
+
 std::string Run::label(const std::string& key) const {
   auto it = labels.find(key);
   return it == labels.end() ? std::string() : it->second;

@@ -6,6 +6,7 @@
 // does not cost the rest of a campaign; a file named explicitly that cannot be read is bad input.
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,9 @@ struct Campaign {
   std::vector<RepeatedRun> repeated;  // left out of runs: each run counts once
   std::vector<std::string> run_files;  // the files read that hold one run each (not merged files)
 };
+
+// Every --label key any of the runs carries, in key order.
+std::set<std::string> label_keys(const std::vector<Run>& runs);
 
 // Reads every input: a results file, a merged file, or a folder searched recursively for *.h5
 // (and *.h5.tmp-* leftovers, which are listed as skipped). A run read twice (the same run_id) is

@@ -23,9 +23,7 @@ namespace {
 // --by must name a label that some run carries: a misspelt key would silently draw nothing new.
 void check_by_label(const sb::Campaign& campaign, const std::string& key) {
   if (key.empty()) return;
-  std::set<std::string> keys;
-  for (const sb::Run& run : campaign.runs)
-    for (const auto& [k, v] : run.labels) keys.insert(k);
+  const std::set<std::string> keys = sb::label_keys(campaign.runs);
   if (keys.count(key)) return;
   const std::string known = sb::join_list(keys);
   throw sb::UsageError("--by '" + key + "': no run has that label (" +

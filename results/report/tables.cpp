@@ -11,6 +11,7 @@
 
 #include "common/atomic_file.hpp"
 #include "common/check.hpp"
+#include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 
 namespace sb::report {
@@ -162,7 +163,6 @@ using Visit = std::function<void(const h5::Node& group, const h5::Node& parent, 
 
 void walk(const h5::Node& group, const std::vector<std::string>& parts, size_t depth, const Place& place,
           const Visit& visit) {
-  if (depth == parts.size()) return;
   auto enter = [&](const std::string& child, bool wildcard) {
     const h5::Node next = group.open_group(child);
     Place below = place;
@@ -179,15 +179,6 @@ void walk(const h5::Node& group, const std::vector<std::string>& parts, size_t d
   } else if (group.has(parts[depth]) && group.is_group(parts[depth])) {
     enter(parts[depth], false);
   }
-}
-
-std::vector<std::string> split_path(const std::string& path) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (size_t slash; (slash = path.find('/', start)) != std::string::npos; start = slash + 1)
-    parts.push_back(path.substr(start, slash - start));
-  parts.push_back(path.substr(start));
-  return parts;
 }
 
 // The union of the rows' columns, in the order first met.
@@ -245,47 +236,44 @@ void add_rows(const TableSpec& spec, const std::vector<Cell>& run_columns, const
   std::vector<hsize_t> strides(dims.size(), 1);  // row-major: the rows one index step spans
   for (size_t k = dims.size() - 1; k > 0; --k) strides[k - 1] = strides[k] * dims[k];
 
-  // A value's cells, and the stride of the index that picks its cell: 1 for the group's own, the
-  // first dimension's for the parent's (allreduce's size_bytes beside every rank and iteration).
+  // A value's column (renamed once here, not per row), its cells, and the stride of the index that
+  // picks its cell: 1 for the group's own, the first dimension's for the parent's (allreduce's
+  // size_bytes beside every rank and iteration).
   struct RowColumn {
-    std::string name;
+    std::string column;
     std::vector<std::string> cells;
     hsize_t stride;
   };
   std::vector<RowColumn> columns;
   if (spec.parent_rows)
     for (const std::string& name : parent.children())
-      if (auto cells = column_of(parent, name, {dims[0]})) columns.push_back({name, std::move(*cells), strides[0]});
+      if (auto cells = column_of(parent, name, {dims[0]}))
+        columns.push_back({column(name), std::move(*cells), strides[0]});
   for (const std::string& name : group.children()) {
     if ((!spec.only.empty() && !listed(spec.only, name)) || listed(spec.except, name)) continue;
-    if (auto cells = column_of(group, name, dims)) columns.push_back({name, std::move(*cells), 1});
+    if (auto cells = column_of(group, name, dims)) columns.push_back({column(name), std::move(*cells), 1});
   }
   for (const char* name : spec.row_attrs) {
     if (!group.has_attr(name)) continue;
     std::vector<std::string> values = group.attr_strings(name);
-    if (values.size() == rows) columns.push_back({name, std::move(values), 1});
+    if (values.size() == rows) columns.push_back({column(name), std::move(values), 1});
   }
+  // Appended, not set: a value named as a setting comes after it, and ColumnIndex::line_up puts
+  // the later one in the column, as set_cell would.
   for (hsize_t r = 0; r < rows; ++r) {
     std::vector<Cell> cells = fixed;
-    if (spec.indices.empty()) set_cell(cells, "row", std::to_string(r));
+    if (spec.indices.empty()) cells.emplace_back("row", std::to_string(r));
     for (size_t k = 0; k < spec.indices.size(); ++k)
-      set_cell(cells, spec.indices[k], std::to_string(r / strides[k] % dims[k]));
-    for (const RowColumn& c : columns) set_cell(cells, column(c.name), c.cells[r / c.stride]);
+      cells.emplace_back(spec.indices[k], std::to_string(r / strides[k] % dims[k]));
+    for (const RowColumn& c : columns) cells.emplace_back(c.column, c.cells[r / c.stride]);
     sink(cells);
   }
-}
-
-std::set<std::string> label_keys_of(const std::vector<Run>& runs) {
-  std::set<std::string> keys;
-  for (const Run& run : runs)
-    for (const auto& label : run.labels) keys.insert(label.first);
-  return keys;
 }
 
 // Every row of one kind, run by run, to `sink`.
 void for_each_row(const TableSpec& spec, const std::vector<Run>& runs, const std::set<std::string>& label_keys,
                   const RowSink& sink) {
-  const std::vector<std::string> parts = split_path(spec.path);
+  const std::vector<std::string> parts = split_list(spec.path, '/');
   for (const Run& run : runs) {
     if (run.program != spec.program) continue;
     // The file read whole and matched its checksum (load_campaign): a value here that cannot be
@@ -319,7 +307,7 @@ void append_csv_line(std::string& text, const std::vector<std::string>& cells) {
 }  // namespace
 
 std::vector<CsvTable> build_tables(const std::vector<Run>& runs, bool samples) {
-  const std::set<std::string> label_keys = label_keys_of(runs);
+  const std::set<std::string> label_keys = sb::label_keys(runs);
   std::vector<CsvTable> tables;
   for (const TableSpec& spec : table_specs()) {
     if (spec.samples && !samples) continue;
@@ -349,7 +337,7 @@ std::vector<TableFile> write_tables(const std::vector<Run>& runs, bool samples, 
   std::error_code error;
   std::filesystem::create_directories(folder, error);
   if (error) throw LibraryError("cannot create '" + folder + "': " + error.message());
-  const std::set<std::string> label_keys = label_keys_of(runs);
+  const std::set<std::string> label_keys = sb::label_keys(runs);
   std::vector<TableFile> written;
   for (const TableSpec& spec : table_specs()) {
     if (spec.samples && !samples) continue;
