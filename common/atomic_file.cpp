@@ -54,12 +54,17 @@ void write_file_atomically(const std::string& path, std::string_view bytes, bool
   file.commit(sync);
 }
 
-std::string folder_in_the_way(const std::string& path) {
-  return std::filesystem::is_directory(path) ? "cannot create '" + path + "': " + std::strerror(EISDIR) : "";
+std::string not_a_file_in_the_way(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);  // a link's target
+  if (std::filesystem::is_directory(status)) return "cannot create '" + path + "': " + std::strerror(EISDIR);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    return "will not replace '" + path + "': not a regular file (a device, a pipe or a socket)";
+  return "";
 }
 
 std::string why_not_writable(const std::string& path) {
-  if (std::string folder = folder_in_the_way(path); !folder.empty()) return folder;
+  if (std::string in_the_way = not_a_file_in_the_way(path); !in_the_way.empty()) return in_the_way;
   const std::string probe = path + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return "cannot create '" + path + "': " + std::strerror(errno);
@@ -77,6 +82,15 @@ void publish_finished_file(const std::string& temporary, const std::string& path
     ::close(fd);
     if (rc != 0) throw LibraryError("cannot flush to disk '" + path + "': " + std::strerror(error));
   }
+  // Checked again here, for the writers that checked nothing before their work: a rename over a
+  // device node (as root) would delete it.
+  std::error_code error;
+  const std::filesystem::file_status target = std::filesystem::symlink_status(path, error);
+  if (std::filesystem::exists(target) && !std::filesystem::is_regular_file(target) &&
+      !std::filesystem::is_symlink(target))
+    throw LibraryError(std::filesystem::is_directory(target)
+                           ? "cannot create '" + path + "': " + std::strerror(EISDIR)
+                           : "will not replace '" + path + "': not a regular file (a device, a pipe or a socket)");
   if (std::rename(temporary.c_str(), path.c_str()) != 0)
     throw LibraryError("cannot rename the finished '" + path + "': " + std::strerror(errno));
 }

@@ -16,13 +16,16 @@ namespace sb {
 void write_file_atomically(const std::string& path, std::string_view bytes, bool sync);
 
 // The last step of both: syncs the closed, finished `temporary` to disk when `sync`, and renames it
-// to `path`. Throws LibraryError naming `path` with the system's reason; the temporary is then
-// the caller's to remove.
+// to `path`. Throws LibraryError naming `path` with the system's reason (or, where something
+// other than a regular file or a link is at `path`, saying so: not_a_file_in_the_way); the
+// temporary is then the caller's to remove.
 void publish_finished_file(const std::string& temporary, const std::string& path, bool sync);
 
-// "cannot create 'PATH': Is a directory" when `path` names a folder, else "": a folder would take
-// the temporary file inside it (FOLDER/.tmp-PID) and fail only at the rename, after all the work.
-std::string folder_in_the_way(const std::string& path);
+// "" when `path` is free or names a regular file (or a link to one), else why the finished file
+// cannot go there: a folder would take the temporary file inside it (FOLDER/.tmp-PID) and fail
+// only at the rename, after all the work; a device, pipe or socket (--out /dev/null) would be
+// replaced by the rename, which for a process run as root deletes the device node itself.
+std::string not_a_file_in_the_way(const std::string& path);
 
 // "" when a file can be created at `path` now (tried with an empty temporary, removed at once),
 // else "cannot create 'PATH': <the system's reason>". For checking an output path before any work,

@@ -23,7 +23,8 @@ ResultsFile::ResultsFile(std::string final_path, Build build, const std::string&
   // In memory, commit() writes through write_file_atomically's own temporary, FINAL.tmp-PID.
   SB_CHECK(build == Build::on_disk || tag.empty(), "a tagged temporary is for files built on disk");
   h5::silence_error_stack();
-  if (const std::string folder = folder_in_the_way(final_path_); !folder.empty()) throw UsageError(folder);
+  if (const std::string in_the_way = not_a_file_in_the_way(final_path_); !in_the_way.empty())
+    throw UsageError(in_the_way);
   // Try the plain open first: it tells a bad path (bad input) from a full disk (a fault).
   const int fd = ::open(temporary_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {

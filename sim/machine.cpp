@@ -1,11 +1,11 @@
 #include "sim/machine.hpp"
 
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include "common/sizes.hpp"
 #include "common/text_fields.hpp"
+#include "common/text_input.hpp"
 #include "common/usage_error.hpp"
 
 namespace sb::sim {
@@ -282,13 +282,7 @@ Machine parse_machine(const std::string& text, const std::string& what) {
   return machine;
 }
 
-Machine read_machine(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("cannot read machine file '" + path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_machine(text.str(), path);
-}
+Machine read_machine(const std::string& path) { return parse_machine(read_text_input(path, "machine file"), path); }
 
 std::string format_machine(const Machine& m) {
   std::ostringstream out;

@@ -1,16 +1,15 @@
 #include "collectives/buckets/backward_profile.hpp"
 
-#include <fstream>
 #include <sstream>
 
 #include "common/atomic_file.hpp"
+#include "common/text_input.hpp"
 #include "common/usage_error.hpp"
 
 namespace sb {
 
 BackwardProfile read_backward_profile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("cannot read profile '" + path + "'");
+  std::istringstream in(read_text_input(path, "profile"));
   BackwardProfile profile;
   std::string line;
   int number = 0;
