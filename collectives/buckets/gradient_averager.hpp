@@ -38,6 +38,10 @@ class GradientAverager {
   // This rank's gradients count `weight` times in the average (default 1); set between steps.
   virtual void set_weight(float weight) = 0;
   virtual const BucketPlan& plan() const = 0;
+  // Each bucket's reduction in the last step, (start, end) in MPI_Wtime seconds, by bucket (a
+  // polled bucket's end: when a test found it complete); empty where the host does not see them
+  // (the device exchange's run on a stream).
+  virtual std::vector<std::pair<double, double>> bucket_spans() const { return {}; }
 
   // What the exchange carries from one step to the next on this rank: error feedback's residuals
   // and compressors' warm starts, per bucket, named; empty without either. Checkpoints keep it,

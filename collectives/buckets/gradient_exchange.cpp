@@ -34,7 +34,10 @@ GradientExchange::GradientExchange(MPI_Comm comm, const ExchangeConfig& config, 
   impl_ = info->create(comm_, config.impl);
   if (impl_->memory() != Memory::host)
     throw UsageError("allreduce '" + config.algorithm + "' works on device buffers; training here is on the host");
-  for (const Bucket& b : plan_.buckets) fused_.emplace_back(b.count);
+  // The fused buffers come from the implementation, as sb-allreduce's do: the shm transport's ranks
+  // read each other's out of MPI shared windows (a collective allocation, in the same order on all).
+  for (const Bucket& b : plan_.buckets)
+    fused_.push_back(static_cast<float*>(impl_->allocate(b.count * sizeof(float))));
   if (config.compressor != "none") {
     int rank = 0;
     SB_MPI_CHECK(MPI_Comm_rank(comm_, &rank));
@@ -60,6 +63,7 @@ GradientExchange::~GradientExchange() {
   }
   changed_.notify_all();
   if (thread_.joinable()) thread_.join();
+  for (float* fused : fused_) impl_->release(fused);
   impl_.reset();
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
@@ -107,7 +111,7 @@ void GradientExchange::tensor_ready(size_t tensor) {
 }
 
 void GradientExchange::pack(size_t bucket) {
-  float* fused = fused_[bucket].data();
+  float* fused = fused_[bucket];
   for (const BucketPiece& piece : plan_.buckets[bucket].pieces) {
     const float* in = gradients_[piece.tensor] + piece.offset;
     if (weight_ == 1.0f) {
@@ -120,7 +124,7 @@ void GradientExchange::pack(size_t bucket) {
 }
 
 void GradientExchange::unpack(size_t bucket, float scale) {
-  const float* fused = fused_[bucket].data();
+  const float* fused = fused_[bucket];
   for (const BucketPiece& piece : plan_.buckets[bucket].pieces) {
     float* out = gradients_[piece.tensor] + piece.offset;
     const float* in = fused + piece.bucket_offset;
@@ -132,7 +136,7 @@ void GradientExchange::reduce(size_t bucket) {
   const double start = MPI_Wtime();
   const Bucket& b = plan_.buckets[bucket];
   pack(bucket);
-  float* fused = fused_[bucket].data();
+  float* fused = fused_[bucket];
   float scale = 1.0f / static_cast<float>(ranks_);
   if (compressed_.empty()) {
     impl_->run(fused, fused, b.count, DataType::float32, RedOp::sum);
@@ -156,7 +160,7 @@ void GradientExchange::post(size_t bucket) {
   SB_CHECK(plan_.buckets[bucket].count <= static_cast<size_t>(INT_MAX), "a bucket larger than MPI's int count");
   const double start = MPI_Wtime();
   pack(bucket);
-  SB_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, fused_[bucket].data(), static_cast<int>(plan_.buckets[bucket].count),
+  SB_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, fused_[bucket], static_cast<int>(plan_.buckets[bucket].count),
                               MPI_FLOAT, MPI_SUM, comm_, &requests_[bucket]));
   bucket_start_[bucket] = start;
   posted_.push_back(bucket);
@@ -228,6 +232,12 @@ void GradientExchange::run_thread() {
   }
 }
 
+std::vector<std::pair<double, double>> GradientExchange::bucket_spans() const {
+  std::vector<std::pair<double, double>> spans;
+  for (size_t b = 0; b < bucket_start_.size(); ++b) spans.emplace_back(bucket_start_[b], bucket_end_[b]);
+  return spans;
+}
+
 ExchangeTimes GradientExchange::finish() {
   const double start = MPI_Wtime();
   if (!overlap_) {
@@ -248,8 +258,7 @@ ExchangeTimes GradientExchange::finish() {
     posted_.clear();
     // Posted buckets are in flight together: their communication time is the union of their
     // intervals (what the thread's one-at-a-time sum also is), not the sum.
-    std::vector<std::pair<double, double>> spans;
-    for (size_t b = 0; b < plan_.buckets.size(); ++b) spans.emplace_back(bucket_start_[b], bucket_end_[b]);
+    std::vector<std::pair<double, double>> spans = bucket_spans();
     std::sort(spans.begin(), spans.end());
     communication_s_ = 0;
     double covered_to = -1e300;

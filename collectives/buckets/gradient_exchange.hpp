@@ -77,6 +77,7 @@ class GradientExchange final : public GradientAverager {
   // When each bucket's reduction started and ended in the last step (MPI_Wtime seconds), by bucket.
   const std::vector<double>& bucket_start() const { return bucket_start_; }
   const std::vector<double>& bucket_end() const { return bucket_end_; }
+  std::vector<std::pair<double, double>> bucket_spans() const override;
   int ranks() const { return ranks_; }
 
  private:
@@ -102,7 +103,7 @@ class GradientExchange final : public GradientAverager {
   std::unique_ptr<AllreduceImpl> impl_;
   std::vector<std::unique_ptr<CompressedAllreduce>> compressed_;  // per bucket, when compressing
   uint64_t step_ = 0;
-  std::vector<std::vector<float>> fused_;  // one buffer per bucket
+  std::vector<float*> fused_;  // one buffer per bucket, from impl_->allocate()
 
   std::mutex mutex_;
   std::condition_variable changed_;

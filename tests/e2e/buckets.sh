@@ -24,6 +24,12 @@ check "--progress thread,poll exits 0" test $? -eq 0
 check "polled rows for each strategy and size" test "$(grep -cE '^  (ddp|partition)@poll ' "$WORK/poll.txt")" -eq 4
 check "the polled best is compared with the thread's" test "$(grep -c "x the thread's best" "$WORK/poll.txt")" -eq 2
 check "the file has the polled groups" bash -c "h5ls '$WORK/poll.h5/buckets' | grep -q '^ddp@poll '"
+# A schedule on the shm transport: the buckets' fused buffers must be in shared windows (they were
+# not, and the first reduction ended the job).
+$MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy ddp,per-tensor -b 1 -e 1 -n 1 \
+  --algo ring --transport shm --out "$WORK/shm.h5" >"$WORK/shm.txt" 2>&1
+check "--algo ring --transport shm exits 0" test $? -eq 0
+check "with a row for each strategy" test "$(grep -cE '^  (ddp|per-tensor) ' "$WORK/shm.txt")" -eq 2
 h5dump -H "$out" >"$WORK/header.txt" 2>&1
 check "h5dump reads the file" test $? -eq 0
 check_schema "$out"

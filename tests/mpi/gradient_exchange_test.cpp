@@ -68,6 +68,27 @@ TEST(GradientExchange, EveryRankGetsTheAverageOfEveryTensor) {
   }
 }
 
+// Schedules on either host transport, sb-train's --algo X --transport mpi|shm: the shm transport
+// reads peers' buckets out of shared windows, so the exchange's fused buffers must come from it
+// (they were plain vectors once, and every step ended the job: "not in a shared window").
+TEST(GradientExchange, SchedulesOnEachHostTransportAverageEveryTensor) {
+  const std::vector<GradientTensor> tensors = {{"w1", 4608}, {"b1", 32}, {"w2", 9216}, {"b2", 32}, {"fc", 650}};
+  for (const char* algorithm : {"ring", "rabenseifner", "dbtree"})
+    for (Transport transport : {Transport::mpi, Transport::shm})
+      for (bool overlap : {true, false}) {
+        ExchangeConfig config;
+        config.algorithm = algorithm;
+        config.impl.transport = transport;
+        config.overlap = overlap;
+        Gradients grads(tensors);
+        GradientExchange exchange(MPI_COMM_WORLD, config, plan_buckets(tensors, BucketStrategy::fixed, 0.02),
+                                  grads.pointers);
+        for (int step = 0; step < 2; ++step)
+          EXPECT_EQ(wrong_after_step(exchange, grads, step, [](size_t n) { return static_cast<int>(n % 89); }), 0u)
+              << algorithm << "@" << name_of(transport) << (overlap ? " overlapped" : " sequential") << " step " << step;
+      }
+}
+
 // Weighted ranks (--balance): rank r's gradient counts r + 1 times in the average.
 TEST(GradientExchange, WeightedRanksGiveTheWeightedMean) {
   int rank = 0;
