@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/check.hpp"
+#include "common/json_text.hpp"
 #include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 
@@ -38,20 +39,7 @@ std::string MlLog::number(float value) {
   return text;
 }
 
-std::string MlLog::string(const std::string& value) {
-  std::string out = "\"";
-  for (char c : value) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
+std::string MlLog::string(const std::string& value) { return json_string(value); }
 
 std::string MlLog::epoch_metadata(int64_t epoch) { return "{\"epoch_num\": " + std::to_string(epoch) + "}"; }
 

@@ -43,16 +43,21 @@ void ProfilingBackend::bill(const std::string& kind, std::chrono::steady_clock::
 
 template <class Op>
 auto ProfilingBackend::timed(const std::string& kind, Op&& op) -> decltype(op()) {
-  if (!timing_) return op();
+  if (!timing_ && !trace_) return op();
   const Clock::time_point start = Clock::now();
+  const auto done = [&] {
+    if (timing_) {
+      inner_->synchronize();
+      bill(kind, start);
+    }
+    if (trace_) trace_->span(trace_track_, kind, "op", start, Clock::now());
+  };
   if constexpr (std::is_void_v<decltype(op())>) {
     op();
-    inner_->synchronize();
-    bill(kind, start);
+    done();
   } else {
     auto value = op();
-    inner_->synchronize();
-    bill(kind, start);
+    done();
     return value;
   }
 }

@@ -1,11 +1,12 @@
 #pragma once
-// A backend that times the ops of another backend, by kind (sb-train --profile-ops): while timing
-// is on, each op is followed by a wait for the device, and the wall time from its call to the end
-// of that wait is added to its kind ("conv 3x3 backward-weights", "batchnorm backward", ...).
-// Waiting after every op takes away the overlap of the host's launches with the device's work, so
-// on a GPU the ops add up to more than an unprofiled step (by the launch latency the waits
-// expose); what the profile is for is attributing a step's time to ops, on any backend.
-// Convolutions are told apart by kernel and stride, so the 7x7 stem shows on its own.
+// A backend that times the ops of another backend, by kind (sb-train --profile-ops; and the op
+// spans of sb-train --trace): while timing is on, each op is followed by a wait for the device,
+// and the wall time from its call to the end of that wait is added to its kind ("conv 3x3
+// backward-weights", "batchnorm backward", ...). Waiting after every op takes away the overlap
+// of the host's launches with the device's work, so on a GPU the ops add up to more than an
+// unprofiled step (by the launch latency the waits expose); what the profile is for is
+// attributing a step's time to ops, on any backend. Convolutions are told apart by kernel and
+// stride, so the 7x7 stem shows on its own.
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/trace_events.hpp"
 #include "models/backend.hpp"
 
 namespace sb::models {
@@ -30,6 +32,13 @@ class ProfilingBackend final : public Backend {
 
   // On: waits for the device first, so that work queued before is not billed to the next op.
   void set_timing(bool on);
+  // While `trace` is set (sb-train --trace; nullptr: off), each op is also recorded on its `track`
+  // as a span from its call to its return, named by its kind. Tracing alone waits for nothing:
+  // it is for the host backends, whose ops are done when they return.
+  void set_trace(TraceRecorder* trace, int track) {
+    trace_ = trace;
+    trace_track_ = track;
+  }
   // Every op kind timed so far, the most time first.
   std::vector<OpTime> profile() const;
 
@@ -86,13 +95,16 @@ class ProfilingBackend final : public Backend {
   bool can_capture() const override { return false; }
 
  private:
-  // Runs op; while timing, waits for the device after it and bills the time to `kind`.
+  // Runs op; while timing, waits for the device after it and bills the time to `kind`; while
+  // tracing, records it.
   template <class Op>
   auto timed(const std::string& kind, Op&& op) -> decltype(op());
   void bill(const std::string& kind, std::chrono::steady_clock::time_point start);
 
   std::unique_ptr<Backend> inner_;
   bool timing_ = false;
+  TraceRecorder* trace_ = nullptr;
+  int trace_track_ = 0;
   std::map<std::string, OpTime> ops_;
 };
 

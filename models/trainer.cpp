@@ -85,6 +85,10 @@ void validate(const TrainConfig& c, int nranks) {
     throw UsageError("--profile-ops " + std::to_string(c.profile_ops) + " needs --steps of at least " +
                      (c.profile_ops > INT64_MAX - 2 ? std::string("2^63") : std::to_string(c.profile_ops + 2)) +
                      " (a first step that warms up, then the profiled ones, then one for the throughput)");
+  if (!c.trace.empty() && c.trace_steps < 1) throw UsageError("--trace-steps must be at least 1");
+  if (!c.trace.empty() && c.backend == "cudnn")
+    throw UsageError("--trace times ops on the host, where a GPU's run asynchronously: for a GPU's timeline "
+                     "run sb-train under Nsight Systems (nsys profile)");
   if (!c.inject_overflow_steps.empty() && c.loss_scale == 0 && c.precision != Precision::fp16)
     throw UsageError("an injected overflow needs loss scaling (fp16 or a loss scale)");
   if (c.straggler_rank >= nranks) throw UsageError("--straggler names rank " + std::to_string(c.straggler_rank) +
@@ -121,7 +125,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   validate(config, nranks_);
   mllog_.start("init_start");
   backend_ = make_training_backend(config, comm);
-  if (config.profile_ops > 0) {
+  if (config.profile_ops > 0 || !config.trace.empty()) {
     auto profiler = std::make_unique<ProfilingBackend>(std::move(backend_));
     profiler_ = profiler.get();
     backend_ = std::move(profiler);
@@ -355,17 +359,21 @@ TrainResult TrainingRun::execute() {
     if (epoch != state_.epoch) state_.epoch_loss_sum = 0, state_.epoch_samples = 0;
     state_.epoch = epoch;
     while (!stop) {
+      const int64_t run_here = static_cast<int64_t>(result_.step_seconds.size());  // this process's steps so far
+      tracing_ = trace_step_begins(run_here);
       const Clock::time_point step_start = Clock::now();
       StepTimes times;
       std::optional<Batch> batch = next_batch(times);
       if (!batch) break;
+      if (tracing_) trace_.span(kComputeTrack, "data (waiting for the loader)", "step", step_start, Clock::now());
       const double lr = learning_rate(state_.step);
       // --profile-ops: this process's steps 2 .. N + 1, each op timed alone.
-      const int64_t run_here = static_cast<int64_t>(result_.step_seconds.size());
       const bool profiled = profiler_ && run_here >= 1 && run_here <= config_.profile_ops;
       if (profiled) profiler_->set_timing(true);
+      if (tracing_) profiler_->set_trace(&trace_, kComputeTrack);
       const double loss_sum = train_step(*batch, state_.step, times);
       if (profiled) profiler_->set_timing(false);
+      if (tracing_) trace_step_ends(run_here, state_.step + 1, batch->count(), step_start);
       const double step_s = seconds_since(step_start);
       train_seconds += step_s;
       state_.epoch_loss_sum += loss_sum;
@@ -450,6 +458,7 @@ TrainResult TrainingRun::execute() {
     if (!config_.checkpoint_dir.empty() && (epoch + 1) % config_.checkpoint_every == 0 && !stop && !last_epoch) save();
   }
   if (!config_.checkpoint_dir.empty()) save();  // where the run stopped, epoch end or not
+  if (!config_.trace.empty() && !trace_written_) write_trace_file();  // the run ended inside the window, or before
   const bool aborted = config_.target_accuracy > 0 && !result_.reached_target;
   mllog_.end("run_stop", std::string("{\"status\": \"") + (aborted ? "aborted" : "success") + "\"}");
   const double skipped_samples =

@@ -38,6 +38,11 @@ struct TrainConfig {
   // Steps whose ops are timed one by one (ProfilingBackend), from this process's second step on
   // (the first creates primitives and plans); 0: none. They are left out of the throughput.
   int64_t profile_ops = 0;
+  // A Chrome trace (TraceRecorder) of this process's steps 2 to trace_steps + 1 on every rank: each
+  // op, the step's phases, each gradient's readiness and each bucket's reduction; empty: none.
+  // Host backends only (their ops are done when they return).
+  std::string trace;
+  int64_t trace_steps = 3;
   int64_t image_size = 224;  // imagefolder data: the crop size
   int64_t batch = 128;       // global batch
   int64_t eval_batch = 500;

@@ -1,11 +1,11 @@
 #pragma once
 // One training run on this rank (private to the trainer, behind models/trainer.hpp's train()):
 // the model, its optimizer, the loaders and the gradient exchange, and the loop over epochs and
-// steps. Its methods live in five files: trainer.cpp (set-up, evaluation, the epoch loop),
+// steps. Its methods live in six files: trainer.cpp (set-up, evaluation, the epoch loop),
 // training_run_step.cpp (one step, recorded or not), training_run_schedules.cpp (what changes
 // between epochs: image size, batch, shares, learning rate), training_run_checkpoint.cpp
-// (saving, and taking back the exchange's state) and training_run_mllog.cpp (the MLPerf log's
-// set-up keys).
+// (saving, and taking back the exchange's state), training_run_mllog.cpp (the MLPerf log's
+// set-up keys) and training_run_trace.cpp (--trace's timeline).
 #include <mpi.h>
 
 #include <array>
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collectives/buckets/gradient_averager.hpp"
+#include "common/trace_events.hpp"
 #include "models/data/dataset.hpp"
 #include "models/data/host_memory.hpp"
 #include "models/data/loader.hpp"
@@ -95,6 +96,12 @@ class TrainingRun {
   void log_mlperf_setup();
   void log_weights_initialization();
   void log_lr_schedule();
+  // --trace: whether this process's step number `run_here` (0-based) is traced; starts the
+  // timeline at the first (collective) and writes it after the last (collective).
+  bool trace_step_begins(int64_t run_here);
+  void trace_step_ends(int64_t run_here, int64_t step, int64_t images, Clock::time_point step_start);
+  void trace_step_phases(Clock::time_point start, Clock::time_point backward_end, Clock::time_point optimizer_start);
+  void write_trace_file();
 
   // Progress, and the phase a fault message names ("... while training, step 8 done").
   void beat(const std::string& phase) const {
@@ -108,7 +115,14 @@ class TrainingRun {
   int rank_ = 0, nranks_ = 1;
   MlLog mllog_;
   std::unique_ptr<Backend> backend_;
-  ProfilingBackend* profiler_ = nullptr;  // backend_ itself under --profile-ops
+  ProfilingBackend* profiler_ = nullptr;  // backend_ itself under --profile-ops or --trace
+  // --trace: the timeline of this process's steps 2 .. trace_steps + 1, its rows, and whether the
+  // step now running is in it; written once the last of them is done (or the run ends before).
+  TraceRecorder trace_;
+  enum TraceTrack : int { kComputeTrack = 0, kCommunicationTrack = 1 };
+  bool tracing_ = false;
+  bool trace_written_ = false;
+  int64_t trace_first_step_ = 0, trace_last_step_ = 0;  // the run's step numbers traced
   Clock::time_point run_start_;
   DataSplits data_;
   ImageShape image_;

@@ -111,6 +111,7 @@ void TrainingRun::gradient_ready(size_t p) {
     backend_->copy(accumulated_[p], grad);
     backend_->scale(grad, 1.0f / static_cast<float>(micro));
   }
+  if (tracing_) trace_.instant(kComputeTrack, model_->parameters()[p]->name, "gradient ready", Clock::now());
   if (exchange_) exchange_->tensor_ready(p);
 }
 
@@ -255,6 +256,7 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
   const Clock::time_point optimizer_start = Clock::now();
   if (!stepped) optimizer_step();
   backend_->synchronize();
+  if (tracing_) trace_step_phases(start, backward_end, optimizer_start);
   times.compute_s = std::chrono::duration<double>(backward_end - start).count() + seconds_since(optimizer_start);
   bool applied = true;
   if (loss_scale_) {

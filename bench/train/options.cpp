@@ -4,6 +4,7 @@
 
 #include "collectives/allreduce_impl.hpp"
 #include "collectives/compress/compressor.hpp"
+#include "common/atomic_file.hpp"
 #include "common/command_line.hpp"
 #include "common/distinct_files.hpp"
 #include "common/text_fields.hpp"
@@ -44,6 +45,10 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   app.add_option("--profile-ops", c.profile_ops,
                  "time each op alone (the device waited for after it) in steps 2 to N + 1, and print where the "
                  "step's time goes, by op kind; those steps are left out of the throughput [0: off]");
+  app.add_option("--trace", c.trace,
+                 "write a Chrome trace (ui.perfetto.dev, chrome://tracing) of every rank's ops, phases and bucket "
+                 "reductions in steps 2 to --trace-steps + 1 (host backends)");
+  app.add_option("--trace-steps", c.trace_steps, "steps in the --trace [3]");
   app.add_option("--loss-scale", c.loss_scale,
                  "initial dynamic loss scale (1 to 2^24), halved on overflow (the step skipped), doubled after 2000 "
                  "clean steps [65536 under fp16, none otherwise]");
@@ -186,7 +191,10 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   // Three files: --out naming the checkpoint trained, then lost both (neither could replace the other).
   require_distinct_files({{"--out", o.out},
                           {"--checkpoint", c.checkpoint_dir.empty() ? "" : models::checkpoint_path(c.checkpoint_dir)},
-                          {"--mllog", c.mllog}});
+                          {"--mllog", c.mllog},
+                          {"--trace", c.trace}});
+  if (!c.trace.empty())
+    if (const std::string why = why_not_writable(c.trace); !why.empty()) throw UsageError("--trace: " + why);
   return o;
 }
 

@@ -21,6 +21,8 @@ void write_config(const h5::Node& group, const models::TrainConfig& c) {
   group.set_attr("cuda_graph", static_cast<int64_t>(c.cuda_graph));
   group.set_attr("loss_scale", c.loss_scale);
   group.set_attr("profile_ops", c.profile_ops);
+  group.set_attr("trace", c.trace);
+  group.set_attr("trace_steps", c.trace.empty() ? int64_t{0} : c.trace_steps);
   group.set_attr("image_size", c.image_size);
   group.set_attr("batch", c.batch);
   group.set_attr("eval_batch", c.eval_batch);

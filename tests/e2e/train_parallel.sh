@@ -104,6 +104,40 @@ $MPIRUN_FAILFAST -np 2 $SB --steps 1 --backend cudnn --cuda-graph --bn-span 2 --
 check "--cuda-graph with --bn-span is refused (exit 2), and why" \
   bash -c "test $? -eq 2 && grep -q 'cuda-graph cannot record --bn-span' '$WORK/graph2.txt' && test ! -e '$WORK/graph2.h5'"
 
+# --- --trace: a Chrome trace of both ranks' steps 2 to 4, the ring on the shm transport ------
+# (the shm transport once ended every sb-train step: the buckets were not in shared windows)
+$TRAIN 2 $SB --data synthetic:64 --model resnet20 --image-size 32 --batch 16 --steps 6 --print-every 0 \
+  --algo ring --transport shm --trace "$WORK/trace.json" --out "$WORK/trace.h5" >"$WORK/trace.txt" 2>&1
+check "2 ranks, ring on shm buckets, with --trace: exit 0" test $? -eq 0
+check "the trace is said" grep -qE '^\[trace\] [0-9]+ events of 2 ranks, steps 2 to 4, written to .*trace.json' "$WORK/trace.txt"
+check "the trace is JSON with its two rows named on each rank" test \
+  "$(jq '[.traceEvents[] | select(.ph == "M" and .name == "thread_name")] | length' "$WORK/trace.json")" -eq 4
+buckets=$(sed -n 's/^\[config\] gradients: .*(\([0-9]*\) buckets\{0,1\}).*/\1/p' "$WORK/trace.txt")
+for r in 0 1; do
+  count() { jq "[.traceEvents[] | select(.pid == $r and $1)] | length" "$WORK/trace.json"; }
+  check "rank $r: steps 2, 3 and 4" test "$(count '.cat == "step" and (.name | startswith("step "))')" -eq 3
+  check "rank $r: ResNet-20's 65 gradients handed to the exchange in each" \
+    test "$(count '.ph == "i" and .cat == "gradient ready"')" -eq 195
+  check "rank $r: each of the ${buckets:-?} buckets reduced in each, on the communication row" \
+    test "$(count '.tid == 1 and .cat == "allreduce"')" -eq $((3 * ${buckets:-0})) -a "${buckets:-0}" -ge 1
+  check "rank $r: the ops, convolutions among them, each inside its step" test "$(jq "
+    [.traceEvents[] | select(.pid == $r and .cat == \"step\" and (.name | startswith(\"step \")))] as \$steps |
+    [.traceEvents[] | select(.pid == $r and .cat == \"op\") | . as \$op |
+     select(any(\$steps[]; .ts <= \$op.ts and \$op.ts + \$op.dur <= .ts + .dur + 0.01))] | length" "$WORK/trace.json")" \
+    -eq "$(count '.cat == "op"')" -a "$(count '.cat == "op" and (.name | startswith("conv 3x3"))')" -gt 0
+done
+# What the trace is for: a bucket reduced while backward still runs (on either rank, in any step).
+check "the trace shows a bucket starting before its step's backward ended" test "$(jq '
+  [.traceEvents[] | select(.name == "forward and backward")] as $fb |
+  [.traceEvents[] | select(.cat == "allreduce") | . as $b |
+   select(any($fb[]; .pid == $b.pid and .ts <= $b.ts and $b.ts < .ts + .dur))] | length' "$WORK/trace.json")" -ge 1
+check "the run records its trace" grep -q '(0): 3' <(h5dump -a /train/config/trace_steps "$WORK/trace.h5")
+$MPIRUN_FAILFAST -np 2 $SB --steps 1 --trace "$WORK/t0.json" --trace-steps 0 --out "$WORK/t0.h5" >"$WORK/t0.txt" 2>&1
+check "--trace-steps 0 is refused (exit 2)" bash -c "test $? -eq 2 && grep -q 'trace-steps must be at least 1' '$WORK/t0.txt'"
+$MPIRUN_FAILFAST -np 2 $SB --steps 1 --trace /dev/null --out "$WORK/t0.h5" >"$WORK/t0.txt" 2>&1
+check "--trace /dev/null is refused (exit 2): the finished file's rename would replace the device" \
+  bash -c "test $? -eq 2 && grep -q \"will not replace '/dev/null'\" '$WORK/t0.txt' && test -c /dev/null"
+
 # --- --balance: a 5x straggler gets a smaller share of the batch from epoch 2 --------------
 # (5x, not 3x: rank 0's measured speed suffers from whatever else loads a 2-core machine, and at
 # 3x a busy machine once gave 39:25 rather than the 48:16 that the ranks' speeds make.)
