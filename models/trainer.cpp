@@ -87,8 +87,8 @@ void validate(const TrainConfig& c, int nranks) {
                      " (a first step that warms up, then the profiled ones, then one for the throughput)");
   if (!c.trace.empty() && c.trace_steps < 1) throw UsageError("--trace-steps must be at least 1");
   if (!c.trace.empty() && c.backend == "cudnn")
-    throw UsageError("--trace times ops on the host, where a GPU's run asynchronously: for a GPU's timeline "
-                     "run sb-train under Nsight Systems (nsys profile)");
+    throw UsageError("--trace times ops as the host sees them, and a GPU runs its ops asynchronously: for a GPU's "
+                     "timeline run sb-train under Nsight Systems (nsys profile)");
   if (!c.inject_overflow_steps.empty() && c.loss_scale == 0 && c.precision != Precision::fp16)
     throw UsageError("an injected overflow needs loss scaling (fp16 or a loss scale)");
   if (c.straggler_rank >= nranks) throw UsageError("--straggler names rank " + std::to_string(c.straggler_rank) +
