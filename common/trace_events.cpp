@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <stdexcept>
@@ -44,6 +45,11 @@ void TraceRecorder::instant(int track, std::string_view name, std::string_view c
 void TraceRecorder::append(char phase, int track, std::string_view name, std::string_view category,
                            double start_us, double duration_us, std::string_view args_json) {
   if (!started_) throw std::logic_error("an event recorded before its trace started");
+  // A time that is not a finite number of microseconds within a day of the origin (a clock read
+  // wrong) would not be JSON, or would not fit `head`: it goes in as 0 rather than spoil the file.
+  const auto sane = [](double us) { return std::isfinite(us) && std::fabs(us) < 8.64e10 ? us : 0.0; };
+  start_us = sane(start_us);
+  duration_us = sane(duration_us);
   char head[160];
   std::snprintf(head, sizeof head, "{\"ph\":\"%c\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,", phase, pid_, track, start_us);
   text_ += head;
