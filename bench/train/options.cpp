@@ -188,7 +188,8 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   models::make_resnet_config(c.model, 1, 2, 28, 0);  // an unknown model is a usage error now
   for (const std::string& label : label_texts) add_label(o.labels, label);
   c.submission = models::mlperf_submission(o.labels);
-  // Three files: --out naming the checkpoint trained, then lost both (neither could replace the other).
+  // The files it writes, one each: --out naming the checkpoint trained, then lost both (neither
+  // could replace the other).
   require_distinct_files({{"--out", o.out},
                           {"--checkpoint", c.checkpoint_dir.empty() ? "" : models::checkpoint_path(c.checkpoint_dir)},
                           {"--mllog", c.mllog},
