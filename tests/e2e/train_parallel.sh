@@ -3,7 +3,8 @@
 # 2 -> 3) with the same global batch; resume with compressed gradients bit-identical to a run that
 # never stopped; a fatal error on rank 0 ends the job after rank 0 saved the steps it finished;
 # and a killed rank ends the job quickly without spoiling the last checkpoint, from which
-# --resume goes on, and rank 0 saves the steps it finished.
+# --resume goes on, and rank 0 saves the steps it finished. Also: a --trace timeline of 2 ranks, and
+# the ring on the shm transport training bit-identically to the ring on mpi.
 source "$(dirname "$0")/helpers.bash"
 export OMP_NUM_THREADS=1
 TRAIN="$MPIRUN -np"
@@ -132,6 +133,18 @@ check "the trace shows a bucket starting before its step's backward ended" test 
   [.traceEvents[] | select(.cat == "allreduce") | . as $b |
    select(any($fb[]; .pid == $b.pid and .ts <= $b.ts and $b.ts < .ts + .dur))] | length' "$WORK/trace.json")" -ge 1
 check "the run records its trace" grep -q '(0): 3' <(h5dump -a /train/config/trace_steps "$WORK/trace.h5")
+# The ring on shm reduces as the ring on mpi does: 20 steps at 3 ranks end with the same weights,
+# BN statistics and momentum, bit for bit.
+for transport in mpi shm; do
+  mkdir -p "$WORK/ring-$transport"
+  $TRAIN 3 $SB --batch 48 --steps 20 --print-every 0 --algo ring --transport $transport \
+    --checkpoint "$WORK/ring-$transport" --out "$WORK/ring-$transport.h5" >"$WORK/ring-$transport.txt" 2>&1
+  check "3 ranks, ring on $transport: exit 0" test $? -eq 0
+done
+for group in parameters buffers optimizer; do
+  check "ring on shm and on mpi: $group bit-identical after 20 steps" \
+    h5diff -q "$WORK/ring-mpi/checkpoint.h5" "$WORK/ring-shm/checkpoint.h5" /checkpoint/$group
+done
 $MPIRUN_FAILFAST -np 2 $SB --steps 1 --trace "$WORK/t0.json" --trace-steps 0 --out "$WORK/t0.h5" >"$WORK/t0.txt" 2>&1
 check "--trace-steps 0 is refused (exit 2)" bash -c "test $? -eq 2 && grep -q 'trace-steps must be at least 1' '$WORK/t0.txt'"
 $MPIRUN_FAILFAST -np 2 $SB --steps 1 --trace /dev/null --out "$WORK/t0.h5" >"$WORK/t0.txt" 2>&1
