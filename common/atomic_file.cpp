@@ -54,13 +54,23 @@ void write_file_atomically(const std::string& path, std::string_view bytes, bool
   file.commit(sync);
 }
 
-std::string not_a_file_in_the_way(const std::string& path) {
-  std::error_code error;
-  const std::filesystem::file_status status = std::filesystem::status(path, error);  // a link's target
+namespace {
+
+// Why what `status` describes at `path` may not be replaced by a finished file; "" when nothing is
+// there, or a regular file, or a link (which the rename replaces, leaving its target alone).
+std::string in_the_way(const std::string& path, std::filesystem::file_status status) {
   if (std::filesystem::is_directory(status)) return "cannot create '" + path + "': " + std::strerror(EISDIR);
-  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status) &&
+      !std::filesystem::is_symlink(status))
     return "will not replace '" + path + "': not a regular file (a device, a pipe or a socket)";
   return "";
+}
+
+}  // namespace
+
+std::string not_a_file_in_the_way(const std::string& path) {
+  std::error_code error;
+  return in_the_way(path, std::filesystem::status(path, error));  // a link's target
 }
 
 std::string why_not_writable(const std::string& path) {
@@ -85,12 +95,8 @@ void publish_finished_file(const std::string& temporary, const std::string& path
   // Checked again here, for the writers that checked nothing before their work: a rename over a
   // device node (as root) would delete it.
   std::error_code error;
-  const std::filesystem::file_status target = std::filesystem::symlink_status(path, error);
-  if (std::filesystem::exists(target) && !std::filesystem::is_regular_file(target) &&
-      !std::filesystem::is_symlink(target))
-    throw LibraryError(std::filesystem::is_directory(target)
-                           ? "cannot create '" + path + "': " + std::strerror(EISDIR)
-                           : "will not replace '" + path + "': not a regular file (a device, a pipe or a socket)");
+  if (std::string why = in_the_way(path, std::filesystem::symlink_status(path, error)); !why.empty())
+    throw LibraryError(why);
   if (std::rename(temporary.c_str(), path.c_str()) != 0)
     throw LibraryError("cannot rename the finished '" + path + "': " + std::strerror(errno));
 }
