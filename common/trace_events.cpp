@@ -42,6 +42,11 @@ void TraceRecorder::instant(int track, std::string_view name, std::string_view c
   append('i', track, name, category, microseconds(at), 0, args_json);
 }
 
+void TraceRecorder::instant_wtime(int track, std::string_view name, std::string_view category, double at,
+                                  std::string_view args_json) {
+  append('i', track, name, category, (at - origin_wtime_) * 1e6, 0, args_json);
+}
+
 void TraceRecorder::append(char phase, int track, std::string_view name, std::string_view category,
                            double start_us, double duration_us, std::string_view args_json) {
   if (!started_) throw std::logic_error("an event recorded before its trace started");

@@ -35,6 +35,8 @@ class TraceRecorder {
   // A moment on `track` (drawn as a tick).
   void instant(int track, std::string_view name, std::string_view category, Clock::time_point at,
                std::string_view args_json = {});
+  void instant_wtime(int track, std::string_view name, std::string_view category, double at,
+                     std::string_view args_json = {});
 
   size_t events() const { return events_; }
   // The events as JSON objects, each followed by ",\n", in process `pid` = this rank.

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/json_text.hpp"
+#include "collectives/buckets/bucket_trace.hpp"
 #include "models/training_run.hpp"
 
 namespace sb::models {
@@ -28,18 +28,7 @@ void TrainingRun::trace_step_phases(Clock::time_point start, Clock::time_point b
   if (exchange_) trace_.span(kComputeTrack, "waiting for the gradient exchange", "step", backward_end, optimizer_start);
   trace_.span(kComputeTrack, "optimizer step", "step", optimizer_start, Clock::now());
   if (!exchange_) return;
-  const BucketPlan& plan = exchange_->plan();
-  const std::vector<std::pair<double, double>> spans = exchange_->bucket_spans();
-  for (size_t b = 0; b < spans.size() && b < plan.buckets.size(); ++b) {
-    const Bucket& bucket = plan.buckets[b];
-    const std::string& first = plan.tensors[bucket.pieces.front().tensor].name;
-    const std::string& last = plan.tensors[bucket.pieces.back().tensor].name;
-    const std::string args = "\"bytes\":" + std::to_string(bucket.count * sizeof(float)) + ",\"pieces\":" +
-                             std::to_string(bucket.pieces.size()) + ",\"first\":" + json_string(first) +
-                             ",\"last\":" + json_string(last);
-    trace_.span_wtime(kCommunicationTrack, "bucket " + std::to_string(b), "allreduce", spans[b].first, spans[b].second,
-                      args);
-  }
+  trace_bucket_spans(trace_, kCommunicationTrack, exchange_->plan(), exchange_->bucket_spans());
 }
 
 void TrainingRun::trace_step_ends(int64_t run_here, int64_t step, int64_t images, Clock::time_point step_start) {

@@ -30,6 +30,7 @@ struct BucketsSettings {
   double compute_scale = 1;
   std::string algo, transport;
   int iters = 1;
+  std::string trace;  // the --trace file; empty: none
 };
 
 // Writes /buckets: the settings, the profile (backward_s, forward_s when known, tensor_ready_s,

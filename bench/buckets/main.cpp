@@ -13,11 +13,13 @@
 #include "bench/buckets/options.hpp"
 #include "bench/buckets/results_saver.hpp"
 #include "collectives/buckets/replay.hpp"
+#include "collectives/buckets/replay_trace.hpp"
 #include "common/atomic_file.hpp"
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
 #include "common/sizes.hpp"
 #include "common/stats.hpp"
+#include "common/trace_events.hpp"
 #include "common/usage_error.hpp"
 #include "common/watchdog.hpp"
 #include "models/backward_timing.hpp"
@@ -38,10 +40,22 @@ constexpr double kLongestEmulatedStepSeconds = 3600;
 
 using Row = BucketRow;
 
-// Median over steps of the slowest rank's iteration; the other figures from that same step.
-Row measure(const BucketsOptions& o, const BackwardProfile& profile, BucketStrategy strategy, double mb,
-            bool overlap, std::vector<std::vector<float>>& gradients, Watchdog& watchdog,
-            Progress progress = Progress::thread) {
+// The configuration a row measured, as --trace names its step.
+std::string configuration_name(const std::string& sweep, BucketStrategy strategy, double mb) {
+  char text[160];
+  if (sweep == "no-overlap" || sweep == "fused" || strategy == BucketStrategy::per_tensor)
+    std::snprintf(text, sizeof text, "%s", sweep.c_str());
+  else
+    std::snprintf(text, sizeof text, "%s, %g MiB %s", sweep.c_str(), mb,
+                  strategy == BucketStrategy::partition ? "partitions" : "buckets");
+  return text;
+}
+
+// Median over steps of the slowest rank's iteration; the other figures from that same step, which
+// --trace draws (the same step on every rank: all sort the same slowest times).
+Row measure(const BucketsOptions& o, const BackwardProfile& profile, const std::string& sweep, BucketStrategy strategy,
+            double mb, bool overlap, std::vector<std::vector<float>>& gradients, Watchdog& watchdog,
+            TraceRecorder* trace, Progress progress = Progress::thread) {
   std::vector<float*> pointers;
   for (auto& g : gradients) pointers.push_back(g.data());
   ExchangeConfig config = o.exchange;
@@ -71,6 +85,14 @@ Row measure(const BucketsOptions& o, const BackwardProfile& profile, BucketStrat
   row.overlap = row.communication_s > 0 ? std::clamp(1.0 - row.exposed_s / row.communication_s, 0.0, 1.0) : 1.0;
   row.bucket_start_s = median.bucket_start_s;
   row.bucket_end_s = median.bucket_end_s;
+  if (trace) {
+    char args[256];
+    std::snprintf(args, sizeof args,
+                  "\"buckets\":%zu,\"bucket_mb\":%g,\"slowest_rank_iteration_ms\":%.4f,\"exposed_ms\":%.4f,"
+                  "\"overlap\":%.4f",
+                  row.buckets, mb, row.iteration_s * 1e3, row.exposed_s * 1e3, row.overlap);
+    trace_replayed_step(*trace, configuration_name(sweep, strategy, mb), args, profile, exchange.plan(), median);
+  }
   return row;
 }
 
@@ -97,6 +119,58 @@ BackwardProfile obtain_profile(const BucketsOptions& o, const WorldLayout& layou
   return profile;
 }
 
+// One sweep per strategy and progress mode; the polled ones are named <strategy>@poll.
+struct Sweep {
+  BucketStrategy strategy;
+  Progress progress;
+  std::string name;
+  std::vector<Row> rows;
+};
+
+// Rank 0's last lines: each sweep's best size, against per-tensor and no overlap.
+void print_best_sizes(const std::vector<Sweep>& results, const Row& no_overlap, bool both_progress_modes) {
+  std::printf("# best bucket size per strategy (iteration time; vs per-tensor overlapped, vs no overlap%s):\n",
+              both_progress_modes ? ", polled vs communication thread" : "");
+  auto best_of = [](const std::vector<Row>& rows) -> const Row& {
+    return *std::min_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.iteration_s < b.iteration_s; });
+  };
+  auto find = [&](BucketStrategy strategy, Progress progress) -> const Sweep* {
+    for (const Sweep& sweep : results)
+      if (sweep.strategy == strategy && sweep.progress == progress) return &sweep;
+    return nullptr;
+  };
+  for (const Sweep& sweep : results) {
+    const Row& best = best_of(sweep.rows);
+    std::printf("#   %-15s %8.2f MiB: %.2f ms", sweep.name.c_str(), best.bucket_mb, best.iteration_s * 1e3);
+    if (const Sweep* per_tensor = find(BucketStrategy::per_tensor, sweep.progress))
+      std::printf(", %.2fx per-tensor", per_tensor->rows.front().iteration_s / best.iteration_s);
+    std::printf(", %.2fx no overlap", no_overlap.iteration_s / best.iteration_s);
+    if (const Sweep* threaded = find(sweep.strategy, Progress::thread); threaded && sweep.progress == Progress::poll)
+      std::printf(", %.2fx the thread's best (%.2f ms)", best_of(threaded->rows).iteration_s / best.iteration_s,
+                  best_of(threaded->rows).iteration_s * 1e3);
+    std::printf("\n");
+  }
+}
+
+// Collective: every rank's events to rank 0, which writes the file.
+void write_trace_file(const BucketsOptions& o, const WorldLayout& layout, const TraceRecorder& trace) {
+  char scale[32];
+  std::snprintf(scale, sizeof scale, "%g", o.compute_scale);
+  const TraceAbout about = {
+      {"program", kProgram},
+      {"model", o.profile.empty() ? o.model : "profile:" + o.profile},
+      {"ranks", std::to_string(layout.nranks)},
+      {"algo", o.exchange.algorithm},
+      {"transport", std::string(name_of(o.exchange.impl.transport))},
+      {"compute_scale", scale},
+      {"steps", "each configuration's median step (of the slowest rank's times), as its row reports it"},
+      {"clock", "microseconds since a barrier every rank left before the first configuration"}};
+  const size_t events = write_trace(MPI_COMM_WORLD, o.trace, trace, {"compute", "communication"}, about);
+  if (layout.rank == 0)
+    std::printf("# trace: %zu events of %d rank%s, written to %s: open it in ui.perfetto.dev or chrome://tracing\n",
+                events, layout.nranks, layout.nranks == 1 ? "" : "s", o.trace.c_str());
+}
+
 int run(int argc, char** argv, const WorldLayout& layout) {
   const bool root = layout.rank == 0;
   ProgramStart<BucketsOptions> start = start_program<BucketsOptions>(
@@ -119,6 +193,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   settings.algo = o.exchange.algorithm;
   settings.transport = std::string(name_of(o.exchange.impl.transport));
   settings.iters = o.iters;
+  settings.trace = o.trace;
   BucketsResultsSaver saver(std::move(start.file), metadata, settings);
   // A rank that hangs (or a peer lost without the launcher noticing) ends the job after
   // --timeout seconds without progress, SIGINT/SIGTERM at once; rank 0 saves the rows measured.
@@ -162,10 +237,14 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   }
   const double total_mb = total * sizeof(float) / kBytesPerMiB;
   watchdog.phase("measuring the no-overlap baseline");
-  const Row no_overlap = measure(o, profile, BucketStrategy::per_tensor, 0, false, gradients, watchdog);
+  TraceRecorder trace;
+  TraceRecorder* const tracing = o.trace.empty() ? nullptr : &trace;
+  if (tracing) trace.start(MPI_COMM_WORLD);  // every rank: the options are the same everywhere
+  const Row no_overlap =
+      measure(o, profile, "no-overlap", BucketStrategy::per_tensor, 0, false, gradients, watchdog, tracing);
   saver.add("no-overlap", no_overlap);
   watchdog.phase("measuring the fused baseline");
-  const Row fused = measure(o, profile, BucketStrategy::fixed, total_mb * 2, false, gradients, watchdog);
+  const Row fused = measure(o, profile, "fused", BucketStrategy::fixed, total_mb * 2, false, gradients, watchdog, tracing);
   saver.add("fused", fused);
   auto print = [&](const char* name, const Row& r) {
     if (root)
@@ -184,13 +263,6 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   };
   snapshot("the baselines");
 
-  // One sweep per strategy and progress mode; the polled ones are named <strategy>@poll.
-  struct Sweep {
-    BucketStrategy strategy;
-    Progress progress;
-    std::string name;
-    std::vector<Row> rows;
-  };
   std::vector<Sweep> results;
   for (Progress progress : o.progress)
     for (BucketStrategy strategy : o.strategies) {
@@ -200,36 +272,19 @@ int run(int argc, char** argv, const WorldLayout& layout) {
         char phase[128];
         std::snprintf(phase, sizeof phase, "measuring %s at %g MiB", sweep.name.c_str(), mb);
         watchdog.phase(phase);
-        sweep.rows.push_back(measure(o, profile, strategy, mb, true, gradients, watchdog, progress));
+        sweep.rows.push_back(measure(o, profile, sweep.name, strategy, mb, true, gradients, watchdog, tracing, progress));
         saver.add(sweep.name, sweep.rows.back());
         print(sweep.name.c_str(), sweep.rows.back());
       }
       results.push_back(std::move(sweep));
       snapshot(results.back().name);
     }
-  if (!root) return 0;
-  std::printf("# best bucket size per strategy (iteration time; vs per-tensor overlapped, vs no overlap%s):\n",
-              o.progress.size() > 1 ? ", polled vs communication thread" : "");
-  auto best_of = [](const std::vector<Row>& rows) -> const Row& {
-    return *std::min_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.iteration_s < b.iteration_s; });
-  };
-  auto find = [&](BucketStrategy strategy, Progress progress) -> const Sweep* {
-    for (const Sweep& sweep : results)
-      if (sweep.strategy == strategy && sweep.progress == progress) return &sweep;
-    return nullptr;
-  };
-  for (const Sweep& sweep : results) {
-    const Row& best = best_of(sweep.rows);
-    std::printf("#   %-15s %8.2f MiB: %.2f ms", sweep.name.c_str(), best.bucket_mb, best.iteration_s * 1e3);
-    if (const Sweep* per_tensor = find(BucketStrategy::per_tensor, sweep.progress))
-      std::printf(", %.2fx per-tensor", per_tensor->rows.front().iteration_s / best.iteration_s);
-    std::printf(", %.2fx no overlap", no_overlap.iteration_s / best.iteration_s);
-    if (const Sweep* threaded = find(sweep.strategy, Progress::thread); threaded && sweep.progress == Progress::poll)
-      std::printf(", %.2fx the thread's best (%.2f ms)", best_of(threaded->rows).iteration_s / best.iteration_s,
-                  best_of(threaded->rows).iteration_s * 1e3);
-    std::printf("\n");
+  if (root) print_best_sizes(results, no_overlap, o.progress.size() > 1);
+  saver.save("complete");  // before the trace, whose writing may fail
+  if (tracing) {
+    watchdog.phase("writing the trace");
+    write_trace_file(o, layout, trace);
   }
-  saver.save("complete");
   return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/atomic_file.hpp"
 #include "common/command_line.hpp"
 #include "common/distinct_files.hpp"
 #include "common/text_fields.hpp"
@@ -51,12 +52,18 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
                  "seconds without progress (rank 0 measuring the profile counts as one stretch) before the job\n"
                  "ends, saving the rows measured; 0: never [600]");
   app.add_option("--out", o.out, "results file [out/buckets-<UTC time>-<pid>.h5]");
+  app.add_option("--trace", o.trace,
+                 "write a Chrome trace (ui.perfetto.dev, chrome://tracing) of every rank's replayed backward, gradient\n"
+                 "hand-overs and bucket reductions in each configuration's reported (median) step");
   app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
   if (!parse_command_line(app, argc, argv, print)) return std::nullopt;
   models::make_resnet_config(o.model, 3, 1000, o.image_size, 0);  // unknown model: UsageError
   if (o.batch < 1 || o.image_size < 8 || o.profile_steps < 1) throw UsageError("--batch, --image-size, --profile-steps must be positive");
   if (o.compute_scale <= 0) throw UsageError("--compute-scale must be positive");
-  require_distinct_files({{"--profile", o.profile}, {"--write-profile", o.write_profile}, {"--out", o.out}});
+  require_distinct_files(
+      {{"--profile", o.profile}, {"--write-profile", o.write_profile}, {"--out", o.out}, {"--trace", o.trace}});
+  if (!o.trace.empty())
+    if (const std::string why = why_not_writable(o.trace); !why.empty()) throw UsageError("--trace: " + why);
   if (o.min_mb <= 0 || o.max_mb < o.min_mb || o.factor <= 1) throw UsageError("bucket sizes need 0 < min <= max and factor > 1");
   if (o.iters < 1 || o.warmup_iters < 0) throw UsageError("--iters must be at least 1 and --warmup_iters at least 0");
   if (o.timeout_seconds < 0) throw UsageError("--timeout must not be negative");

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <numeric>
 #include <thread>
+#include <utility>
 
 #include "common/check.hpp"
 
@@ -27,13 +28,17 @@ ReplayResult replay_step(GradientExchange& exchange, const BackwardProfile& prof
   SB_MPI_CHECK(MPI_Barrier(comm));
   exchange.begin_step();
   const double start = MPI_Wtime();
+  std::vector<double> ready(profile.tensors.size());
   for (size_t k : order) {
     sleep_until(start, profile.ready_s[k]);
+    ready[k] = MPI_Wtime() - start;
     exchange.tensor_ready(k);
   }
   sleep_until(start, profile.backward_s);
   const ExchangeTimes times = exchange.finish();
   ReplayResult r;
+  r.start_wtime = start;
+  r.ready_s = std::move(ready);
   r.iteration_s = MPI_Wtime() - start;
   r.exposed_s = std::max(r.iteration_s - profile.backward_s, 0.0);
   r.communication_s = times.communication_s;

@@ -30,6 +30,33 @@ $MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy ddp,per
   --algo ring --transport shm --out "$WORK/shm.h5" >"$WORK/shm.txt" 2>&1
 check "--algo ring --transport shm exits 0" test $? -eq 0
 check "with a row for each strategy" test "$(grep -cE '^  (ddp|per-tensor) ' "$WORK/shm.txt")" -eq 2
+# --trace: each configuration's reported step, on both ranks, as a Chrome trace.
+$MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy per-tensor,fixed -b 0.5 -e 1 -n 3 \
+  --trace "$WORK/trace.json" --out "$WORK/trace.h5" >"$WORK/trace.txt" 2>&1
+check "--trace exits 0 and says where the trace went" \
+  bash -c "test $? -eq 0 && grep -qE '^# trace: [0-9]+ events of 2 ranks, written to .*trace.json' '$WORK/trace.txt'"
+steps='.cat == "step" and .tid == 0 and .args.buckets != null'
+for r in 0 1; do
+  count() { jq "[.traceEvents[] | select(.pid == $r and ($1))] | length" "$WORK/trace.json"; }
+  check "rank $r: a step per row (2 baselines, per-tensor, fixed at 2 sizes)" test "$(count "$steps")" -eq 5
+  check "rank $r: a tick per gradient handed over in each step" test "$(count '.name == "gradient ready"')" -eq $((5 * 65))
+  check "rank $r: as many bucket reductions as the rows' buckets" test "$(count '.cat == "allreduce"')" -eq \
+    "$(jq "[.traceEvents[] | select(.pid == $r and $steps) | .args.buckets] | add" "$WORK/trace.json")"
+  check "rank $r: each bucket reduction inside its own step" test "$(jq "
+    [.traceEvents[] | select(.pid == $r and $steps)] as \$s |
+    [.traceEvents[] | select(.pid == $r and .cat == \"allreduce\") | . as \$b |
+     select(any(\$s[]; .ts <= \$b.ts and \$b.ts + \$b.dur <= .ts + .dur + 1))] | length" "$WORK/trace.json")" \
+    -eq "$(count '.cat == "allreduce"')"
+done
+# The traced step is the one each row reports: its slowest rank's length is the row's iteration_s.
+h5dump -m %.17g -y -w 0 -d /buckets/fixed/iteration_s "$WORK/trace.h5" | sed -n '/DATA {/,/}/p' |
+  grep -oE -- '-?[0-9.]+(e[-+]?[0-9]+)?' >"$WORK/trace-rows.txt"
+jq -r '[.traceEvents[] | select(.cat == "step" and (.name | startswith("fixed,")))] | group_by(.name) |
+  sort_by(.[0].args.bucket_mb) | .[] | map(.dur) | max / 1e6' "$WORK/trace.json" >"$WORK/trace-steps.txt"
+check "each traced step's slowest rank took its row's iteration time (fixed, HDF5)" bash -c "
+  test \$(wc -l <'$WORK/trace-rows.txt') -eq 2 && test \$(wc -l <'$WORK/trace-steps.txt') -eq 2 &&
+  paste '$WORK/trace-rows.txt' '$WORK/trace-steps.txt' | awk '{ d = \$1 - \$2; if (d < -1e-7 || d > 1e-7) bad = 1 } END { exit bad }'"
+check "the run records its trace" grep -q 'trace.json' <(h5dump -a /buckets/trace "$WORK/trace.h5")
 h5dump -H "$out" >"$WORK/header.txt" 2>&1
 check "h5dump reads the file" test $? -eq 0
 check_schema "$out"
@@ -56,6 +83,8 @@ bad_input "unknown progress mode" --progress spin
 bad_input "polled progress with a schedule" --progress poll --algo ring
 bad_input "a profile to write where no file can be" --write-profile "$WORK/nowhere/profile.txt"
 # The results written as the profile ended in a fault (exit 3) after the whole sweep.
+bad_input "--trace naming the results file" --trace "$WORK/bad.h5"
+bad_input "--trace to a device" --trace /dev/null
 bad_input "--write-profile naming the results file" --profile "$WORK/profile.txt" --write-profile "$WORK/bad.h5"
 cp "$WORK/profile.txt" "$WORK/profile-before.txt"
 bad_input "--write-profile naming the profile read" --profile "$WORK/profile.txt" --write-profile "$WORK/./profile.txt"

@@ -13,6 +13,7 @@
 #include <iterator>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace sb {
 namespace {
@@ -156,6 +157,28 @@ TEST(TraceEvents, EveryRanksEventsReachOneJsonFile) {
   EXPECT_EQ(occurrences(text, "\"thread_name\",\"args\":{\"name\":\"communication\"}"), static_cast<size_t>(ranks));
   // Times count from the origin that start() took, which every event here follows.
   EXPECT_EQ(text.find("\"ts\":-"), std::string::npos) << "an event before the barrier every rank left";
+}
+
+// sb-buckets times its replayed steps with MPI_Wtime and sb-train its ops with the steady clock:
+// a moment read on both lands at one place in the trace.
+TEST(TraceEvents, BothClocksPlaceAMomentAlike) {
+  TraceRecorder trace;
+  trace.start(MPI_COMM_WORLD);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  const double wtime = MPI_Wtime();
+  const TraceRecorder::Clock::time_point steady = TraceRecorder::Clock::now();
+  trace.instant_wtime(0, "ready", "gradient", wtime);
+  trace.span_wtime(1, "bucket 0", "allreduce", wtime, wtime + 0.001);
+  trace.instant(0, "ready", "gradient", steady);
+  std::vector<double> ts;
+  const std::string& text = trace.json_events();
+  for (size_t at = text.find("\"ts\":"); at != std::string::npos; at = text.find("\"ts\":", at + 1))
+    ts.push_back(std::stod(text.substr(at + 5)));
+  ASSERT_EQ(ts.size(), 3u) << text;
+  EXPECT_EQ(ts[0], ts[1]) << "an instant and a span at one MPI_Wtime";
+  EXPECT_GE(ts[0], 3000.0) << "3 ms after the origin";
+  EXPECT_NEAR(ts[2], ts[0], 1000.0) << "the steady clock's reading of the same moment, in microseconds";
+  EXPECT_NE(text.find("\"dur\":1000.000"), std::string::npos) << text;
 }
 
 }  // namespace
