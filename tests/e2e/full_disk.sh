@@ -1,10 +1,11 @@
 # A full disk, for real: a small tmpfs in a private mount namespace (root only; skipped elsewhere)
 # that each program writes to: sb-allreduce, sb-train's checkpoints and MLPerf log, sb-buckets'
-# profile, sb-report's plot folder (its images too) and merged file, sb-dryrun's predictions. Each
-# ends within a bounded time with exit status 3 and one line that names the file and says "No
-# space left on device" (not a crash), leaves no temporary and no file cut short, and loses
-# nothing finished: sb-allreduce's tables are printed, and sb-train's last checkpoint stays whole
-# to resume from, also at 2 ranks (no rank left waiting), and its results hold the steps it took.
+# profile, sb-train's and sb-buckets' --trace, sb-report's plot folder (its images too) and merged
+# file, sb-dryrun's predictions. Each ends within a bounded time with exit status 3 and one line
+# that names the file and says "No space left on device" (not a crash), leaves no temporary and no
+# file cut short, and loses nothing finished: sb-allreduce's tables are printed, sb-train's last
+# checkpoint stays whole to resume from, also at 2 ranks (no rank left waiting), its results hold
+# the steps it took, and sb-buckets' results, written before its trace, are complete.
 source "$(dirname "$0")/helpers.bash"
 export OMP_NUM_THREADS=1
 DISK=$WORK/disk
@@ -90,6 +91,22 @@ on_full_disk profile 4 "head -c 3000 /dev/zero >'$DISK/filler'" \
 expect_fault profile sb-buckets "$DISK/profile.txt"
 check "profile: no profile cut short, no temporary ($(tr '\n' ' ' <"$WORK/profile.left"))" \
   test "$(cat "$WORK/profile.left")" = filler
+# --- the Chrome traces of sb-train and sb-buckets at 2 ranks: a 4 KiB disk, none of it free ---------
+on_full_disk train-trace 4 "head -c 4096 /dev/zero >'$DISK/filler'" \
+  "$MPIRUN --bind-to none -np 2 $BIN/sb-train --threads 1 --print-every 0 --steps 5 --trace $DISK/train.json \
+     --out $WORK/train-trace.h5"
+expect_fault train-trace sb-train "$DISK/train.json"
+check "train-trace: no trace cut short, no temporary ($(tr '\n' ' ' <"$WORK/train-trace.left"))" \
+  test "$(cat "$WORK/train-trace.left")" = filler
+printf 'backward 0.002\nconv1.weight 0.0015 4096\nfc.weight 0.001 1024\n' >"$WORK/buckets-profile.txt"
+on_full_disk buckets-trace 4 "head -c 4096 /dev/zero >'$DISK/filler'" \
+  "$MPIRUN -np 2 $BIN/sb-buckets --profile $WORK/buckets-profile.txt -b 1 -e 1 -n 1 --trace $DISK/buckets.json \
+     --out $WORK/buckets-trace.h5"
+expect_fault buckets-trace sb-buckets "$DISK/buckets.json"
+check "buckets-trace: no trace cut short, no temporary ($(tr '\n' ' ' <"$WORK/buckets-trace.left"))" \
+  test "$(cat "$WORK/buckets-trace.left")" = filler
+check "buckets-trace: the results, written first (on another disk), are complete" \
+  bash -c "h5dump -a /status '$WORK/buckets-trace.h5' | grep -q '\"complete\"'"
 
 # --- sb-report: its folder of plots and its merged file ------------------------------------------
 mkdir -p "$WORK/campaign"
