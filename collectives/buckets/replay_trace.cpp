@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "collectives/buckets/bucket_trace.hpp"
-#include "common/json_text.hpp"
 
 namespace sb {
 
@@ -18,8 +17,7 @@ void trace_replayed_step(TraceRecorder& trace, const std::string& configuration,
   if (end > backward_end)
     trace.span_wtime(kReplayComputeTrack, "waiting for the gradient exchange", "step", backward_end, end);
   for (size_t k = 0; k < step.ready_s.size() && k < profile.tensors.size(); ++k)
-    trace.instant_wtime(kReplayComputeTrack, "gradient ready", "gradient", start + step.ready_s[k],
-                        "\"tensor\":" + json_string(profile.tensors[k].name));
+    trace.instant_wtime(kReplayComputeTrack, profile.tensors[k].name, "gradient ready", start + step.ready_s[k]);
   std::vector<std::pair<double, double>> spans;
   for (size_t b = 0; b < step.bucket_start_s.size() && b < step.bucket_end_s.size(); ++b)
     spans.emplace_back(start + step.bucket_start_s[b], start + step.bucket_end_s[b]);

@@ -39,7 +39,7 @@ steps='.cat == "step" and .tid == 0 and .args.buckets != null'
 for r in 0 1; do
   count() { jq "[.traceEvents[] | select(.pid == $r and ($1))] | length" "$WORK/trace.json"; }
   check "rank $r: a step per row (2 baselines, per-tensor, fixed at 2 sizes)" test "$(count "$steps")" -eq 5
-  check "rank $r: a tick per gradient handed over in each step" test "$(count '.name == "gradient ready"')" -eq $((5 * 65))
+  check "rank $r: a tick per gradient handed over in each step" test "$(count '.cat == "gradient ready"')" -eq $((5 * 65))
   check "rank $r: as many bucket reductions as the rows' buckets" test "$(count '.cat == "allreduce"')" -eq \
     "$(jq "[.traceEvents[] | select(.pid == $r and $steps) | .args.buckets] | add" "$WORK/trace.json")"
   check "rank $r: each bucket reduction inside its own step" test "$(jq "

@@ -167,9 +167,9 @@ TEST(TraceEvents, BothClocksPlaceAMomentAlike) {
   std::this_thread::sleep_for(std::chrono::milliseconds(3));
   const double wtime = MPI_Wtime();
   const TraceRecorder::Clock::time_point steady = TraceRecorder::Clock::now();
-  trace.instant_wtime(0, "ready", "gradient", wtime);
+  trace.instant_wtime(0, "fc.weight", "gradient ready", wtime);
   trace.span_wtime(1, "bucket 0", "allreduce", wtime, wtime + 0.001);
-  trace.instant(0, "ready", "gradient", steady);
+  trace.instant(0, "fc.weight", "gradient ready", steady);
   std::vector<double> ts;
   const std::string& text = trace.json_events();
   for (size_t at = text.find("\"ts\":"); at != std::string::npos; at = text.find("\"ts\":", at + 1))
