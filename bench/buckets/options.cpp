@@ -15,9 +15,7 @@
 namespace sb {
 
 std::vector<double> BucketsOptions::bucket_sizes() const {
-  std::vector<double> sizes;
-  for (double mb = min_mb; mb <= max_mb * (1 + 1e-9); mb *= factor) sizes.push_back(mb);
-  return sizes;
+  return bucket_size_sweep(min_mb, max_mb, factor, "-b, -e and -f");
 }
 
 std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool print) {
@@ -65,6 +63,7 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   if (!o.trace.empty())
     if (const std::string why = why_not_writable(o.trace); !why.empty()) throw UsageError("--trace: " + why);
   if (o.min_mb <= 0 || o.max_mb < o.min_mb || o.factor <= 1) throw UsageError("bucket sizes need 0 < min <= max and factor > 1");
+  o.bucket_sizes();  // too many: UsageError
   if (o.iters < 1 || o.warmup_iters < 0) throw UsageError("--iters must be at least 1 and --warmup_iters at least 0");
   if (o.timeout_seconds < 0) throw UsageError("--timeout must not be negative");
   if (o.threads < 0) throw UsageError("--threads must not be negative (0: OMP_NUM_THREADS or all cores)");

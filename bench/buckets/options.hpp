@@ -28,7 +28,7 @@ struct BucketsOptions {
   std::string trace;  // a Chrome trace of each configuration's reported step, when given
   std::map<std::string, std::string> labels;
 
-  std::vector<double> bucket_sizes() const;
+  std::vector<double> bucket_sizes() const;  // -b, -e, -f
 };
 
 // Throws UsageError for bad input; nullopt after --help.

@@ -18,9 +18,7 @@ namespace sb {
 std::vector<uint64_t> DryrunOptions::sizes() const { return size_sweep(min_bytes, max_bytes, step_factor, 0); }
 
 std::vector<double> DryrunOptions::bucket_sizes_mb() const {
-  std::vector<double> sizes;
-  for (double mb = min_mb; mb <= max_mb * (1 + 1e-9); mb *= mb_factor) sizes.push_back(mb);
-  return sizes;
+  return bucket_size_sweep(min_mb, max_mb, mb_factor, "--min-mb, --max-mb and --mb-factor");
 }
 
 std::vector<int> parse_rank_list(const std::string& text, const std::string& what) {
@@ -175,6 +173,7 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
   }
   if (!(o.min_mb > 0) || o.max_mb < o.min_mb || !(o.mb_factor > 1))
     throw UsageError("buckets: need 0 < --min-mb <= --max-mb and --mb-factor > 1");
+  o.bucket_sizes_mb();  // too many: UsageError
   if (o.batch < 0) throw UsageError("--batch must be positive");
   if (!calibrate_max.empty()) o.calibrate_max_bytes = parse_size(calibrate_max, "--max-bytes");
   // Its ping-pong sends the largest size in one message, which MPI counts in int: 8G had failed

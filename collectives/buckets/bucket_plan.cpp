@@ -137,6 +137,17 @@ std::vector<TensorView> bucket_tensor_views(const BucketPlan& plan, size_t bucke
   return views;
 }
 
+std::vector<double> bucket_size_sweep(double min_mb, double max_mb, double factor, const std::string& flags) {
+  std::vector<double> sizes;
+  for (double mb = min_mb; mb <= max_mb * (1 + 1e-9); mb *= factor) {
+    if (sizes.size() == kMostBucketSizes)
+      throw UsageError(flags + " make a sweep of more than " + std::to_string(kMostBucketSizes) +
+                       " bucket sizes: raise the factor or narrow the range");
+    sizes.push_back(mb);
+  }
+  return sizes;
+}
+
 BucketPlan plan_buckets_swept(const std::vector<GradientTensor>& tensors, BucketStrategy strategy, double bucket_mb) {
   const size_t partition = std::max<size_t>(float_elements_in(bucket_mb), 1);
   return plan_buckets(tensors, strategy, bucket_mb, partition);

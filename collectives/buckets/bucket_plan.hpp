@@ -65,6 +65,13 @@ BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrate
 // matrix is a matrix of those rows; a vector stays a vector; a piece cut between rows
 // (partition) or of a tensor of unknown shape is viewed near-square.
 std::vector<TensorView> bucket_tensor_views(const BucketPlan& plan, size_t bucket);
+// The bucket sizes (MiB) that sb-buckets and sb-dryrun train sweep: min_mb, then each times
+// `factor` (> 1) up to max_mb (included, up to rounding). Each size is a configuration measured or
+// simulated per strategy, so a sweep of more than kMostBucketSizes (a factor near 1, or a largest
+// size far past any model's gradients) throws UsageError naming `flags`: it would run for hours,
+// or without end, what a few sizes show.
+inline constexpr size_t kMostBucketSizes = 100;
+std::vector<double> bucket_size_sweep(double min_mb, double max_mb, double factor, const std::string& flags);
 // As sb-buckets sweeps them: one size, which is also partition's partition size.
 BucketPlan plan_buckets_swept(const std::vector<GradientTensor>& tensors, BucketStrategy strategy, double bucket_mb);
 

@@ -77,6 +77,8 @@ bad_input "unknown strategy" --strategy horovod
 bad_input "missing profile" --profile "$WORK/nowhere.txt"
 bad_input "a tensor ready after backward ends" --profile "$WORK/late.txt"
 bad_input "bucket sizes upside down" -b 8 -e 1
+bad_input "a sweep of a thousand bucket sizes" -b 0.25 -e 1e300
+bad_input "a size factor too near 1" -f 1.001
 bad_input "an allreduce on device buffers" --algo mpi-cuda
 bad_input "unknown model" --model vgg16
 bad_input "unknown progress mode" --progress spin

@@ -115,6 +115,11 @@ check "an unknown --impl exits 2" test $? -eq 2
 timeout 60 "$BIN/sb-dryrun" allreduce --machine "$WORK/flat.machine" -e 9223372036854775807 >"$WORK/bad.out" 2>&1
 check "a --maxbytes past 2^31-1 elements exits 2" \
   bash -c "test $? -eq 2 && grep -q 'is more than 2^31-1 elements, more than sb-allreduce measures' '$WORK/bad.out'"
+# A bucket size factor near 1 swept without end (a minute was not enough), each size priced anew.
+timeout 60 "$BIN/sb-dryrun" train --machine sim/machines/ethernet-100g.machine --profile "$WORK/p.profile" --ranks 8 \
+  --mb-factor 1.0000001 --out "$WORK/x" >"$WORK/bad.out" 2>&1
+check "a sweep of more than 100 bucket sizes exits 2" \
+  bash -c "test $? -eq 2 && grep -q '^sb-dryrun: error: --min-mb, --max-mb and --mb-factor make a sweep of more than 100' '$WORK/bad.out'"
 # Calibrate's one-message ping-pong past 2^31-1 bytes failed in MPI_Send (exit 3) or threw bad_alloc.
 $MPIRUN_FAILFAST -np 2 "$BIN/sb-dryrun" calibrate --max-bytes 8G --out "$WORK/big.machine" >"$WORK/bad.out" 2>&1
 check "calibrate --max-bytes past 1G exits 2" \
