@@ -1,5 +1,8 @@
 #include "sim/allreduce_model.hpp"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "common/usage_error.hpp"
 #include "sim/nccl_rings.hpp"
 
@@ -18,14 +21,50 @@ bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 // staging and library buffers that the peers' data passes through.
 constexpr double kWorkingSetFactor = 4;
 
-// Every rank's finish of one schedule (or "rings", NCCL's channels) for the case, on `transport`.
-SimResult price(const Machine& machine, const std::string& schedule, Transport transport, size_t segment,
-                const AllreduceCase& c) {
+AlgorithmParams algorithm_params(const Machine& machine, const AllreduceCase& c) {
   AlgorithmParams params;
   params.segment = std::max<size_t>(1, c.segment_bytes / size_of(c.type));
   params.node_size = c.node_size > 0 ? c.node_size : std::max(1, machine.levels.front().size);
   params.torus_x = c.torus_x;
   params.torus_y = c.torus_y;
+  return params;
+}
+
+// NCCL's channels: one ring per local rank, at most 16.
+int nccl_channels(const AlgorithmParams& params) { return std::min(params.node_size, 16); }
+
+// rank's schedule of `schedule` ("rings": NCCL's, with `channels` of them).
+Schedule build_schedule(const std::string& schedule, int rank, const AllreduceCase& c, const AlgorithmParams& params,
+                        int channels) {
+  if (schedule == "rings") return nccl_rings_allreduce(rank, c.nranks, c.count, params.node_size, channels);
+  return find_algorithm(schedule)->build(rank, c.nranks, c.count, params);
+}
+
+// What is priced for `c`: the schedule itself, or those the library is known to pick between.
+struct Priced {
+  std::vector<std::string> schedules;
+  Transport transport;
+  size_t segment;
+};
+
+Priced priced_as(const Machine& machine, const AllreduceCase& c) {
+  if (!is_known_allreduce(c.impl)) throw UsageError("unknown allreduce '" + c.impl + "'");
+  const size_t bytes = c.count * size_of(c.type);
+  if (c.impl == "mpi") return {{bytes < 10000 ? "rd" : power_of_two(c.nranks) ? "rabenseifner" : "ring"}, Transport::mpi, 0};
+  if (c.impl == "nccl") {
+    // NCCL picks, by its own cost model, between its rings and (across nodes) its double binary
+    // tree: the faster of the two as priced here.
+    const int node = c.node_size > 0 ? c.node_size : std::max(1, machine.levels.front().size);
+    if (c.nranks > node) return {{"rings", "dbtree"}, Transport::nccl, c.segment_bytes};
+    return {{"rings"}, Transport::nccl, c.segment_bytes};
+  }
+  return {{c.impl}, c.transport, c.segment_bytes};
+}
+
+// Every rank's finish of one schedule (or "rings", NCCL's channels) for the case, on `transport`.
+SimResult price(const Machine& machine, const std::string& schedule, Transport transport, size_t segment,
+                const AllreduceCase& c) {
+  const AlgorithmParams params = algorithm_params(machine, c);
   SimConfig config;
   config.transport = transport;
   config.type = c.type;
@@ -37,12 +76,16 @@ SimResult price(const Machine& machine, const std::string& schedule, Transport t
   const bool cached = machine.fits_in_cache(kWorkingSetFactor * static_cast<double>(bytes) * node_ranks);
   const Machine priced =
       transport == Transport::nccl ? machine : (cached ? machine.in_cache() : machine).oversubscribed(node_ranks);
-  if (schedule != "rings") return simulate_algorithm(priced, *find_algorithm(schedule), params, c.nranks, c.count, config);
   std::vector<Schedule> schedules;
-  const int channels = std::min(params.node_size, 16);  // one ring per local rank, at most 16
-  for (int r = 0; r < c.nranks; ++r)
-    schedules.push_back(nccl_rings_allreduce(r, c.nranks, c.count, params.node_size, channels));
+  schedules.reserve(static_cast<size_t>(c.nranks));
+  for (int r = 0; r < c.nranks; ++r) schedules.push_back(build_schedule(schedule, r, c, params, nccl_channels(params)));
   return simulate_schedules(priced, schedules, config);
+}
+
+size_t steps_of(const Schedule& s) {
+  size_t steps = 0;
+  for (const Round& round : s.rounds) steps += round.steps.size();
+  return steps;
 }
 
 }  // namespace
@@ -51,29 +94,42 @@ bool is_known_allreduce(const std::string& impl) {
   return impl == "mpi" || impl == "nccl" || find_algorithm(impl) != nullptr;
 }
 
-AllreducePrediction predict_allreduce(const Machine& machine, const AllreduceCase& c) {
-  if (!is_known_allreduce(c.impl)) throw UsageError("unknown allreduce '" + c.impl + "'");
-  const size_t bytes = c.count * size_of(c.type);
-  // What is priced: the schedule itself, or what the library is known to run.
-  std::vector<std::string> candidates = {c.impl};
-  Transport transport = c.transport;
-  size_t segment = c.segment_bytes;
-  if (c.impl == "mpi") {
-    candidates = {bytes < 10000 ? "rd" : power_of_two(c.nranks) ? "rabenseifner" : "ring"};
-    transport = Transport::mpi;
-    segment = 0;
-  } else if (c.impl == "nccl") {
-    // NCCL picks, by its own cost model, between its rings and (across nodes) its double binary
-    // tree: the faster of the two as priced here.
-    const int node = c.node_size > 0 ? c.node_size : std::max(1, machine.levels.front().size);
-    candidates = {"rings"};
-    if (c.nranks > node) candidates.push_back("dbtree");
-    transport = Transport::nccl;
+size_t steps_to_price(const Machine& machine, const AllreduceCase& c) {
+  if (c.nranks <= 1) return 0;
+  const AlgorithmParams params = algorithm_params(machine, c);
+  size_t most = 0;
+  for (const std::string& schedule : priced_as(machine, c).schedules) {
+    // NCCL's rings are sampled as one channel: each of its channels is a ring on a slice.
+    const int channels = schedule == "rings" ? nccl_channels(params) : 1;
+    size_t per_rank = 0;
+    for (const int rank : {0, c.nranks / 2, c.nranks - 1})
+      per_rank = std::max(per_rank, steps_of(build_schedule(schedule, rank, c, params, 1)) * channels);
+    most = std::max(most, per_rank * static_cast<size_t>(c.nranks));
   }
+  return most;
+}
+
+void check_priceable(const Machine& machine, const AllreduceCase& c) {
+  const size_t steps = steps_to_price(machine, c);
+  if (steps <= kMostStepsPriced) return;
+  char text[320];
+  std::snprintf(text, sizeof text,
+                "%s at %d ranks and %zu elements: its schedules have about %.0f million steps, more than the %zu "
+                "million the simulator prices at once (fewer ranks, or another allreduce)",
+                c.impl.c_str(), c.nranks, c.count, steps / 1e6, kMostStepsPriced >> 20);
+  throw UsageError(text);
+}
+
+AllreducePrediction predict_allreduce(const Machine& machine, const AllreduceCase& c) {
+  const Priced priced = priced_as(machine, c);
+  const std::vector<std::string>& candidates = priced.schedules;
+  const Transport transport = priced.transport;
+  const size_t segment = priced.segment;
   AllreducePrediction prediction;
   prediction.finish_s.assign(1, 0.0);
   prediction.modelled_as = candidates.front() + "@" + std::string(name_of(transport));
   if (c.nranks <= 1) return prediction;
+  check_priceable(machine, c);
   bool first = true;
   for (const std::string& schedule : candidates) {
     SimResult result = price(machine, schedule, transport, segment, c);

@@ -45,8 +45,20 @@ struct AllreducePrediction {
   std::string modelled_as;  // the schedule and transport that were priced, e.g. "rabenseifner@mpi"
 };
 
-// Throws UsageError for an unknown implementation.
+// Throws UsageError for an unknown implementation, or one that check_priceable refuses.
 AllreducePrediction predict_allreduce(const Machine& machine, const AllreduceCase& c);
+
+// The simulator holds every rank's schedule of a collective at once and walks each of its steps:
+// about 60 to 250 bytes and up to a few microseconds per step and size (ring at 2048 ranks,
+// 17 million steps: 1.3 GB and 6 s; recursive doubling at 2^20 ranks, 42 million: 10 GB, over
+// 100 s). Pricing more steps than this at once is refused.
+inline constexpr size_t kMostStepsPriced = size_t{1} << 25;
+// The steps pricing `c` walks (the most of the schedules a library baseline is priced as),
+// estimated from three ranks' schedules times the ranks.
+size_t steps_to_price(const Machine& machine, const AllreduceCase& c);
+// Throws UsageError, naming the implementation, the ranks and the size, when pricing `c` would
+// take more than kMostStepsPriced steps; before any schedule of all the ranks is built.
+void check_priceable(const Machine& machine, const AllreduceCase& c);
 
 // Whether `impl` names a library baseline or a schedule.
 bool is_known_allreduce(const std::string& impl);

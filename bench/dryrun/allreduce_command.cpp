@@ -39,8 +39,16 @@ PlacementResult predicted_placement(const std::vector<double>& finish_s, uint64_
 int predict_allreduce_sweeps(const DryrunOptions& o, const RunMetadata& metadata) {
   const sim::Machine machine = sim::read_machine(o.machine);
   machine.reduce_rate(o.type);  // a machine without this type's gamma is bad input, before any work
-  const std::string folder = results_folder(o);
   const size_t element = size_of(o.type);
+  // A scale too large to price is bad input, refused before any work: at the largest size, which
+  // has the most steps where a schedule cuts messages into segments.
+  for (const int nranks : o.ranks)
+    for (const ImplVariant& variant : impl_variants(o)) {
+      sim::AllreduceCase c = allreduce_case(o, machine, variant, nranks);
+      c.count = o.sizes().empty() ? 0 : o.sizes().back() / element;
+      sim::check_priceable(machine, c);
+    }
+  const std::string folder = results_folder(o);
   for (const int nranks : o.ranks) {
     const TorusShape torus = dryrun_torus(o, machine, nranks);
     std::vector<ImplResult> impls;

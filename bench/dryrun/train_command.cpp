@@ -64,7 +64,6 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
   if (scaled) profile = scaled_profile(profile, rate->second, batch, scale);
   else if (profile.forward_s <= 0) profile.forward_s = profile.backward_s / 2;
   machine.reduce_rate(DataType::float32);
-  const std::string folder = results_folder(o);
   size_t total = 0;
   for (const GradientTensor& t : profile.tensors) total += t.count;
   const double compute_s = profile.forward_s + profile.backward_s;
@@ -77,6 +76,15 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
   // of everything (twice the gradients' size, as sb-buckets plans it).
   const BucketPlan per_tensor = plan_buckets_swept(profile.tensors, BucketStrategy::per_tensor, 0);
   const BucketPlan fused = plan_buckets_swept(profile.tensors, BucketStrategy::fixed, total * 8.0 / kBytesPerMiB);
+  // A scale too large to price is bad input, refused before any work: at the size of all the
+  // gradients, the largest allreduce a step makes.
+  for (const ImplVariant& variant : impl_variants(o))
+    for (const int nranks : o.ranks) {
+      sim::AllreduceCase c = allreduce_case(o, machine, variant, nranks);
+      c.count = total;
+      sim::check_priceable(machine, c);
+    }
+  const std::string folder = results_folder(o);
   for (const ImplVariant& variant : impl_variants(o)) {
     std::printf("# %s\n%8s  %-22s %12s %12s %12s %9s %10s\n", variant.name.c_str(), "ranks", "best bucketing",
                 "step(ms)", "exposed(ms)", "images/s", "speedup", "efficiency");

@@ -115,6 +115,16 @@ check "an unknown --impl exits 2" test $? -eq 2
 timeout 60 "$BIN/sb-dryrun" allreduce --machine "$WORK/flat.machine" -e 9223372036854775807 >"$WORK/bad.out" 2>&1
 check "a --maxbytes past 2^31-1 elements exits 2" \
   bash -c "test $? -eq 2 && grep -q 'is more than 2^31-1 elements, more than sb-allreduce measures' '$WORK/bad.out'"
+# Scales whose schedules do not fit in memory at once: ring at 4096 ranks had taken 5 GB, NCCL's
+# rings there more than this machine has. Refused within seconds, before any file or folder.
+for args in "allreduce --ranks 4096 --impl ring" "allreduce --ranks 1048576 --impl mpi" \
+            "train --profile $WORK/p.profile --ranks 8,4096 --algo nccl"; do
+  timeout 60 "$BIN/sb-dryrun" $args --machine sim/machines/dgx-h100-ib.machine --out "$WORK/huge" \
+    >"$WORK/bad.out" 2>&1
+  check "sb-dryrun $args: too many steps to price, exit 2" \
+    bash -c "test $? -eq 2 && grep -q 'million steps, more than the 32 million the simulator prices at once' \
+             '$WORK/bad.out' && test ! -e '$WORK/huge'"
+done
 # A bucket size factor near 1 swept without end (a minute was not enough), each size priced anew.
 timeout 60 "$BIN/sb-dryrun" train --machine sim/machines/ethernet-100g.machine --profile "$WORK/p.profile" --ranks 8 \
   --mb-factor 1.0000001 --out "$WORK/x" >"$WORK/bad.out" 2>&1

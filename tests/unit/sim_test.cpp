@@ -221,6 +221,43 @@ TEST(NcclRings, UseEveryNicOfANodeWhereOneRingUsesOne) {
   EXPECT_EQ(predict_allreduce(dgx, c).modelled_as, "rings@nccl");
 }
 
+// The simulator holds every rank's schedule at once: a scale past kMostStepsPriced is refused
+// before any is built (ring at 4096 ranks had taken 5 GB; NCCL's rings at 4096, past 24 GB).
+TEST(SimBudget, TheStepsToPriceAreCountedAndTooManyAreRefused) {
+  const Machine flat = flat_machine();
+  AllreduceCase c;
+  c.impl = "ring";
+  c.nranks = 16;
+  c.count = 1 << 20;
+  // The ring's ranks are alike: three ranks' steps times the ranks are every rank's.
+  size_t every = 0;
+  for (int r = 0; r < c.nranks; ++r)
+    for (const Round& round : algorithm("ring").build(r, c.nranks, c.count, AlgorithmParams{}).rounds)
+      every += round.steps.size();
+  EXPECT_EQ(steps_to_price(flat, c), every);
+  // 2 (p - 1) rounds of a send and a receive on each rank: about 4 p^2 steps.
+  c.nranks = 2048;
+  EXPECT_NO_THROW(check_priceable(flat, c));
+  c.nranks = 4096;
+  EXPECT_GT(steps_to_price(flat, c), kMostStepsPriced);
+  EXPECT_THROW(check_priceable(flat, c), UsageError);
+  EXPECT_THROW(predict_allreduce(flat, c), UsageError);  // and at once, without pricing it
+  // What a library is priced as counts: Open MPI's Rabenseifner at 2^20 ranks, NCCL's 16 rings.
+  c.impl = "mpi";
+  c.nranks = 1 << 20;
+  EXPECT_THROW(check_priceable(flat, c), UsageError);
+  c.impl = "rd";
+  c.nranks = 1 << 10;
+  EXPECT_NO_THROW(check_priceable(flat, c));
+  c.impl = "nccl";
+  c.node_size = 16;
+  c.transport = Transport::nccl;
+  c.nranks = 512;  // 16 rings of 4 (p - 1) steps on each rank, 16.7 million (the tree's are fewer)
+  EXPECT_NO_THROW(check_priceable(flat, c));
+  c.nranks = 1024;
+  EXPECT_THROW(check_priceable(flat, c), UsageError);
+}
+
 TEST(SimMachine, LevelsPlaceRanksConsecutively) {
   const Machine m = parse_machine(
       "name m\nlevel gpu size 4 alpha 1us bandwidth 1GB/s\nlevel leaf size 2 alpha 2us bandwidth 1GB/s\n"
