@@ -18,7 +18,9 @@ namespace sb::models {
 MlLog::MlLog(const std::string& path) : path_(path) {
   if (path.empty()) return;
   file_ = std::fopen(path.c_str(), "w");
-  if (!file_) throw UsageError("cannot write --mllog file '" + path + "'");
+  // The options were checked on every rank; what fails here (permissions, a race) fails on rank 0
+  // alone, as a fault that ends the job, not as bad input the other ranks would wait on.
+  if (!file_) throw LibraryError("cannot write --mllog file '" + path + "': " + std::strerror(errno));
 }
 
 MlLog::~MlLog() {

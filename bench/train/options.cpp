@@ -2,6 +2,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
+#include <system_error>
+
 #include "collectives/allreduce_impl.hpp"
 #include "collectives/compress/compressor.hpp"
 #include "common/atomic_file.hpp"
@@ -17,6 +20,18 @@ namespace {
 // A thousand times slower is past any straggler studied, and keeps its sleep far inside what a
 // sleep can count.
 constexpr double kMostStragglerFactor = 1000;
+
+// The MLPerf log is written as the run goes, by rank 0 alone, and may be a device (/dev/null); a
+// folder at its path, or no folder for it, is bad input that every rank finds here. Rank 0 alone
+// finding it as it opened the log had left the other ranks waiting for it without end.
+std::string why_no_log_at(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (fs::is_directory(path, error)) return "'" + path + "' is a folder";
+  const fs::path folder = fs::path(path).parent_path();
+  if (!folder.empty() && !fs::is_directory(folder, error)) return "no folder '" + folder.string() + "' for '" + path + "'";
+  return "";
+}
 }  // namespace
 
 std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool print) {
@@ -196,6 +211,8 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
                           {"--trace", c.trace}});
   if (!c.trace.empty())
     if (const std::string why = why_not_writable(c.trace); !why.empty()) throw UsageError("--trace: " + why);
+  if (!c.mllog.empty())
+    if (const std::string why = why_no_log_at(c.mllog); !why.empty()) throw UsageError("--mllog: " + why);
   return o;
 }
 

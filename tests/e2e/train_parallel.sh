@@ -151,6 +151,15 @@ $MPIRUN_FAILFAST -np 2 $SB --steps 1 --trace /dev/null --out "$WORK/t0.h5" >"$WO
 check "--trace /dev/null is refused (exit 2): the finished file's rename would replace the device" \
   bash -c "test $? -eq 2 && grep -q \"will not replace '/dev/null'\" '$WORK/t0.txt' && test -c /dev/null"
 
+# An MLPerf log with no folder, or a folder at its path: rank 0 alone found it as it opened the
+# log, and the other rank waited without end (timeout 60 s: a hang fails, not blocks, the suite).
+for log in "$WORK/nowhere/mllog.txt" "$WORK"; do
+  start=$SECONDS
+  timeout 60 $MPIRUN_FAILFAST -np 2 $SB --steps 1 --mllog "$log" --out "$WORK/l0.h5" >"$WORK/l0.txt" 2>&1
+  check "--mllog $(basename "$log") at 2 ranks is refused (exit 2) at once ($((SECONDS - start)) s)" \
+    bash -c "test $? -eq 2 && test \$(grep -c '^sb-train: error: --mllog: ' '$WORK/l0.txt') -eq 1 && test ! -e '$WORK/l0.h5'"
+done
+
 # --- --balance: a 5x straggler gets a smaller share of the batch from epoch 2 --------------
 # (5x, not 3x: rank 0's measured speed suffers from whatever else loads a 2-core machine, and at
 # 3x a busy machine once gave 39:25 rather than the 48:16 that the ranks' speeds make.)
