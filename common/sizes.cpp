@@ -51,6 +51,10 @@ std::vector<uint64_t> size_sweep(uint64_t min_bytes, uint64_t max_bytes, uint64_
                                  uint64_t step) {
   std::vector<uint64_t> sizes;
   for (uint64_t size = min_bytes; size <= max_bytes;) {
+    if (sizes.size() == kMostSweepSizes)
+      throw UsageError("the sizes from " + format_size(min_bytes) + " to " + format_size(max_bytes) + " by " +
+                       (factor > 0 ? "x" + std::to_string(factor) : "+" + format_size(step)) + " number more than " +
+                       std::to_string(kMostSweepSizes) + ": raise the step (-i) or grow by a factor (-f)");
     sizes.push_back(size);
     uint64_t next = factor > 0 ? size * factor : size + step;
     if (next <= size) break;  // overflow, or a step of zero: never loop forever

@@ -19,7 +19,9 @@ std::string format_size(uint64_t bytes);
 
 // The sizes of an nccl-tests style sweep: from min to max, multiplying by `factor` when it is
 // > 0, otherwise adding `step`. Both ends inclusive (max itself is not added when the steps
-// jump over it, as in nccl-tests).
+// jump over it, as in nccl-tests). More than kMostSweepSizes throws UsageError: each size is a
+// measurement, and -b 8 -e 8G -i 1 had built a list of a billion sizes, 8 GB, before the first.
+inline constexpr size_t kMostSweepSizes = 10000;
 std::vector<uint64_t> size_sweep(uint64_t min_bytes, uint64_t max_bytes, uint64_t factor,
                                  uint64_t step);
 

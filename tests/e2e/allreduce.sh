@@ -121,6 +121,8 @@ bad_input "unknown flag" --bogus --out "$WORK/bad.h5"
 bad_input "min > max" -b 64M -e 8 --out "$WORK/bad.h5"
 bad_input "size not a multiple of the type" -b 6 -e 6 -d float --out "$WORK/bad.h5"
 bad_input "zero count" -b 0 -e 8 --out "$WORK/bad.h5"
+# (-b 8 -e 8G -i 1 had built its billion sizes, 8 GB, before the first; 10001 fail the same way)
+bad_input "a sweep of more than 10000 sizes" -b 4 -e 40004 -i 4 --out "$WORK/bad.h5"
 bad_input "negative size" -b -8 -e 8 --out "$WORK/bad.h5"
 bad_input "unknown datatype" -d float8 --out "$WORK/bad.h5"
 bad_input "unknown op" -o xor --out "$WORK/bad.h5"

@@ -59,6 +59,15 @@ TEST(SizeSweep, FactorAndStep) {
   EXPECT_EQ(size_sweep(8 << 20, 64 << 20, 2, 0).size(), 4u);
 }
 
+// Ten thousand sizes, each a measurement, are a sweep; a billion (-b 8 -e 8G -i 1: 8 GB of sizes
+// before the first measurement) is a mistake, refused as bad input.
+TEST(SizeSweep, TooManySizesAreRefused) {
+  EXPECT_EQ(size_sweep(1, kMostSweepSizes, 0, 1).size(), kMostSweepSizes);
+  EXPECT_THROW(size_sweep(1, kMostSweepSizes + 1, 0, 1), UsageError);
+  EXPECT_THROW(size_sweep(8, 8ull << 30, 0, 1), UsageError);
+  EXPECT_EQ(size_sweep(1, ~0ull, 2, 0).size(), 64u);  // a factor of 2 spans every size in 64
+}
+
 TEST(SizeSweep, NeverLoopsForever) {
   EXPECT_EQ(size_sweep(8, 64, 0, 0), (std::vector<uint64_t>{8}));
   EXPECT_EQ(size_sweep(1ull << 63, ~0ull, 2, 0).size(), 1u);
