@@ -35,6 +35,7 @@ class TraceRecorder {
   // A moment on `track` (drawn as a tick).
   void instant(int track, std::string_view name, std::string_view category, Clock::time_point at,
                std::string_view args_json = {});
+  // The same, at an MPI_Wtime moment (sb-buckets' replayed hand-overs).
   void instant_wtime(int track, std::string_view name, std::string_view category, double at,
                      std::string_view args_json = {});
 

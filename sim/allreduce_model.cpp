@@ -50,7 +50,8 @@ struct Priced {
 Priced priced_as(const Machine& machine, const AllreduceCase& c) {
   if (!is_known_allreduce(c.impl)) throw UsageError("unknown allreduce '" + c.impl + "'");
   const size_t bytes = c.count * size_of(c.type);
-  if (c.impl == "mpi") return {{bytes < 10000 ? "rd" : power_of_two(c.nranks) ? "rabenseifner" : "ring"}, Transport::mpi, 0};
+  if (c.impl == "mpi")
+    return {{bytes < 10000 ? "rd" : power_of_two(c.nranks) ? "rabenseifner" : "ring"}, Transport::mpi, 0};
   if (c.impl == "nccl") {
     // NCCL picks, by its own cost model, between its rings and (across nodes) its double binary
     // tree: the faster of the two as priced here.

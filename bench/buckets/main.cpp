@@ -132,7 +132,8 @@ void print_best_sizes(const std::vector<Sweep>& results, const Row& no_overlap, 
   std::printf("# best bucket size per strategy (iteration time; vs per-tensor overlapped, vs no overlap%s):\n",
               both_progress_modes ? ", polled vs communication thread" : "");
   auto best_of = [](const std::vector<Row>& rows) -> const Row& {
-    return *std::min_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.iteration_s < b.iteration_s; });
+    return *std::min_element(rows.begin(), rows.end(),
+                             [](const Row& a, const Row& b) { return a.iteration_s < b.iteration_s; });
   };
   auto find = [&](BucketStrategy strategy, Progress progress) -> const Sweep* {
     for (const Sweep& sweep : results)
@@ -244,7 +245,8 @@ int run(int argc, char** argv, const WorldLayout& layout) {
       measure(o, profile, "no-overlap", BucketStrategy::per_tensor, 0, false, gradients, watchdog, tracing);
   saver.add("no-overlap", no_overlap);
   watchdog.phase("measuring the fused baseline");
-  const Row fused = measure(o, profile, "fused", BucketStrategy::fixed, total_mb * 2, false, gradients, watchdog, tracing);
+  const Row fused =
+      measure(o, profile, "fused", BucketStrategy::fixed, total_mb * 2, false, gradients, watchdog, tracing);
   saver.add("fused", fused);
   auto print = [&](const char* name, const Row& r) {
     if (root)
@@ -272,7 +274,8 @@ int run(int argc, char** argv, const WorldLayout& layout) {
         char phase[128];
         std::snprintf(phase, sizeof phase, "measuring %s at %g MiB", sweep.name.c_str(), mb);
         watchdog.phase(phase);
-        sweep.rows.push_back(measure(o, profile, sweep.name, strategy, mb, true, gradients, watchdog, tracing, progress));
+        sweep.rows.push_back(
+            measure(o, profile, sweep.name, strategy, mb, true, gradients, watchdog, tracing, progress));
         saver.add(sweep.name, sweep.rows.back());
         print(sweep.name.c_str(), sweep.rows.back());
       }

@@ -51,8 +51,8 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
                  "ends, saving the rows measured; 0: never [600]");
   app.add_option("--out", o.out, "results file [out/buckets-<UTC time>-<pid>.h5]");
   app.add_option("--trace", o.trace,
-                 "write a Chrome trace (ui.perfetto.dev, chrome://tracing) of every rank's replayed backward, gradient\n"
-                 "hand-overs and bucket reductions in each configuration's reported (median) step");
+                 "write a Chrome trace (ui.perfetto.dev, chrome://tracing) of every rank's replayed backward,\n"
+                 "gradient hand-overs and bucket reductions in each configuration's reported (median) step");
   app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
   if (!parse_command_line(app, argc, argv, print)) return std::nullopt;
   models::make_resnet_config(o.model, 3, 1000, o.image_size, 0);  // unknown model: UsageError

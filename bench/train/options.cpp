@@ -29,7 +29,8 @@ std::string why_no_log_at(const std::string& path) {
   std::error_code error;
   if (fs::is_directory(path, error)) return "'" + path + "' is a folder";
   const fs::path folder = fs::path(path).parent_path();
-  if (!folder.empty() && !fs::is_directory(folder, error)) return "no folder '" + folder.string() + "' for '" + path + "'";
+  if (!folder.empty() && !fs::is_directory(folder, error))
+    return "no folder '" + folder.string() + "' for '" + path + "'";
   return "";
 }
 }  // namespace

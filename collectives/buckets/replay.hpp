@@ -18,8 +18,8 @@ struct ReplayResult {
   double communication_s = 0;  // time inside the allreduces
   double overlap = 0;          // 1 - exposed / communication, in [0, 1]
   std::vector<double> bucket_start_s, bucket_end_s;  // per bucket, after backward start
-  double start_wtime = 0;            // backward's start, in MPI_Wtime seconds
-  std::vector<double> ready_s;       // per tensor (model order): when it was handed over, after start
+  double start_wtime = 0;       // backward's start, in MPI_Wtime seconds
+  std::vector<double> ready_s;  // per tensor (model order): when it was handed over, after start
 };
 
 // One step; starts with a barrier on comm so that all ranks replay from the same moment.
