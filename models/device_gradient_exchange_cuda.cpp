@@ -8,6 +8,7 @@
 #include "collectives/schedule_allreduce.hpp"
 #include "collectives/transports/nccl_transport.hpp"
 #include "common/check.hpp"
+#include "common/nvtx.hpp"
 #include "kernels/device_compress.hpp"
 
 namespace sb::models {
@@ -134,6 +135,7 @@ void DeviceGradientExchange::tensor_ready(size_t tensor) {
 void DeviceGradientExchange::launch(size_t b) {
   if (launched_[b]) return;
   launched_[b] = true;
+  const NvtxRange range("bucket " + std::to_string(b) + ": queued");
   const cudaStream_t comm = state_->nccl.stream();
   SB_CUDA_CHECK(cudaEventRecord(state_->ready[b], compute_));
   SB_CUDA_CHECK(cudaStreamWaitEvent(comm, state_->ready[b], 0));

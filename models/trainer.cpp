@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "common/check.hpp"
+#include "common/nvtx.hpp"
 #include "common/sizes.hpp"
 #include "common/stats.hpp"
 #include "common/usage_error.hpp"
@@ -88,7 +89,8 @@ void validate(const TrainConfig& c, int nranks) {
   if (!c.trace.empty() && c.trace_steps < 1) throw UsageError("--trace-steps must be at least 1");
   if (!c.trace.empty() && c.backend == "cudnn")
     throw UsageError("--trace times ops as the host sees them, and a GPU runs its ops asynchronously: for a GPU's "
-                     "timeline run sb-train under Nsight Systems (nsys profile)");
+                     "timeline run sb-train under Nsight Systems (nsys profile), where NVTX ranges mark its steps "
+                     "and phases");
   if (!c.inject_overflow_steps.empty() && c.loss_scale == 0 && c.precision != Precision::fp16)
     throw UsageError("an injected overflow needs loss scaling (fp16 or a loss scale)");
   if (c.straggler_rank >= nranks) throw UsageError("--straggler names rank " + std::to_string(c.straggler_rank) +
@@ -361,9 +363,14 @@ TrainResult TrainingRun::execute() {
     while (!stop) {
       const int64_t run_here = static_cast<int64_t>(result_.step_seconds.size());  // this process's steps so far
       tracing_ = trace_step_begins(run_here);
+      const NvtxRange step_range("step " + std::to_string(state_.step + 1));
       const Clock::time_point step_start = Clock::now();
       StepTimes times;
-      std::optional<Batch> batch = next_batch(times);
+      std::optional<Batch> batch;
+      {
+        const NvtxRange range("data (waiting for the loader)");
+        batch = next_batch(times);
+      }
       if (!batch) break;
       if (tracing_) trace_.span(kComputeTrack, "data (waiting for the loader)", "step", step_start, Clock::now());
       const double lr = learning_rate(state_.step);

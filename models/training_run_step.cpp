@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/nvtx.hpp"
 #include "common/usage_error.hpp"
 #include "models/training_run.hpp"
 
@@ -240,8 +241,11 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
   write_inputs(batch);
   if (exchange_) exchange_->begin_step();
   bool stepped = false;  // the optimizer step was recorded with the rest (--cuda-graph)
-  if (config_.cuda_graph) stepped = forward_backward_recorded(batch.labels);
-  else forward_backward(batch.labels);
+  {
+    const NvtxRange range("forward and backward");
+    if (config_.cuda_graph) stepped = forward_backward_recorded(batch.labels);
+    else forward_backward(batch.labels);
+  }
   if (rank_ == config_.straggler_rank && config_.straggler_factor > 1)
     std::this_thread::sleep_for(std::chrono::duration<double>((config_.straggler_factor - 1) * seconds_since(start)));
   const Clock::time_point backward_end = Clock::now();
@@ -249,13 +253,17 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
   balance_samples_ += batch.count();
   if (backend_->copies_ahead() && step + 1 < last_step_) fetch_ahead(batch);
   if (exchange_) {
+    const NvtxRange range("waiting for the gradient exchange");
     const ExchangeTimes exchanged = exchange_->finish();
     times.wait_s = exchanged.wait_s;
     times.comm_s = exchanged.communication_s;
   }
   const Clock::time_point optimizer_start = Clock::now();
-  if (!stepped) optimizer_step();
-  backend_->synchronize();
+  {
+    const NvtxRange range("optimizer step, and the device's queue");
+    if (!stepped) optimizer_step();
+    backend_->synchronize();
+  }
   if (tracing_) trace_step_phases(start, backward_end, optimizer_start);
   times.compute_s = std::chrono::duration<double>(backward_end - start).count() + seconds_since(optimizer_start);
   bool applied = true;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "common/check.hpp"
+#include "common/nvtx.hpp"
 #include "common/usage_error.hpp"
 
 namespace sb {
@@ -133,6 +134,7 @@ void GradientExchange::unpack(size_t bucket, float scale) {
 }
 
 void GradientExchange::reduce(size_t bucket) {
+  const NvtxRange range("bucket " + std::to_string(bucket) + " allreduce");
   const double start = MPI_Wtime();
   const Bucket& b = plan_.buckets[bucket];
   pack(bucket);
