@@ -156,8 +156,9 @@ check "--trace /dev/null is refused (exit 2): the finished file's rename would r
 for log in "$WORK/nowhere/mllog.txt" "$WORK"; do
   start=$SECONDS
   timeout 60 $MPIRUN_FAILFAST -np 2 $SB --steps 1 --mllog "$log" --out "$WORK/l0.h5" >"$WORK/l0.txt" 2>&1
+  rc=$?
   check "--mllog $(basename "$log") at 2 ranks is refused (exit 2) at once ($((SECONDS - start)) s)" \
-    bash -c "test $? -eq 2 && test \$(grep -c '^sb-train: error: --mllog: ' '$WORK/l0.txt') -eq 1 && test ! -e '$WORK/l0.h5'"
+    bash -c "test $rc -eq 2 && test \$(grep -c '^sb-train: error: --mllog: ' '$WORK/l0.txt') -eq 1 && test ! -e '$WORK/l0.h5'"
 done
 
 # --- --balance: a 5x straggler gets a smaller share of the batch from epoch 2 --------------
