@@ -4,14 +4,16 @@
 // step, its phases and each gradient bucket's launch show as an NVTX range on the host thread that
 // queued their kernels, beside the kernels themselves and NCCL's own ranges. Without a tool
 // attached, and in builds without CUDA, a range costs next to nothing and records nothing.
-#include <string>
+#include <cstdint>
 
 namespace sb {
 
 class NvtxRange {
  public:
   explicit NvtxRange(const char* name);  // pushes the range on this thread
-  explicit NvtxRange(const std::string& name) : NvtxRange(name.c_str()) {}
+  // "WHAT NUMBER" ("step 7", "bucket 3"), formatted only where a tool could see it: a bucket's
+  // range is opened on every bucket of every step.
+  NvtxRange(const char* what, int64_t number);
   ~NvtxRange();  // pops it
   NvtxRange(const NvtxRange&) = delete;
   NvtxRange& operator=(const NvtxRange&) = delete;

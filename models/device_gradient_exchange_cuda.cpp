@@ -135,7 +135,7 @@ void DeviceGradientExchange::tensor_ready(size_t tensor) {
 void DeviceGradientExchange::launch(size_t b) {
   if (launched_[b]) return;
   launched_[b] = true;
-  const NvtxRange range("bucket " + std::to_string(b) + ": queued");
+  const NvtxRange range("bucket", static_cast<int64_t>(b));
   const cudaStream_t comm = state_->nccl.stream();
   SB_CUDA_CHECK(cudaEventRecord(state_->ready[b], compute_));
   SB_CUDA_CHECK(cudaStreamWaitEvent(comm, state_->ready[b], 0));

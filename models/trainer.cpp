@@ -363,7 +363,7 @@ TrainResult TrainingRun::execute() {
     while (!stop) {
       const int64_t run_here = static_cast<int64_t>(result_.step_seconds.size());  // this process's steps so far
       tracing_ = trace_step_begins(run_here);
-      const NvtxRange step_range("step " + std::to_string(state_.step + 1));
+      const NvtxRange step_range("step", state_.step + 1);
       const Clock::time_point step_start = Clock::now();
       StepTimes times;
       std::optional<Batch> batch;

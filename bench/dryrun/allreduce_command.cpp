@@ -42,10 +42,11 @@ int predict_allreduce_sweeps(const DryrunOptions& o, const RunMetadata& metadata
   const size_t element = size_of(o.type);
   // A scale too large to price is bad input, refused before any work: at the largest size, which
   // has the most steps where a schedule cuts messages into segments.
+  const std::vector<uint64_t> sizes = o.sizes();
   for (const int nranks : o.ranks)
     for (const ImplVariant& variant : impl_variants(o)) {
       sim::AllreduceCase c = allreduce_case(o, machine, variant, nranks);
-      c.count = o.sizes().empty() ? 0 : o.sizes().back() / element;
+      c.count = sizes.empty() ? 0 : sizes.back() / element;
       sim::check_priceable(machine, c);
     }
   const std::string folder = results_folder(o);
@@ -57,7 +58,7 @@ int predict_allreduce_sweeps(const DryrunOptions& o, const RunMetadata& metadata
       result.name = variant.name;
       result.transport = variant.library ? "" : std::string(name_of(variant.transport));
       sim::AllreduceCase c = allreduce_case(o, machine, variant, nranks);
-      for (uint64_t bytes : o.sizes()) {
+      for (uint64_t bytes : sizes) {
         c.count = bytes / element;
         if (c.count == 0) continue;
         const sim::AllreducePrediction prediction = sim::predict_allreduce(machine, c);

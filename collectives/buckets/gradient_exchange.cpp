@@ -134,7 +134,7 @@ void GradientExchange::unpack(size_t bucket, float scale) {
 }
 
 void GradientExchange::reduce(size_t bucket) {
-  const NvtxRange range("bucket " + std::to_string(bucket) + " allreduce");
+  const NvtxRange range("bucket", static_cast<int64_t>(bucket));
   const double start = MPI_Wtime();
   const Bucket& b = plan_.buckets[bucket];
   pack(bucket);

@@ -65,8 +65,8 @@ TEST(NvtxRange, AToolSeesEachRangePushedAndPoppedInOrder) {
     recorded().clear();
   }
   {
-    const NvtxRange step("step 7");
-    const NvtxRange phase(std::string("forward and backward"));
+    const NvtxRange step("step", 7);
+    const NvtxRange phase("forward and backward");
   }
   std::lock_guard lock(recorded_mutex);
   EXPECT_EQ(recorded(), (std::vector<std::string>{"push step 7", "push forward and backward", "pop", "pop"}));
