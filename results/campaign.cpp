@@ -22,10 +22,11 @@ bool looks_like_results(const fs::path& path) {
 }
 
 Run describe(std::shared_ptr<const ResultsReader> file, std::shared_ptr<const h5::Node> root, std::string name,
-             std::string source) {
+             const fs::path& path, const std::string& group) {
   Run run;
   run.name = std::move(name);
-  run.source = std::move(source);
+  run.file_path = path.string();
+  run.source = group.empty() ? run.file_path : run.file_path + ":/" + group;
   run.program = root->attr_string("program");
   if (root->has_attr("run_id")) run.run_id = root->attr_string("run_id");
   run.ranks = root->attr_int("ranks");
@@ -86,7 +87,7 @@ std::vector<Run> open_runs(const fs::path& path, Campaign& campaign) {
   std::vector<Run> runs;
   if (root.attr_string("program") != kMergeProgram) {
     if (!root.has_attr("ranks")) throw UsageError("no 'ranks' attribute: not a complete results file");
-    runs.push_back(describe(file, open("."), path.stem().string(), path.string()));
+    runs.push_back(describe(file, open("."), path.stem().string(), path, ""));
     campaign.run_files.push_back(path.string());
     return runs;
   }
@@ -108,7 +109,7 @@ std::vector<Run> open_runs(const fs::path& path, Campaign& campaign) {
         for (const std::string& name : by_labels.children()) {
           const std::string group =
               std::string(kMergedRunsGroup) + "/" + program + "/" + ranks + "/" + labels + "/" + name;
-          runs.push_back(describe(file, open(group), name, path.string() + ":/" + group));
+          runs.push_back(describe(file, open(group), name, path, group));
         }
       }
     }

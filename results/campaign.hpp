@@ -20,6 +20,7 @@ namespace sb {
 struct Run {
   std::string name;    // short name for legends: the file's stem
   std::string source;  // where it came from: path, or path:/group for a merged run
+  std::string file_path;  // the results file it was read from (the path of source)
   std::string program;
   std::string run_id;  // empty in files before schema 12
   int64_t ranks = 0;

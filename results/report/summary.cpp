@@ -1,9 +1,11 @@
 #include "results/report/summary.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <ostream>
 
 #include "common/atomic_file.hpp"
+#include "results/report/run_trace.hpp"
 
 namespace sb::report {
 namespace {
@@ -38,6 +40,19 @@ std::string resumes_text(const Run& run) {
   return text + (gap < 0 ? ", wall time lost not known" : ", " + cell(gap) + " s of wall time beyond its run time");
 }
 
+// Where the run's --trace is, for summary.txt: the file found, or the path it recorded and that it
+// is not there.
+std::string trace_text(const RunTrace& trace) {
+  if (trace.recorded.empty()) return "";
+  return "; trace: " + (trace.found.empty() ? trace.recorded + " (not found)" : trace.found);
+}
+
+// The run's --trace as an index.html cell: a link to the file found, or the path recorded.
+std::string trace_cell(const RunTrace& trace, const std::string& dir) {
+  if (trace.found.empty()) return trace.recorded.empty() ? "" : html(trace.recorded) + " (not found)";
+  return "<a href=\"" + relative_href(trace.found, dir) + "\">" + html(trace.found) + "</a>";
+}
+
 // A category's name (x = 1, 2, ... on a category axis), else the number.
 std::string x_cell(const Plot& plot, double x) {
   const size_t at = static_cast<size_t>(x);
@@ -56,7 +71,8 @@ void write_summary(const std::vector<Plot>& plots, const Campaign& campaign, con
   for (const Run& run : campaign.runs)
     out << "# run " << run.name << ": " << run.program << ", " << ranks_text(run.ranks) << (run.labels.empty() ? "" : ", ")
         << run.labels_text(" ") << " (" << run.source << ")"
-        << (run.status == "complete" ? "" : "; ended early: " + run.status) << resumes_text(run) << "\n";
+        << (run.status == "complete" ? "" : "; ended early: " + run.status) << resumes_text(run)
+        << trace_text(trace_of(run)) << "\n";
   for (const SkippedFile& skipped : campaign.skipped) out << "# skipped " << skipped.path << ": " << skipped.reason << "\n";
   for (const RepeatedRun& again : campaign.repeated)
     out << "# read again, counted once: " << again.source << " (the same run as " << again.same_as << ")\n";
@@ -108,12 +124,21 @@ void write_index(const std::vector<Plot>& plots, const Campaign& campaign, const
     out << "<a href=\"" << plot.name << ".gp\">gnuplot script</a> &middot; <a href=\"data/" << plot.name
         << ".dat\">data</a></p>\n";
   }
-  out << "<h2>Runs</h2>\n<table><tr><th>run</th><th>program</th><th>ranks</th><th>labels</th><th>file</th>"
-         "<th>status</th></tr>\n";
-  for (const Run& run : campaign.runs)
+  std::vector<RunTrace> traces;
+  for (const Run& run : campaign.runs) traces.push_back(trace_of(run));
+  const bool any_trace = std::any_of(traces.begin(), traces.end(), [](const RunTrace& t) { return !t.recorded.empty(); });
+  out << "<h2>Runs</h2>\n";
+  if (any_trace)
+    out << "<p>A run's trace (<code>--trace</code>) is a Chrome trace of its steps: open it in "
+           "<a href=\"https://ui.perfetto.dev\">ui.perfetto.dev</a> or chrome://tracing.</p>\n";
+  out << "<table><tr><th>run</th><th>program</th><th>ranks</th><th>labels</th><th>file</th><th>status</th>"
+      << (any_trace ? "<th>trace</th>" : "") << "</tr>\n";
+  for (size_t i = 0; i < campaign.runs.size(); ++i) {
+    const Run& run = campaign.runs[i];
     out << "<tr><td>" << html(run.name) << "</td><td>" << html(run.program) << "</td><td>" << run.ranks << "</td><td>"
         << html(run.labels_text(" ")) << "</td><td>" << html(run.source) << "</td><td>" << html(run.status + resumes_text(run))
-        << "</td></tr>\n";
+        << "</td>" << (any_trace ? "<td>" + trace_cell(traces[i], dir) + "</td>" : "") << "</tr>\n";
+  }
   out << "</table>\n";
   if (!campaign.skipped.empty()) {
     out << "<h2>Skipped files</h2>\n<ul>\n";

@@ -15,11 +15,12 @@ $MPIRUN -np 2 "$BIN/sb-allreduce" -b 1K -e 256K -f 4 -n 3 -w 1 --impl mpi,ring -
   --label interconnect=other --out "$camp/ar-other-np2.h5" >/dev/null 2>>"$WORK/runs.err" || ok=0
 $MPIRUN -np 2 "$BIN/sb-compress" -b 64K -e 256K -f 4 -n 2 -w 1 --out "$camp/compress.h5" >/dev/null 2>>"$WORK/runs.err" || ok=0
 $MPIRUN -np 2 "$BIN/sb-buckets" --model resnet20 --image-size 28 --batch 16 --threads 1 --compute-scale 0.2 \
-  -b 0.25 -e 1 -n 1 -w 0 --out "$camp/buckets.h5" >/dev/null 2>>"$WORK/runs.err" || ok=0
+  -b 0.25 -e 1 -n 1 -w 0 --trace "$camp/buckets.trace.json" --out "$camp/buckets.h5" >/dev/null 2>>"$WORK/runs.err" || ok=0
 "$BIN/sb-idx2folder" --out "$WORK/folder" --train-limit 512 --val-limit 128 >/dev/null || ok=0
 for np in 1 2; do
+  trace=() && [[ $np -eq 2 ]] && trace=(--trace "$camp/train-np2.trace.json")
   $MPIRUN --bind-to none -np $np "$BIN/sb-train" --threads 1 --data "imagefolder:$WORK/folder" --image-size 28 \
-    --epochs 2 --batch 64 --target-accuracy 0.2 --out "$camp/train-np$np.h5" >/dev/null 2>>"$WORK/runs.err" || ok=0
+    --epochs 2 --batch 64 --target-accuracy 0.2 "${trace[@]}" --out "$camp/train-np$np.h5" >/dev/null 2>>"$WORK/runs.err" || ok=0
 done
 "$BIN/sb-micro" --benchmark_filter='BM_(memcpy|triad)/262144' --benchmark_min_time=0.01 --out "$camp/micro.h5" \
   >/dev/null 2>>"$WORK/runs.err" || ok=0
@@ -100,6 +101,22 @@ check "index.html links every table with its rows" grep -q '<a href="tables/allr
   "$WORK/report/index.html"
 epochs=$(( $(h5values "$camp/train-np1.h5" /train/curve/epoch | wc -l) + $(h5values "$camp/train-np2.h5" /train/curve/epoch | wc -l) ))
 check "train-epochs.csv has a row per finished epoch ($epochs)" test "$(rows train-epochs)" -eq "$epochs"
+
+# The runs' traces: named in summary.txt and linked from the report's folder; a campaign moved with
+# its traces beside its files still finds them there; a trace that is nowhere is said to be missing.
+check "summary.txt names the buckets run's trace" grep -q "^# run buckets: .*; trace: $camp/buckets.trace.json\$" \
+  "$WORK/report/summary.txt"
+check "index.html links both traces from the report's folder" bash -c "grep -q '<a href=\"../campaign/buckets.trace.json\">' \
+  '$WORK/report/index.html' && grep -q '<a href=\"../campaign/train-np2.trace.json\">' '$WORK/report/index.html'"
+check "... and no run without one" test "$(grep -c '\.trace\.json</a>' "$WORK/report/index.html")" -eq 2
+mkdir -p "$WORK/moved #1" "$WORK/lonely"
+cp "$camp/buckets.h5" "$WORK/lonely/" && cp "$camp/buckets.h5" "$WORK/moved #1/" && mv "$camp/buckets.trace.json" "$WORK/moved #1/"
+"$BIN/sb-report" --no-render --out "$WORK/moved-report" "$WORK/moved #1" >/dev/null 2>&1
+check "a trace moved with its run is found beside it, its link escaped" \
+  grep -q '<a href="../moved%20%231/buckets.trace.json">' "$WORK/moved-report/index.html"
+"$BIN/sb-report" --no-render --out "$WORK/lonely-report" "$WORK/lonely" >/dev/null 2>&1
+check "a trace found nowhere is named as not found" \
+  grep -q "^# run buckets: .*; trace: $camp/buckets.trace.json (not found)\$" "$WORK/lonely-report/summary.txt"
 
 # A campaign compressed by h5repack (chunked, gzip) had its datasets refused as shapes claiming more
 # than the file holds; its values, and so its seal, are the same.

@@ -20,6 +20,7 @@
 #include "results/report/gnuplot_files.hpp"
 #include "results/report/label_placement.hpp"
 #include "results/report/plot.hpp"
+#include "results/report/run_trace.hpp"
 #include "results/report/summary.hpp"
 #include "results/results_file.hpp"
 #include "tests/unit/temp_dir.hpp"
@@ -503,6 +504,14 @@ TEST_F(Report, LongTitlesPutTheKeyBelowThePlot) {
 }
 
 // Labels of points close together take different lines; far apart, each stays above its point.
+// index.html links a run's trace from the report's folder: a relative path that still names the
+// file when a folder's name has a space, a '#' (which would start a fragment) or a non-ASCII byte.
+TEST(ReportLinks, ATraceIsLinkedRelativeToThePageWithOddBytesEscaped) {
+  EXPECT_EQ(report::relative_href("/runs/one two/t#1.json", "/runs/report"), "../one%20two/t%231.json");
+  EXPECT_EQ(report::relative_href("/runs/report/t.json", "/runs/report"), "t.json");
+  EXPECT_EQ(report::relative_href("/runs/a/../b/\xc3\xa9?.json", "/runs/report/"), "../b/%C3%A9%3F.json");
+}
+
 TEST(ReportLabels, PointsCloseTogetherGetTheirLabelsOnDifferentLines) {
   report::Plot plot("p", "", "ratio", "speedup", report::Scale::log2, report::Scale::linear);
   report::Series& points = plot.series.emplace_back("compressors");
