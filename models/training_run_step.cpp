@@ -14,6 +14,7 @@
 
 #include "common/nvtx.hpp"
 #include "common/usage_error.hpp"
+#include "models/loss_divergence.hpp"
 #include "models/training_run.hpp"
 
 namespace sb::models {
@@ -68,7 +69,7 @@ void TrainingRun::compute(const Tensor& input, std::span<const int32_t> labels, 
 // leaving its peers waiting.
 void TrainingRun::skip_empty_micro_batch(Tensor& loss) {
   if (config_.bn_span > 1)
-    throw UsageError("rank " + std::to_string(rank_) + " at step " + std::to_string(state_.step + 1) +
+    throw RankUsageError("rank " + std::to_string(rank_) + " at step " + std::to_string(state_.step + 1) +
                      ": no image of its shard decoded, and --bn-span needs samples on every rank of a group");
   const std::vector<Parameter*>& parameters = model_->parameters();
   for (size_t p = parameters.size(); p-- > 0;) {
@@ -275,14 +276,11 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
           loss_scale_->scale());
   }
   if (applied) state_.momentum_lr = learning_rate(state_.step);
+  std::vector<double> losses(static_cast<size_t>(micro));
+  for (int64_t j = 0; j < micro; ++j) losses[j] = backend_->read_scalar(losses_[j]);
+  require_finite_loss(losses, state_.step, comm_);
   double loss_sum = 0;
-  for (int64_t j = 0; j < micro; ++j) {
-    const double loss = backend_->read_scalar(losses_[j]);
-    if (!std::isfinite(loss))
-      throw UsageError("the training loss diverged (" + std::to_string(loss) + ") at step " +
-                       std::to_string(state_.step) + "; lower --lr");
-    loss_sum += loss * static_cast<double>(micro_batch(batch.count(), j, micro).count);
-  }
+  for (int64_t j = 0; j < micro; ++j) loss_sum += losses[j] * static_cast<double>(micro_batch(batch.count(), j, micro).count);
   return loss_sum;
 }
 

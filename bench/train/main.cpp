@@ -173,6 +173,15 @@ int run(int argc, char** argv, const WorldLayout& layout) {
       // throws and reports the same line; rank 0 prints it.
       result = models::train(parsed->config, root ? stdout : nullptr, MPI_COMM_WORLD,
                              [&](const std::string& phase) { watchdog.phase(phase); }, &progress);
+    } catch (const RankUsageError& e) {
+      // Found by this rank alone, while its peers wait for it in a collective: this rank says why
+      // and ends the job (common/usage_error.hpp). The peers' watchdogs take the launcher's SIGTERM.
+      if (root) saver.save_partial(progress, std::string("failed: ") + e.what());
+      std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
+      std::fflush(stderr);
+      std::fflush(stdout);
+      MPI_Abort(MPI_COMM_WORLD, kExitUsage);
+      return kExitUsage;
     } catch (const UsageError& e) {
       // Bad input found after an epoch's snapshot was saved (it names the run as going on): say
       // how the run ended instead.

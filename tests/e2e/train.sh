@@ -103,6 +103,27 @@ check "and says so" grep -q '^\[data\] 511 images could not be read' "$WORK/dama
 check "the median step's rate is 0 images/s" grep -q '(0): 0$' <(h5dump -a /train/images_per_s "$WORK/damaged.h5")
 epoch_rate=$(h5dump -d /train/curve/images_per_s "$WORK/damaged.h5" | sed -n 's/.*(0): \([0-9.e+-]*\).*/\1/p')
 check "the epoch's rate ($epoch_rate img/s) is one image's" awk -v r="${epoch_rate:-0}" 'BEGIN { exit !(r > 0 && r < 1000) }'
+# One image in four readable, batch-norm statistics over both ranks (--bn-span 2): at some step
+# one rank's shard has no image and its peer's has, which only that rank knows, while the peer
+# waits for it in the batch norm's allreduce. That rank says why and ends the job (it had waited
+# for -T with no word of the reason). With this data it is rank 0 at step 4, alone.
+mkdir -p "$WORK/sparse" && cp -r "$WORK/folder/val" "$WORK/sparse/"
+for class in "$WORK"/folder/train/*/; do mkdir -p "$WORK/sparse/train/$(basename "$class")"; done
+i=0
+for jpg in "$WORK"/folder/train/*/*.jpg; do
+  if ((i++ % 4 == 0)); then cp "$jpg" "$WORK/sparse/train/${jpg#"$WORK/folder/train/"}"
+  else echo "not a JPEG" >"$WORK/sparse/train/${jpg#"$WORK/folder/train/"}"; fi
+done
+start=$SECONDS
+$MPIRUN --bind-to none -np 2 $BIN/sb-train --threads 1 --data "imagefolder:$WORK/sparse" --image-size 28 --batch 8 \
+  --bn-span 2 --overlap 0 --epochs 1 --print-every 0 -T 300 --out "$WORK/sparse.h5" >"$WORK/sparse.txt" 2>&1
+rc=$? took=$((SECONDS - start))
+check "a shard with no image on one rank under --bn-span ends the job with exit 2 (exit $rc) in $took s, not at -T" \
+  test $rc -eq 2 -a $took -lt 60
+check "that rank alone says why" test "$(grep -cE '^sb-train: error: rank [01] at step [0-9]+: no image of its shard' \
+  "$WORK/sparse.txt")" -eq 1
+check "and the results saved say how the run ended" grep -q '"failed: rank [01] at step [0-9]*: no image of its shard' \
+  <(h5dump -a /status "$WORK/sparse.h5")
 $TRAIN --data "imagefolder:$WORK/folder" --image-size 28 --resize-schedule 20:0,28:1 --batch 64 --epochs 2 \
   --print-every 0 --out "$WORK/resize.h5" >"$WORK/resize.txt" 2>&1
 check "progressive resizing: 20 px in epoch 1" grep -q '^\[resize\] epoch 1: training images of 20 px' "$WORK/resize.txt"
