@@ -8,6 +8,7 @@
 #include <numeric>
 #include <optional>
 
+#include "common/agreed_usage.hpp"
 #include "common/check.hpp"
 #include "common/nvtx.hpp"
 #include "common/sizes.hpp"
@@ -124,7 +125,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
       so_far_(so_far) {
   SB_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
   SB_MPI_CHECK(MPI_Comm_size(comm, &nranks_));
-  validate(config, nranks_);
+  agree_on_usage(comm, [&] { validate(config, nranks_); });  // --checkpoint's folder may be missing on one node
   mllog_.start("init_start");
   backend_ = make_training_backend(config, comm);
   if (config.profile_ops > 0 || !config.trace.empty()) {
@@ -146,10 +147,14 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
     so_far_.started_ = true;
   }
   mllog_.start("run_start");
-  data_ = open_data(config.data, config.image_size);
+  // Every rank opens the data itself: on a cluster each node may hold its own staged copy, and one
+  // that lacks it must not leave the others waiting for it (common/agreed_usage.hpp).
+  agree_on_usage(comm, [&] {
+    data_ = open_data(config.data, config.image_size);
+    if (!config.resize_schedule.empty() && !data_.train->resizable())
+      throw UsageError("--resize-schedule needs images that can be cropped to any size (imagefolder or synthetic data)");
+  });
   image_ = data_.train->image_shape();
-  if (!config.resize_schedule.empty() && !data_.train->resizable())
-    throw UsageError("--resize-schedule needs images that can be cropped to any size (imagefolder or synthetic data)");
   ResNetConfig model_config =
       make_resnet_config(config.model, image_.channels, data_.train->num_classes(), image_.height, config.seed);
   model_config.zero_init_residual = config.zero_init_residual;
@@ -229,9 +234,11 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   state_.run_start_unix_s = run_start_unix_s_;
   if (config.resume) {
     const std::string path = checkpoint_path(config.checkpoint_dir);
-    if (!std::filesystem::exists(path)) throw UsageError("--resume: no checkpoint at '" + path + "'");
     const Clock::time_point load_start = Clock::now();
-    state_ = load_checkpoint(path, *model_, *optimizer_);
+    agree_on_usage(comm, [&] {  // each rank reads it: a node without it, or with a damaged copy, ends every rank
+      if (!std::filesystem::exists(path)) throw UsageError("--resume: no checkpoint at '" + path + "'");
+      state_ = load_checkpoint(path, *model_, *optimizer_);
+    });
     if (loss_scale_ && state_.loss_scale > 0) loss_scale_->restore(state_.loss_scale, state_.loss_scale_clean_steps);
     // An older checkpoint's momentum was last updated, but for a skipped fp16 step, at the last step's rate.
     if (std::isnan(state_.momentum_lr)) state_.momentum_lr = state_.step > 0 ? learning_rate(state_.step - 1) : 0;

@@ -2,7 +2,8 @@
 // How an MPI program starts: every rank parses the command line (so every rank knows the
 // settings), rank 0 also creates the results file (so that a bad --out is reported before any
 // work), and all ranks agree whether anything failed. A failure is reported once, by rank 0, as
-// "<program>: error: <what>"; the caller then exits with kExitUsage.
+// "<program>: error: <what>" (the lowest failing rank's what, named when not rank 0's); the caller
+// then exits with kExitUsage.
 #include <mpi.h>
 
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "common/agreed_usage.hpp"
 #include "common/check.hpp"
 #include "common/usage_error.hpp"
 #include "results/results_file.hpp"
@@ -31,7 +33,7 @@ template <class Options, class Parse, class Also>
 ProgramStart<Options> start_program(const char* program, const std::string& kind, bool root, Parse&& parse,
                                     Also&& also) {
   ProgramStart<Options> start;
-  std::string error;
+  std::optional<std::string> error;
   try {
     start.options = parse(root);
     if (start.options) also(*start.options);
@@ -42,10 +44,10 @@ ProgramStart<Options> start_program(const char* program, const std::string& kind
   } catch (const UsageError& e) {
     error = e.what();
   }
-  int mine = error.empty() ? 0 : 1, any = 0;
-  SB_MPI_CHECK(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-  start.failed = any != 0;
-  if (start.failed && root) std::fprintf(stderr, "%s: error: %s\n", program, error.empty() ? "see rank 0" : error.c_str());
+  // A check of `also` may fail on one node alone (a folder it lacks): its rank's reason is printed.
+  error = first_usage_error(error, MPI_COMM_WORLD);
+  start.failed = error.has_value();
+  if (start.failed && root) std::fprintf(stderr, "%s: error: %s\n", program, error->c_str());
   return start;
 }
 

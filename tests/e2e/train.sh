@@ -124,6 +124,35 @@ check "that rank alone says why" test "$(grep -cE '^sb-train: error: rank [01] a
   "$WORK/sparse.txt")" -eq 1
 check "and the results saved say how the run ended" grep -q '"failed: rank [01] at step [0-9]*: no image of its shard' \
   <(h5dump -a /status "$WORK/sparse.h5")
+# Data and a checkpoint on one node only (each rank starts in its own folder, as on nodes with
+# local disks): the rank without them is named with its reason and every rank ends at once with
+# exit 2. Before, the others waited for it until -T, and no rank said why.
+mkdir -p "$WORK/node-a/ck" "$WORK/node-b/ck" && ln -s "$WORK/folder" "$WORK/node-a/data" && ln -s "$WORK/folder" "$WORK/node-b/data"
+train_bin=$(cd "$BIN" && pwd)/sb-train  # --wdir starts each rank elsewhere
+on_two_nodes() {  # on_two_nodes ARGS...: rank 0 in node-a, rank 1 in node-b
+  $MPIRUN --bind-to none -np 1 --wdir "$WORK/node-a" "$train_bin" "$@" : -np 1 --wdir "$WORK/node-b" "$train_bin" "$@"
+}
+node_args=(--threads 1 --image-size 28 --batch 8 --epochs 1 --print-every 0 -T 300)
+rm "$WORK/node-b/data"
+start=$SECONDS
+on_two_nodes "${node_args[@]}" --data imagefolder:data --out "$WORK/node.h5" >"$WORK/node.txt" 2>&1
+rc=$? took=$((SECONDS - start))
+check "data missing on one rank's node ends every rank with exit 2 (exit $rc) in $took s" test $rc -eq 2 -a $took -lt 60
+check "... naming that rank and why" grep -q "^sb-train: error: rank 1: image folder 'data' has no train/ directory" \
+  "$WORK/node.txt"
+check "... with no results file" test ! -e "$WORK/node.h5"
+ln -s "$WORK/folder" "$WORK/node-b/data"
+$MPIRUN --bind-to none -np 1 --wdir "$WORK/node-a" "$train_bin" "${node_args[@]}" --data imagefolder:data --steps 2 \
+  --checkpoint ck --out "$WORK/node-ck.h5" >/dev/null 2>&1
+start=$SECONDS
+on_two_nodes "${node_args[@]}" --data imagefolder:data --steps 4 --checkpoint ck --resume --out "$WORK/node.h5" \
+  >"$WORK/node-resume.txt" 2>&1
+rc=$? took=$((SECONDS - start))
+check "a checkpoint missing on one rank's node ends every rank's --resume with exit 2 (exit $rc) in $took s" \
+  test $rc -eq 2 -a $took -lt 60
+check "... naming that rank and why" grep -q "^sb-train: error: rank 1: --resume: no checkpoint at 'ck/checkpoint.h5'" \
+  "$WORK/node-resume.txt"
+
 $TRAIN --data "imagefolder:$WORK/folder" --image-size 28 --resize-schedule 20:0,28:1 --batch 64 --epochs 2 \
   --print-every 0 --out "$WORK/resize.h5" >"$WORK/resize.txt" 2>&1
 check "progressive resizing: 20 px in epoch 1" grep -q '^\[resize\] epoch 1: training images of 20 px' "$WORK/resize.txt"

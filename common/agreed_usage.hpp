@@ -1,0 +1,24 @@
+#pragma once
+// Bad input that some ranks may find and others not: a data folder or a checkpoint missing on
+// one node (its local disk holds the staged copy), an output folder that one node lacks. Every
+// rank checks, then all agree, so that every rank ends alike (a rank that ended alone would leave
+// the others waiting for it in their next collective, and its reason unsaid, since rank 0 prints
+// the line). The reason given is that of the lowest rank that found bad input, named when it is
+// not rank 0. Collective over `comm`.
+#include <mpi.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace sb {
+
+// The reason of the lowest rank whose `mine` is set, on every rank ("rank R: " before it when R is
+// not 0); empty on every rank when none is set.
+std::optional<std::string> first_usage_error(const std::optional<std::string>& mine, MPI_Comm comm);
+
+// Runs `check` on this rank; when it throws UsageError on any rank, throws UsageError on every rank
+// with first_usage_error's reason.
+void agree_on_usage(MPI_Comm comm, const std::function<void()>& check);
+
+}  // namespace sb

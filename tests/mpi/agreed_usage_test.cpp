@@ -1,0 +1,69 @@
+// Bad input found by some ranks only (a folder one node lacks) ends every rank alike, with the
+// reason of the lowest rank that found it.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <optional>
+#include <string>
+
+#include "common/agreed_usage.hpp"
+#include "common/usage_error.hpp"
+
+namespace sb {
+namespace {
+
+struct World {
+  int rank = 0, size = 1;
+  World() {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+  }
+};
+
+// What agree_on_usage threw on this rank, or nullopt.
+std::optional<std::string> agreed(bool fail_here, const std::string& why) {
+  try {
+    agree_on_usage(MPI_COMM_WORLD, [&] {
+      if (fail_here) throw UsageError(why);
+    });
+  } catch (const UsageError& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
+TEST(AgreedUsage, NoRankFindingBadInputIsNoError) {
+  EXPECT_EQ(agreed(false, ""), std::nullopt);
+  EXPECT_EQ(first_usage_error(std::nullopt, MPI_COMM_WORLD), std::nullopt);
+}
+
+TEST(AgreedUsage, TheLastRankAloneEndsEveryRankWithItsReasonAndItsRankNamed) {
+  const World w;
+  const std::string why = "image folder 'data' has no train/ directory";
+  const std::optional<std::string> thrown = agreed(w.rank == w.size - 1, why);
+  ASSERT_TRUE(thrown.has_value());
+  EXPECT_EQ(*thrown, w.size == 1 ? why : "rank " + std::to_string(w.size - 1) + ": " + why);
+}
+
+TEST(AgreedUsage, WhenSeveralRanksFindItTheLowestsReasonIsGiven) {
+  const World w;
+  // Every rank but 0 fails, each with its own reason: rank 1's is given (rank 0's when alone).
+  const std::optional<std::string> thrown = agreed(w.size == 1 || w.rank > 0, "reason of " + std::to_string(w.rank));
+  ASSERT_TRUE(thrown.has_value());
+  EXPECT_EQ(*thrown, w.size == 1 ? "reason of 0" : "rank 1: reason of 1");
+  // Every rank fails alike (a bad flag): rank 0's reason, unnamed, as before.
+  EXPECT_EQ(agreed(true, "--batch must be positive"), "--batch must be positive");
+}
+
+TEST(AgreedUsage, AnEmptyOrLongReasonArrivesWhole) {
+  const World w;
+  EXPECT_EQ(first_usage_error(w.rank == 0 ? std::optional<std::string>("") : std::nullopt, MPI_COMM_WORLD), "");
+  const std::string long_reason(100000, 'x');
+  const std::optional<std::string> got =
+      first_usage_error(w.rank == w.size - 1 ? std::optional<std::string>(long_reason) : std::nullopt, MPI_COMM_WORLD);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->size(), long_reason.size() + (w.size == 1 ? 0 : ("rank " + std::to_string(w.size - 1) + ": ").size()));
+}
+
+}  // namespace
+}  // namespace sb
