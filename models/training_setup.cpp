@@ -2,6 +2,7 @@
 
 #include "collectives/buckets/gradient_exchange.hpp"
 #include "collectives/schedule_allreduce.hpp"
+#include "common/agreed_usage.hpp"
 #include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
 #if SB_HAVE_CUDA
@@ -17,7 +18,10 @@ std::unique_ptr<Backend> make_training_backend(const TrainConfig& config, MPI_Co
   options.precision = config.precision;
   options.local_rank = local_rank_in(comm);
   options.timed_search = config.cudnn_timed_search;
-  return make_backend(config.backend, options);
+  std::unique_ptr<Backend> backend;
+  // A node may lack what the backend needs (no GPU visible there): every rank ends alike.
+  agree_on_usage(comm, [&] { backend = make_backend(config.backend, options); });
+  return backend;
 }
 
 std::unique_ptr<GradientAverager> make_gradient_exchange(const TrainConfig& config, Backend& backend,
