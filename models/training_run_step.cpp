@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/agreed_usage.hpp"
 #include "common/nvtx.hpp"
 #include "common/usage_error.hpp"
-#include "models/loss_divergence.hpp"
 #include "models/training_run.hpp"
 
 namespace sb::models {
@@ -276,11 +276,18 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
           loss_scale_->scale());
   }
   if (applied) state_.momentum_lr = learning_rate(state_.step);
-  std::vector<double> losses(static_cast<size_t>(micro));
-  for (int64_t j = 0; j < micro; ++j) losses[j] = backend_->read_scalar(losses_[j]);
-  require_finite_loss(losses, state_.step, comm_);
   double loss_sum = 0;
-  for (int64_t j = 0; j < micro; ++j) loss_sum += losses[j] * static_cast<double>(micro_batch(batch.count(), j, micro).count);
+  // A loss that diverges on one rank ends every rank at this step (one allreduce of an int): a rank
+  // that went on would wait for the one that stopped in the next step's exchange.
+  agree_on_usage(comm_, [&] {
+    for (int64_t j = 0; j < micro; ++j) {
+      const double loss = backend_->read_scalar(losses_[j]);
+      if (!std::isfinite(loss))
+        throw UsageError("the training loss diverged (" + std::to_string(loss) + ") at step " +
+                         std::to_string(state_.step) + "; lower --lr");
+      loss_sum += loss * static_cast<double>(micro_batch(batch.count(), j, micro).count);
+    }
+  });
   return loss_sum;
 }
 

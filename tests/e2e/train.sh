@@ -103,6 +103,15 @@ check "and says so" grep -q '^\[data\] 511 images could not be read' "$WORK/dama
 check "the median step's rate is 0 images/s" grep -q '(0): 0$' <(h5dump -a /train/images_per_s "$WORK/damaged.h5")
 epoch_rate=$(h5dump -d /train/curve/images_per_s "$WORK/damaged.h5" | sed -n 's/.*(0): \([0-9.e+-]*\).*/\1/p')
 check "the epoch's rate ($epoch_rate img/s) is one image's" awk -v r="${epoch_rate:-0}" 'BEGIN { exit !(r > 0 && r < 1000) }'
+# A learning rate at which the loss diverges: every rank stops at that step, exit 2, one line.
+start=$SECONDS
+$MPIRUN --bind-to none -np 2 $BIN/sb-train --threads 1 --data synthetic:32 --batch 8 --epochs 1 --steps 30 --lr 1e6 \
+  --print-every 0 --out "$WORK/diverged.h5" >"$WORK/diverged.txt" 2>&1
+rc=$? took=$((SECONDS - start))
+check "a diverging loss ends the run with exit 2 (exit $rc) in $took s" test $rc -eq 2 -a $took -lt 60
+check "... said once" test "$(grep -cE '^sb-train: error: the training loss diverged \(-?nan\) at step [0-9]+; lower --lr$' \
+  "$WORK/diverged.txt")" -eq 1
+
 # One image in four readable, batch-norm statistics over both ranks (--bn-span 2): at some step
 # one rank's shard has no image and its peer's has, which only that rank knows, while the peer
 # waits for it in the batch norm's allreduce. That rank says why and ends the job (it had waited
