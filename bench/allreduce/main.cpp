@@ -15,6 +15,7 @@
 #include "collectives/algorithms/algorithms.hpp"
 #include "collectives/baselines/baselines.hpp"
 #include "collectives/schedule_allreduce.hpp"
+#include "common/agreed_usage.hpp"
 #include "common/check.hpp"
 #include "common/sizes.hpp"
 #include "common/mpi_env.hpp"
@@ -30,13 +31,6 @@ namespace {
 constexpr const char* kProgram = "sb-allreduce";
 // Ranks other than 0 wait this much longer before giving up, so that rank 0 saves first.
 constexpr double kTimeoutGraceSeconds = 5;
-
-// Every rank learns whether any rank failed, so that they all stop together.
-bool any_rank(bool failed) {
-  int mine = failed ? 1 : 0, any = 0;
-  SB_MPI_CHECK(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-  return any != 0;
-}
 
 // Writes the results file once: at the end of the run, or from the watchdog when it fails; and,
 // after each finished sweep, a snapshot under the same name for a rank 0 killed outright.
@@ -116,13 +110,16 @@ void drop_unavailable_impls(AllreduceOptions& options, const WorldLayout& layout
     const AllreduceImplInfo& info = *find_allreduce_impl(*it);
     std::string why = info.unavailable(layout);
     if (why.empty() && info.refuses_type) why = info.refuses_type(options.type);
-    if (!any_rank(!why.empty())) {
+    // The reason of the first rank that cannot (a node without a GPU), on every rank.
+    const std::optional<std::string> reason = first_usage_error(why.empty() ? std::nullopt : std::optional(why),
+                                                                MPI_COMM_WORLD);
+    if (!reason) {
       ++it;
     } else if (options.impls_from_all) {
-      if (layout.rank == 0) std::printf("# impl %s skipped: %s\n", it->c_str(), why.c_str());
+      if (layout.rank == 0) std::printf("# impl %s skipped: %s\n", it->c_str(), reason->c_str());
       it = options.impls.erase(it);
     } else {
-      throw UsageError("--impl " + *it + " cannot run here: " + (why.empty() ? "not on every rank" : why));
+      throw UsageError("--impl " + *it + " cannot run here: " + *reason);
     }
   }
   // The nccl transport needs what ncclAllReduce needs: one GPU per rank.
@@ -132,8 +129,8 @@ void drop_unavailable_impls(AllreduceOptions& options, const WorldLayout& layout
                        options.transports.end();
   if (schedules && on_nccl) {
     const std::string why = nccl_unavailable(layout);
-    if (any_rank(!why.empty()))
-      throw UsageError("--transport nccl cannot run here: " + (why.empty() ? "not on every rank" : why));
+    if (const auto reason = first_usage_error(why.empty() ? std::nullopt : std::optional(why), MPI_COMM_WORLD))
+      throw UsageError("--transport nccl cannot run here: " + *reason);
   }
 }
 
@@ -163,7 +160,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   const bool root = layout.rank == 0;
   std::optional<AllreduceOptions> parsed;
   std::unique_ptr<ResultsFile> file;
-  std::string error;
+  std::optional<std::string> error;
   try {
     parsed = parse_allreduce_options(argc, argv, root);
     if (parsed && parsed->torus_x * parsed->torus_y != 0 && parsed->torus_x * parsed->torus_y != layout.nranks)
@@ -189,9 +186,10 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   } catch (const UsageError& e) {
     error = e.what();
   }
-  // Rank 0 alone opens the file, so every rank must hear whether that worked.
-  if (any_rank(!error.empty())) {
-    if (root) std::fprintf(stderr, "%s: error: %s\n", kProgram, error.empty() ? "see rank 0" : error.c_str());
+  // Rank 0 alone opens the file, so every rank must hear whether that worked; a check may also
+  // fail on some ranks only, whose first reason rank 0 prints.
+  if (const std::optional<std::string> reason = first_usage_error(error, MPI_COMM_WORLD)) {
+    if (root) std::fprintf(stderr, "%s: error: %s\n", kProgram, reason->c_str());
     return kExitUsage;
   }
   if (!parsed) return 0;
