@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "collectives/allreduce_impl.hpp"
+#include "common/agreed_usage.hpp"
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
 #include "common/stats.hpp"
@@ -19,11 +20,9 @@ namespace sb {
 std::string device_unavailable() {
 #if SB_HAVE_CUDA
   const AllreduceImplInfo* nccl = find_allreduce_impl("nccl");
-  std::string why = nccl ? nccl->unavailable(discover_world_layout()) : "no nccl implementation";
-  int missing = why.empty() ? 0 : 1, any = 0;
-  SB_MPI_CHECK(MPI_Allreduce(&missing, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-  if (any && why.empty()) why = "another rank has no GPU";
-  return why;
+  const std::string why = nccl ? nccl->unavailable(discover_world_layout()) : "no nccl implementation";
+  // Every rank gives the reason of the first that cannot (a node without a GPU).
+  return first_usage_error(why.empty() ? std::nullopt : std::optional(why), MPI_COMM_WORLD).value_or("");
 #else
   return "built without CUDA (make CUDA=1)";
 #endif
