@@ -176,11 +176,14 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   const bool root = layout.rank == 0;
   ProgramStart<BucketsOptions> start = start_program<BucketsOptions>(
       kProgram, "buckets", root, [&](bool print) { return parse_buckets_options(argc, argv, print); },
-      [](const BucketsOptions& o) {
-        if (!o.profile.empty()) read_backward_profile(o.profile);  // a bad profile is bad input
-        if (o.write_profile.empty()) return;
-        if (const std::string why = why_not_writable(o.write_profile); !why.empty())
-          throw UsageError("--write-profile: " + why);
+      [&](const BucketsOptions& o) {
+        if (!o.profile.empty()) read_backward_profile(o.profile);  // every rank reads it; a bad one is bad input
+        if (!root) return;  // rank 0 alone writes these: another node may lack their folders
+        if (!o.trace.empty())
+          if (const std::string why = why_not_writable(o.trace); !why.empty()) throw UsageError("--trace: " + why);
+        if (!o.write_profile.empty())
+          if (const std::string why = why_not_writable(o.write_profile); !why.empty())
+            throw UsageError("--write-profile: " + why);
       });
   if (start.failed) return kExitUsage;
   if (!start.options) return 0;

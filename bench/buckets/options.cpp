@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "common/atomic_file.hpp"
 #include "common/command_line.hpp"
 #include "common/distinct_files.hpp"
 #include "common/text_fields.hpp"
@@ -60,8 +59,6 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   if (o.compute_scale <= 0) throw UsageError("--compute-scale must be positive");
   require_distinct_files(
       {{"--profile", o.profile}, {"--write-profile", o.write_profile}, {"--out", o.out}, {"--trace", o.trace}});
-  if (!o.trace.empty())
-    if (const std::string why = why_not_writable(o.trace); !why.empty()) throw UsageError("--trace: " + why);
   if (o.min_mb <= 0 || o.max_mb < o.min_mb || o.factor <= 1) throw UsageError("bucket sizes need 0 < min <= max and factor > 1");
   o.bucket_sizes();  // too many: UsageError
   if (o.iters < 1 || o.warmup_iters < 0) throw UsageError("--iters must be at least 1 and --warmup_iters at least 0");

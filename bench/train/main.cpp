@@ -135,7 +135,10 @@ void print_resumes(const models::TrainResult& r) {
 int run(int argc, char** argv, const WorldLayout& layout) {
   const bool root = layout.rank == 0;
   ProgramStart<TrainOptions> start = start_program<TrainOptions>(
-      kProgram, "train", root, [&](bool print) { return parse_train_options(argc, argv, print); });
+      kProgram, "train", root, [&](bool print) { return parse_train_options(argc, argv, print); },
+      [&](const TrainOptions& o) {
+        if (root) check_rank0_outputs(o);
+      });
   if (start.failed) return kExitUsage;
   if (!start.options) return 0;
   const std::optional<TrainOptions>& parsed = start.options;

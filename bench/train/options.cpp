@@ -210,11 +210,15 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
                           {"--checkpoint", c.checkpoint_dir.empty() ? "" : models::checkpoint_path(c.checkpoint_dir)},
                           {"--mllog", c.mllog},
                           {"--trace", c.trace}});
+  return o;
+}
+
+void check_rank0_outputs(const TrainOptions& o) {
+  const models::TrainConfig& c = o.config;
   if (!c.trace.empty())
     if (const std::string why = why_not_writable(c.trace); !why.empty()) throw UsageError("--trace: " + why);
   if (!c.mllog.empty())
     if (const std::string why = why_no_log_at(c.mllog); !why.empty()) throw UsageError("--mllog: " + why);
-  return o;
 }
 
 }  // namespace sb

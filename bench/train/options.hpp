@@ -17,5 +17,8 @@ struct TrainOptions {
 
 // Throws UsageError for bad input; nullopt after --help.
 std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool print);
+// Throws UsageError when a file that rank 0 alone writes (--trace, --mllog) cannot be written
+// there. Checked on rank 0 only: on a cluster another node may lack that folder.
+void check_rank0_outputs(const TrainOptions& options);
 
 }  // namespace sb

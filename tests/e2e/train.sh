@@ -161,6 +161,12 @@ check "a checkpoint missing on one rank's node ends every rank's --resume with e
   test $rc -eq 2 -a $took -lt 60
 check "... naming that rank and why" grep -q "^sb-train: error: rank 1: --resume: no checkpoint at 'ck/checkpoint.h5'" \
   "$WORK/node-resume.txt"
+# The trace and the MLPerf log are rank 0's to write: a folder for them on its node alone is enough.
+mkdir -p "$WORK/node-a/logs"
+on_two_nodes "${node_args[@]}" --data imagefolder:data --steps 5 --trace logs/t.json --mllog logs/m.log \
+  --out "$WORK/node-logs.h5" >"$WORK/node-logs.txt" 2>&1
+check "--trace and --mllog into a folder only rank 0's node has: exit $?" test -s "$WORK/node-a/logs/t.json" -a \
+  -s "$WORK/node-a/logs/m.log" -a ! -e "$WORK/node-b/logs"
 
 $TRAIN --data "imagefolder:$WORK/folder" --image-size 28 --resize-schedule 20:0,28:1 --batch 64 --epochs 2 \
   --print-every 0 --out "$WORK/resize.h5" >"$WORK/resize.txt" 2>&1
