@@ -154,6 +154,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
     if (!config.resize_schedule.empty() && !data_.train->resizable())
       throw UsageError("--resize-schedule needs images that can be cropped to any size (imagefolder or synthetic data)");
   });
+  require_same_data_on_every_rank(data_, comm);
   image_ = data_.train->image_shape();
   ResNetConfig model_config =
       make_resnet_config(config.model, image_.channels, data_.train->num_classes(), image_.height, config.seed);

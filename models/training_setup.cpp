@@ -1,8 +1,12 @@
 #include "models/training_setup.hpp"
 
+#include <array>
+#include <string>
+
 #include "collectives/buckets/gradient_exchange.hpp"
 #include "collectives/schedule_allreduce.hpp"
 #include "common/agreed_usage.hpp"
+#include "common/check.hpp"
 #include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
 #if SB_HAVE_CUDA
@@ -22,6 +26,29 @@ std::unique_ptr<Backend> make_training_backend(const TrainConfig& config, MPI_Co
   // A node may lack what the backend needs (no GPU visible there): every rank ends alike.
   agree_on_usage(comm, [&] { backend = make_backend(config.backend, options); });
   return backend;
+}
+
+void require_same_data_on_every_rank(const DataSplits& data, MPI_Comm comm) {
+  const ImageShape shape = data.train->image_shape();
+  const std::array<int64_t, 6> mine = {data.train->size(), data.eval->size(), data.train->num_classes(),
+                                       shape.channels,      shape.height,      shape.width};
+  // Each figure's largest and, negated, its smallest over the ranks, in one allreduce.
+  std::array<int64_t, 12> extremes{};
+  for (size_t k = 0; k < mine.size(); ++k) extremes[k] = mine[k], extremes[mine.size() + k] = -mine[k];
+  SB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, extremes.data(), static_cast<int>(extremes.size()), MPI_INT64_T, MPI_MAX,
+                             comm));
+  static constexpr const char* kWhat[] = {"training images", "evaluation images", "classes",
+                                          "channels",        "image height",      "image width"};
+  std::string differences;
+  for (size_t k = 0; k < mine.size(); ++k) {
+    const int64_t most = extremes[k], least = -extremes[mine.size() + k];
+    if (most != least)
+      differences += std::string(differences.empty() ? "" : ", ") + kWhat[k] + " from " + std::to_string(least) +
+                     " to " + std::to_string(most);
+  }
+  if (!differences.empty())
+    throw UsageError("the ranks see different data (" + differences +
+                     "): every node must hold the same copy of the data set");
 }
 
 std::unique_ptr<GradientAverager> make_gradient_exchange(const TrainConfig& config, Backend& backend,

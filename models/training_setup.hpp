@@ -9,6 +9,7 @@
 
 #include "collectives/buckets/gradient_averager.hpp"
 #include "models/backend.hpp"
+#include "models/data/dataset.hpp"
 #include "models/parameter.hpp"
 #include "models/trainer.hpp"
 
@@ -16,6 +17,11 @@ namespace sb::models {
 
 // Collective over comm (it finds the node-local rank).
 std::unique_ptr<Backend> make_training_backend(const TrainConfig& config, MPI_Comm comm);
+
+// Every rank opens the data itself, from its node's copy on a cluster. Copies that differ (a stale
+// one with fewer images) would give the ranks different steps per epoch, and so collectives that
+// no longer match: UsageError on every rank, saying how they differ. Collective over comm.
+void require_same_data_on_every_rank(const DataSplits& data, MPI_Comm comm);
 
 // The host exchange over the parameters' fp32 host gradients, or on the cudnn backend the NCCL
 // one over their device gradients (buckets of the compute type, or of --compressor fp16|bf16).

@@ -161,6 +161,16 @@ check "a checkpoint missing on one rank's node ends every rank's --resume with e
   test $rc -eq 2 -a $took -lt 60
 check "... naming that rank and why" grep -q "^sb-train: error: rank 1: --resume: no checkpoint at 'ck/checkpoint.h5'" \
   "$WORK/node-resume.txt"
+# A stale copy on one node (one training image in eight missing) would give the ranks different
+# steps per epoch: refused on every rank, saying how the copies differ.
+cp -r "$WORK/folder" "$WORK/stale" && find "$WORK/stale/train" -name '*.jpg' | sort | awk 'NR % 8 == 0' | xargs rm -f
+rm "$WORK/node-b/data" && ln -s "$WORK/stale" "$WORK/node-b/data"
+on_two_nodes "${node_args[@]}" --data imagefolder:data --steps 4 --out "$WORK/node.h5" >"$WORK/node-stale.txt" 2>&1
+rc=$?
+check "different copies of the data on two nodes: exit 2 (exit $rc)" test $rc -eq 2
+check "... saying how they differ" grep -q '^sb-train: error: the ranks see different data (training images from 448 to 512)' \
+  "$WORK/node-stale.txt"
+rm "$WORK/node-b/data" && ln -s "$WORK/folder" "$WORK/node-b/data"
 # The trace and the MLPerf log are rank 0's to write: a folder for them on its node alone is enough.
 mkdir -p "$WORK/node-a/logs"
 on_two_nodes "${node_args[@]}" --data imagefolder:data --steps 5 --trace logs/t.json --mllog logs/m.log \
