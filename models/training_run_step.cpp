@@ -70,7 +70,7 @@ void TrainingRun::compute(const Tensor& input, std::span<const int32_t> labels, 
 void TrainingRun::skip_empty_micro_batch(Tensor& loss) {
   if (config_.bn_span > 1)
     throw RankUsageError("rank " + std::to_string(rank_) + " at step " + std::to_string(state_.step + 1) +
-                     ": no image of its shard decoded, and --bn-span needs samples on every rank of a group");
+                         ": no image of its shard decoded, and --bn-span needs samples on every rank of a group");
   const std::vector<Parameter*>& parameters = model_->parameters();
   for (size_t p = parameters.size(); p-- > 0;) {
     backend_->fill(parameters[p]->grad, 0.0f);

@@ -1,7 +1,8 @@
 #pragma once
-// The two pieces of a training run that depend on where it computes: the backend (on a GPU, the
-// one of this rank's node-local rank) and the gradient exchange that fits it (host buffers over
-// MPI or the schedules; device buffers over NCCL).
+// The pieces of a training run's set-up that depend on where each rank runs: the backend (on a
+// GPU, the one of this rank's node-local rank), the gradient exchange that fits it (host buffers
+// over MPI or the schedules; device buffers over NCCL), and the check that every node's copy of
+// the data is the same.
 #include <mpi.h>
 
 #include <memory>
