@@ -170,7 +170,7 @@ void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimize
   file.commit();
 }
 
-TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer& optimizer) {
+TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer& optimizer, uint64_t* content) {
   const std::lock_guard<std::timed_mutex> hdf5(h5::library_lock());
   Backend& backend = model.backend();
   try {
@@ -214,6 +214,7 @@ TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer&
     state.curve = read_curve_from(root.open_group("curve"));
     require_sealed(file, group, sum, "checkpoint '" + path + "'");
     require_plausible(state, path);
+    if (content) *content = sum.value();
     return state;
   } catch (const LibraryError& e) {
     throw UsageError("checkpoint '" + path + "' is incomplete or damaged: " + e.what());

@@ -25,8 +25,11 @@ void write_curve(const h5::Node& group, const std::vector<EpochRecord>& curve);
 void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimizer, const TrainingState& state);
 
 // Restores what save_checkpoint wrote into a model and optimizer built the same way. Throws
-// UsageError for a missing or unreadable file, or one of another model, seed or shape.
-TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer& optimizer);
+// UsageError for a missing or unreadable file, or one of another model, seed or shape. `content`,
+// when given, receives the checksum of all that was read: ranks that read it from their nodes'
+// copies read the same checkpoint only if theirs agree.
+TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer& optimizer,
+                              uint64_t* content = nullptr);
 
 // The gradient exchange's carried state of one rank (error-feedback residuals, compressors' warm
 // starts: GradientAverager::carried_state), which differs from rank to rank: a file per rank

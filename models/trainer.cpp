@@ -236,10 +236,12 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   if (config.resume) {
     const std::string path = checkpoint_path(config.checkpoint_dir);
     const Clock::time_point load_start = Clock::now();
+    uint64_t content = 0;
     agree_on_usage(comm, [&] {  // each rank reads it: a node without it, or with a damaged copy, ends every rank
       if (!std::filesystem::exists(path)) throw UsageError("--resume: no checkpoint at '" + path + "'");
-      state_ = load_checkpoint(path, *model_, *optimizer_);
+      state_ = load_checkpoint(path, *model_, *optimizer_, &content);
     });
+    require_same_checkpoint_on_every_rank(path, content, comm);
     if (loss_scale_ && state_.loss_scale > 0) loss_scale_->restore(state_.loss_scale, state_.loss_scale_clean_steps);
     // An older checkpoint's momentum was last updated, but for a skipped fp16 step, at the last step's rate.
     if (std::isnan(state_.momentum_lr)) state_.momentum_lr = state_.step > 0 ? learning_rate(state_.step - 1) : 0;

@@ -1,6 +1,7 @@
 #include "models/training_setup.hpp"
 
 #include <array>
+#include <optional>
 #include <string>
 
 #include "collectives/buckets/gradient_exchange.hpp"
@@ -49,6 +50,17 @@ void require_same_data_on_every_rank(const DataSplits& data, MPI_Comm comm) {
   if (!differences.empty())
     throw UsageError("the ranks see different data (" + differences +
                      "): every node must hold the same copy of the data set");
+}
+
+void require_same_checkpoint_on_every_rank(const std::string& path, uint64_t content, MPI_Comm comm) {
+  uint64_t rank0s = content;
+  SB_MPI_CHECK(MPI_Bcast(&rank0s, 1, MPI_UINT64_T, 0, comm));
+  const std::optional<std::string> differs =
+      content == rank0s ? std::nullopt
+                        : std::optional<std::string>("its copy of checkpoint '" + path +
+                                                     "' is not rank 0's: keep checkpoints where every node reads "
+                                                     "the same files");
+  if (const std::optional<std::string> reason = first_usage_error(differs, comm)) throw UsageError(*reason);
 }
 
 std::unique_ptr<GradientAverager> make_gradient_exchange(const TrainConfig& config, Backend& backend,

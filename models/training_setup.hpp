@@ -1,8 +1,8 @@
 #pragma once
 // The pieces of a training run's set-up that depend on where each rank runs: the backend (on a
 // GPU, the one of this rank's node-local rank), the gradient exchange that fits it (host buffers
-// over MPI or the schedules; device buffers over NCCL), and the check that every node's copy of
-// the data is the same.
+// over MPI or the schedules; device buffers over NCCL), and the checks that every node's copies
+// of the data and of the checkpoint are the same.
 #include <mpi.h>
 
 #include <memory>
@@ -23,6 +23,11 @@ std::unique_ptr<Backend> make_training_backend(const TrainConfig& config, MPI_Co
 // one with fewer images) would give the ranks different steps per epoch, and so collectives that
 // no longer match: UsageError on every rank, saying how they differ. Collective over comm.
 void require_same_data_on_every_rank(const DataSplits& data, MPI_Comm comm);
+
+// The same for the checkpoint a run resumes from, which every rank reads from its node: `content`
+// is the checksum of what this rank read (load_checkpoint). UsageError on every rank, naming the
+// first rank whose copy is not rank 0's. Collective over comm.
+void require_same_checkpoint_on_every_rank(const std::string& path, uint64_t content, MPI_Comm comm);
 
 // The host exchange over the parameters' fp32 host gradients, or on the cudnn backend the NCCL
 // one over their device gradients (buckets of the compute type, or of --compressor fp16|bf16).

@@ -161,6 +161,21 @@ check "a checkpoint missing on one rank's node ends every rank's --resume with e
   test $rc -eq 2 -a $took -lt 60
 check "... naming that rank and why" grep -q "^sb-train: error: rank 1: --resume: no checkpoint at 'ck/checkpoint.h5'" \
   "$WORK/node-resume.txt"
+# Each node with a checkpoint of its own (another run's, a stale copy): the ranks would resume from
+# different states and steps. Refused, naming the rank; the same copy on both resumes.
+$MPIRUN --bind-to none -np 1 --wdir "$WORK/node-b" "$train_bin" "${node_args[@]}" --data imagefolder:data --steps 3 \
+  --checkpoint ck --out "$WORK/node-ck-b.h5" >/dev/null 2>&1
+on_two_nodes "${node_args[@]}" --data imagefolder:data --steps 4 --checkpoint ck --resume --out "$WORK/node.h5" \
+  >"$WORK/node-two-ck.txt" 2>&1
+rc=$?
+check "two nodes with different checkpoints: --resume exits 2 (exit $rc)" test $rc -eq 2
+check "... naming the rank whose copy differs" \
+  grep -q "^sb-train: error: rank 1: its copy of checkpoint 'ck/checkpoint.h5' is not rank 0's" "$WORK/node-two-ck.txt"
+cp "$WORK/node-a/ck/checkpoint.h5" "$WORK/node-b/ck/"
+on_two_nodes "${node_args[@]}" --data imagefolder:data --steps 4 --checkpoint ck --resume --out "$WORK/node-resumed.h5" \
+  >"$WORK/node-same-ck.txt" 2>&1
+check "... and with the same copy on both, the run resumes (exit $?)" grep -q '^\[resume\] ck/checkpoint.h5: .* step 2 ' \
+  "$WORK/node-same-ck.txt"
 # A stale copy on one node (one training image in eight missing) would give the ranks different
 # steps per epoch: refused on every rank, saying how the copies differ.
 cp -r "$WORK/folder" "$WORK/stale" && find "$WORK/stale/train" -name '*.jpg' | sort | awk 'NR % 8 == 0' | xargs rm -f
