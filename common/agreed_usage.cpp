@@ -1,9 +1,7 @@
 #include "common/agreed_usage.hpp"
 
-#include <algorithm>
-#include <climits>
-
 #include "common/check.hpp"
+#include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
 
 namespace sb {
@@ -16,11 +14,7 @@ std::optional<std::string> first_usage_error(const std::optional<std::string>& m
   int first = nranks;
   SB_MPI_CHECK(MPI_Allreduce(&candidate, &first, 1, MPI_INT, MPI_MIN, comm));
   if (first == nranks) return std::nullopt;
-  std::string reason = rank == first ? *mine : std::string();
-  int length = static_cast<int>(std::min<size_t>(reason.size(), INT_MAX));
-  SB_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, first, comm));
-  reason.resize(static_cast<size_t>(length));
-  SB_MPI_CHECK(MPI_Bcast(reason.data(), length, MPI_CHAR, first, comm));
+  const std::string reason = broadcast_string(rank == first ? *mine : std::string(), first, comm);
   return first == 0 ? reason : "rank " + std::to_string(first) + ": " + reason;
 }
 

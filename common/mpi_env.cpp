@@ -1,6 +1,7 @@
 #include "common/mpi_env.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <set>
 
 #include "common/check.hpp"
@@ -68,6 +69,17 @@ std::vector<std::string> gather_strings(const std::string& mine, int nranks) {
   std::vector<std::string> strings;
   for (int r = 0; r < nranks; ++r) strings.emplace_back(&all[static_cast<size_t>(r) * kWidth]);
   return strings;
+}
+
+std::string broadcast_string(std::string text, int root, MPI_Comm comm) {
+  int rank = 0;
+  SB_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  SB_CHECK(rank != root || text.size() < static_cast<size_t>(INT_MAX), "a broadcast string of 2 GiB or more");
+  int length = static_cast<int>(text.size());
+  SB_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, root, comm));
+  text.resize(static_cast<size_t>(length));
+  SB_MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, root, comm));
+  return text;
 }
 
 std::string mpi_library_version() {

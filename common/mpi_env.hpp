@@ -41,4 +41,7 @@ std::string mpi_library_version();
 // Every rank's string (up to 255 characters), by rank. Collective over MPI_COMM_WORLD.
 std::vector<std::string> gather_strings(const std::string& mine, int nranks);
 
+// `text` as rank `root` has it (under 2 GiB), on every rank of comm. Collective over comm.
+std::string broadcast_string(std::string text, int root, MPI_Comm comm);
+
 }  // namespace sb

@@ -17,6 +17,7 @@
 #include "common/atomic_file.hpp"
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
+#include "common/text_input.hpp"
 #include "common/sizes.hpp"
 #include "common/stats.hpp"
 #include "common/trace_events.hpp"
@@ -99,7 +100,11 @@ Row measure(const BucketsOptions& o, const BackwardProfile& profile, const std::
 BackwardProfile obtain_profile(const BucketsOptions& o, const WorldLayout& layout) {
   BackwardProfile profile;
   if (!o.profile.empty()) {
-    profile = read_backward_profile(o.profile);
+    // Rank 0 reads the file and sends its text: every rank replays the same profile (copies on
+    // other nodes could differ, and give buckets that do not match), and only rank 0 needs it.
+    const bool root = layout.rank == 0;
+    profile = parse_backward_profile(
+        broadcast_string(root ? read_text_input(o.profile, "profile") : std::string(), 0, MPI_COMM_WORLD), o.profile);
   } else {
     // Rank 0 measures alone, so that the other ranks' compute does not slow it; all use its figures.
     models::OnednnBackend backend(o.threads);
@@ -177,8 +182,8 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   ProgramStart<BucketsOptions> start = start_program<BucketsOptions>(
       kProgram, "buckets", root, [&](bool print) { return parse_buckets_options(argc, argv, print); },
       [&](const BucketsOptions& o) {
-        if (!o.profile.empty()) read_backward_profile(o.profile);  // every rank reads it; a bad one is bad input
-        if (!root) return;  // rank 0 alone writes these: another node may lack their folders
+        if (!root) return;  // rank 0 alone reads the profile and writes these: another node may lack them
+        if (!o.profile.empty()) read_backward_profile(o.profile);  // a bad one is bad input
         if (!o.trace.empty())
           if (const std::string why = why_not_writable(o.trace); !why.empty()) throw UsageError("--trace: " + why);
         if (!o.write_profile.empty())

@@ -9,7 +9,11 @@
 namespace sb {
 
 BackwardProfile read_backward_profile(const std::string& path) {
-  std::istringstream in(read_text_input(path, "profile"));
+  return parse_backward_profile(read_text_input(path, "profile"), path);
+}
+
+BackwardProfile parse_backward_profile(const std::string& text, const std::string& path) {
+  std::istringstream in(text);
   BackwardProfile profile;
   std::string line;
   int number = 0;

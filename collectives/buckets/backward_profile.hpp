@@ -24,6 +24,8 @@ struct BackwardProfile {
 
 // Throws UsageError naming the file and line for anything malformed.
 BackwardProfile read_backward_profile(const std::string& path);
+// The same from the file's text (read elsewhere: rank 0's copy, sent to every rank).
+BackwardProfile parse_backward_profile(const std::string& text, const std::string& path);
 void write_backward_profile(const std::string& path, const BackwardProfile& profile);
 
 }  // namespace sb

@@ -17,6 +17,14 @@ check "overlap lies in [0, 1]" bash -c "grep -E '^  (ddp|fixed) ' '$WORK/run.txt
 $MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy ddp -b 1 -e 1 -n 1 --out "$WORK/again.h5" \
   >"$WORK/again.txt" 2>&1
 check "a written profile reads back" grep -qE '^  ddp +1\.00 ' "$WORK/again.txt"
+# Rank 0 reads the profile and sends it: a copy on its node alone is enough (each rank starts in a
+# folder of its own, as on nodes with local disks), and the other ranks replay the same one.
+mkdir -p "$WORK/node-a" "$WORK/node-b" && cp "$WORK/profile.txt" "$WORK/node-a/"
+buckets_bin=$(cd "$BIN" && pwd)/sb-buckets
+node_args=(--profile profile.txt --strategy ddp -b 1 -e 1 -n 1 --threads 1 --out "$WORK/node.h5")
+$MPIRUN -np 1 --wdir "$WORK/node-a" "$buckets_bin" "${node_args[@]}" : -np 1 --wdir "$WORK/node-b" "$buckets_bin" \
+  "${node_args[@]}" >"$WORK/node.txt" 2>&1
+check "a profile on rank 0's node alone is replayed by both ranks (exit $?)" grep -qE '^  ddp +1\.00 ' "$WORK/node.txt"
 # Both progress modes in one run: the polled sweeps beside the threaded ones, compared.
 $MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy ddp,partition -b 0.5 -e 1 -n 1 \
   --progress thread,poll --out "$WORK/poll.h5" >"$WORK/poll.txt" 2>&1
