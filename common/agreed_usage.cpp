@@ -18,6 +18,10 @@ std::optional<std::string> first_usage_error(const std::optional<std::string>& m
   return first == 0 ? reason : "rank " + std::to_string(first) + ": " + reason;
 }
 
+std::optional<std::string> first_reason_against(const std::string& why_not, MPI_Comm comm) {
+  return first_usage_error(why_not.empty() ? std::nullopt : std::optional<std::string>(why_not), comm);
+}
+
 void agree_on_usage(MPI_Comm comm, const std::function<void()>& check) {
   std::optional<std::string> mine;
   try {

@@ -17,6 +17,10 @@ namespace sb {
 // not 0); empty on every rank when none is set.
 std::optional<std::string> first_usage_error(const std::optional<std::string>& mine, MPI_Comm comm);
 
+// The same where this rank's reason is `why_not`, empty when it can (as the implementations'
+// availability checks say it).
+std::optional<std::string> first_reason_against(const std::string& why_not, MPI_Comm comm);
+
 // Runs `check` on this rank; when it throws UsageError on any rank, throws UsageError on every rank
 // with first_usage_error's reason.
 void agree_on_usage(MPI_Comm comm, const std::function<void()>& check);

@@ -111,8 +111,7 @@ void drop_unavailable_impls(AllreduceOptions& options, const WorldLayout& layout
     std::string why = info.unavailable(layout);
     if (why.empty() && info.refuses_type) why = info.refuses_type(options.type);
     // The reason of the first rank that cannot (a node without a GPU), on every rank.
-    const std::optional<std::string> reason = first_usage_error(why.empty() ? std::nullopt : std::optional(why),
-                                                                MPI_COMM_WORLD);
+    const std::optional<std::string> reason = first_reason_against(why, MPI_COMM_WORLD);
     if (!reason) {
       ++it;
     } else if (options.impls_from_all) {
@@ -129,7 +128,7 @@ void drop_unavailable_impls(AllreduceOptions& options, const WorldLayout& layout
                        options.transports.end();
   if (schedules && on_nccl) {
     const std::string why = nccl_unavailable(layout);
-    if (const auto reason = first_usage_error(why.empty() ? std::nullopt : std::optional(why), MPI_COMM_WORLD))
+    if (const auto reason = first_reason_against(why, MPI_COMM_WORLD))
       throw UsageError("--transport nccl cannot run here: " + *reason);
   }
 }

@@ -97,14 +97,13 @@ Row measure(const BucketsOptions& o, const BackwardProfile& profile, const std::
   return row;
 }
 
-BackwardProfile obtain_profile(const BucketsOptions& o, const WorldLayout& layout) {
+// profile_text: the --profile file as rank 0 read it at start-up (empty on the other ranks).
+BackwardProfile obtain_profile(const BucketsOptions& o, const WorldLayout& layout, const std::string& profile_text) {
   BackwardProfile profile;
   if (!o.profile.empty()) {
-    // Rank 0 reads the file and sends its text: every rank replays the same profile (copies on
-    // other nodes could differ, and give buckets that do not match), and only rank 0 needs it.
-    const bool root = layout.rank == 0;
-    profile = parse_backward_profile(
-        broadcast_string(root ? read_text_input(o.profile, "profile") : std::string(), 0, MPI_COMM_WORLD), o.profile);
+    // Rank 0 sends the text it read: every rank replays the same profile (copies on other nodes
+    // could differ, and give buckets that do not match), and only rank 0 needs the file.
+    profile = parse_backward_profile(broadcast_string(profile_text, 0, MPI_COMM_WORLD), o.profile);
   } else {
     // Rank 0 measures alone, so that the other ranks' compute does not slow it; all use its figures.
     models::OnednnBackend backend(o.threads);
@@ -179,11 +178,15 @@ void write_trace_file(const BucketsOptions& o, const WorldLayout& layout, const 
 
 int run(int argc, char** argv, const WorldLayout& layout) {
   const bool root = layout.rank == 0;
+  std::string profile_text;
   ProgramStart<BucketsOptions> start = start_program<BucketsOptions>(
       kProgram, "buckets", root, [&](bool print) { return parse_buckets_options(argc, argv, print); },
       [&](const BucketsOptions& o) {
         if (!root) return;  // rank 0 alone reads the profile and writes these: another node may lack them
-        if (!o.profile.empty()) read_backward_profile(o.profile);  // a bad one is bad input
+        if (!o.profile.empty()) {
+          profile_text = read_text_input(o.profile, "profile");
+          parse_backward_profile(profile_text, o.profile);  // a bad one is bad input
+        }
         if (!o.trace.empty())
           if (const std::string why = why_not_writable(o.trace); !why.empty()) throw UsageError("--trace: " + why);
         if (!o.write_profile.empty())
@@ -210,7 +213,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                     root ? Watchdog::FaultHandler([&](const std::string& reason) { saver.save(reason); })
                          : Watchdog::FaultHandler());
   watchdog.phase(o.profile.empty() ? "measuring the backward pass on rank 0" : "reading the profile");
-  const BackwardProfile profile = obtain_profile(o, layout);
+  const BackwardProfile profile = obtain_profile(o, layout, profile_text);
   // The watchdog ends a job whose step outlasts --timeout. A profile (or a --compute-scale) whose
   // emulated step alone takes that long had run until then and ended as a fault, after its whole
   // --timeout; one of 1e306 s (no --timeout) overflowed the sleeps, which then did not sleep, and

@@ -22,7 +22,7 @@ std::string device_unavailable() {
   const AllreduceImplInfo* nccl = find_allreduce_impl("nccl");
   const std::string why = nccl ? nccl->unavailable(discover_world_layout()) : "no nccl implementation";
   // Every rank gives the reason of the first that cannot (a node without a GPU).
-  return first_usage_error(why.empty() ? std::nullopt : std::optional(why), MPI_COMM_WORLD).value_or("");
+  return first_reason_against(why, MPI_COMM_WORLD).value_or("");
 #else
   return "built without CUDA (make CUDA=1)";
 #endif
