@@ -278,7 +278,9 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
   if (applied) state_.momentum_lr = learning_rate(state_.step);
   double loss_sum = 0;
   // A loss that diverges on one rank ends every rank at this step (one allreduce of an int): a rank
-  // that went on would wait for the one that stopped in the next step's exchange.
+  // that went on would wait for the one that stopped in the next step's exchange. The allreduce is
+  // where a rank now waits for a slower peer, so its time counts as waiting.
+  const Clock::time_point agree_start = Clock::now();
   agree_on_usage(comm_, [&] {
     for (int64_t j = 0; j < micro; ++j) {
       const double loss = backend_->read_scalar(losses_[j]);
@@ -288,6 +290,7 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
       loss_sum += loss * static_cast<double>(micro_batch(batch.count(), j, micro).count);
     }
   });
+  times.wait_s += seconds_since(agree_start);
   return loss_sum;
 }
 
