@@ -1,5 +1,10 @@
 #include "common/agreed_usage.hpp"
 
+#include <algorithm>
+#include <sstream>
+#include <utility>
+#include <vector>
+
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
@@ -20,6 +25,42 @@ std::optional<std::string> first_usage_error(const std::optional<std::string>& m
 
 std::optional<std::string> first_reason_against(const std::string& why_not, MPI_Comm comm) {
   return first_usage_error(why_not.empty() ? std::nullopt : std::optional<std::string>(why_not), comm);
+}
+
+namespace {
+
+// flags_to_agree's text as (name, value) pairs, in order.
+std::vector<std::pair<std::string, std::string>> flag_lines(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const size_t equals = line.find('=');
+    if (equals == std::string::npos) lines.emplace_back(line, "");
+    else lines.emplace_back(line.substr(0, equals), line.substr(equals + 1));
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::string why_flags_differ(const std::string& flags, MPI_Comm comm) {
+  const std::string first = broadcast_string(flags, 0, comm);
+  if (flags == first) return {};
+  const auto mine = flag_lines(flags), theirs = flag_lines(first);
+  for (const auto& [name, value] : theirs) {
+    const auto here = std::find_if(mine.begin(), mine.end(), [&](const auto& line) { return line.first == name; });
+    if (here != mine.end() && here->second != value)
+      return name + " is " + here->second + " here but " + value + " on rank 0; every rank must be given the same flags";
+  }
+  // Flags that are not rank 0's at all: --help on some ranks only, or another program.
+  return "its command line is not rank 0's (another program, or --help on some ranks only); every rank must be "
+         "given the same flags";
+}
+
+std::optional<std::string> agree_on_command_line(const std::optional<std::string>& parse_error,
+                                                 const std::string& flags, MPI_Comm comm) {
+  if (std::optional<std::string> reason = first_usage_error(parse_error, comm)) return reason;
+  return first_reason_against(why_flags_differ(flags, comm), comm);
 }
 
 void agree_on_usage(MPI_Comm comm, const std::function<void()>& check) {

@@ -4,6 +4,7 @@
 // reports as one line and exit status 2.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -47,6 +48,29 @@ inline UsageError usage_error_of(const CLI::App& app, const CLI::ParseError& err
   if (!unknown.empty())
     return UsageError("unknown argument '" + unknown.front() + "' (" + app.get_name() + " --help lists what it takes)");
   return UsageError(error.what());
+}
+
+// The flags every rank must be given alike: the program's name, then one "name=value" line per
+// option of `app` and of its subcommands (the value as given, else the default). The options named in `per_rank` must be
+// given on every rank or on none, with values that may differ: a path to each node's own copy, a
+// thread count for each node's cores, what rank 0 alone writes. common/agreed_usage.hpp compares
+// them over the ranks: ranks given different sizes, step counts or data types would otherwise
+// hang in mismatched collectives, or report "wrong values".
+inline std::string flags_to_agree(const CLI::App& app, const std::vector<std::string>& per_rank = {},
+                                  const std::string& prefix = "") {
+  std::string text = prefix.empty() ? "program=" + app.get_name() + "\n" : "";
+  for (const CLI::Option* option : app.get_options()) {
+    const std::string name = option->get_name();
+    if (name.empty() || name == "--help") continue;  // a run that gets here was not asked for help
+    std::string value;
+    for (const std::string& result : option->results()) value += (value.empty() ? "" : " ") + result;
+    if (option->empty()) value = option->get_default_str();
+    if (std::find(per_rank.begin(), per_rank.end(), name) != per_rank.end()) value = option->empty() ? "" : "given";
+    text += prefix + name + "=" + (value.empty() ? "not given" : value) + "\n";
+  }
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (sub->parsed()) text += flags_to_agree(*sub, per_rank, prefix + sub->get_name() + " ");
+  return text;
 }
 
 // False after --help; throws UsageError for a bad command line.

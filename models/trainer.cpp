@@ -508,6 +508,11 @@ TrainResult TrainProgress::snapshot() const {
   return now;
 }
 
+bool TrainProgress::has_finished_steps() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !result_.step_seconds.empty();
+}
+
 std::string checkpoint_path(const std::string& directory) { return directory + "/checkpoint.h5"; }
 
 int64_t TrainConfig::batch_at(int64_t epoch) const { return value_at(batch_schedule, epoch, batch); }

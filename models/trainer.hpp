@@ -149,6 +149,8 @@ class TrainProgress {
   // images_per_s the median rate of the steps so far. skipped_samples counts this rank's alone,
   // since summing it over the ranks is a collective that a failing job may not finish.
   TrainResult snapshot() const;
+  // Whether a training step has finished: what a run that ends early has to save.
+  bool has_finished_steps() const;
 
   // Called on the training thread when an epoch's record has been added (after its evaluation,
   // if any), with the number of that epoch, outside the lock (so it may take a snapshot()): where

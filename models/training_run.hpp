@@ -78,6 +78,7 @@ class TrainingRun {
   bool forward_backward_recorded(std::span<const int32_t> labels);
   void gradient_ready(size_t parameter);
   void skip_empty_micro_batch(Tensor& loss);
+  void require_samples_on_every_rank(const Batch& batch);
   float applied_loss_scale() const;
   void write_step_rates();
   void optimizer_step();

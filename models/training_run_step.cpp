@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/agreed_usage.hpp"
+#include "common/check.hpp"
 #include "common/nvtx.hpp"
 #include "common/usage_error.hpp"
 #include "models/training_run.hpp"
@@ -64,19 +65,34 @@ void TrainingRun::compute(const Tensor& input, std::span<const int32_t> labels, 
 // shrinks its batch) has no forward or backward: its gradients are zero and its loss 0, reported
 // ready in the order backward reports them, so the exchange and the other ranks go on as in any
 // step. The micro-batch still counts in the average over micro-batches and ranks, as a shrunken
-// one does at its full weight. Under --bn-span every rank of a group must run each batch norm's
-// forward (its statistics are allreduced), so there an empty shard ends the job instead of
-// leaving its peers waiting.
+// one does at its full weight. (Under --bn-span the step never gets here: see
+// require_samples_on_every_rank.)
 void TrainingRun::skip_empty_micro_batch(Tensor& loss) {
-  if (config_.bn_span > 1)
-    throw RankUsageError("rank " + std::to_string(rank_) + " at step " + std::to_string(state_.step + 1) +
-                         ": no image of its shard decoded, and --bn-span needs samples on every rank of a group");
+  SB_CHECK(config_.bn_span == 1, "an empty micro-batch under --bn-span");
   const std::vector<Parameter*>& parameters = model_->parameters();
   for (size_t p = parameters.size(); p-- > 0;) {
     backend_->fill(parameters[p]->grad, 0.0f);
     if (report_gradients_) gradient_ready(p);
   }
   backend_->fill(loss, 0.0f);
+}
+
+// Under --bn-span every rank of a group must run each batch norm's forward (its statistics are
+// allreduced), so a rank whose micro-batch has no sample cannot skip it as above, and only that
+// rank knows. The ranks agree first (one allreduce of an int per step, under --bn-span alone):
+// every rank throws the same UsageError, naming the lowest such rank. (That rank had ended the
+// job alone with MPI_Abort, and rank 0, taken down by the launcher, saved its results as
+// "interrupted by SIGTERM" when another rank was the one.)
+void TrainingRun::require_samples_on_every_rank(const Batch& batch) {
+  const int64_t micro = config_.accumulate;
+  bool empty = false;
+  for (int64_t j = 0; j < micro; ++j) empty = empty || micro_batch(batch.count(), j, micro).count == 0;
+  const int mine = empty ? rank_ : nranks_;
+  int first = nranks_;
+  SB_MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm_));
+  if (first < nranks_)
+    throw UsageError("at step " + std::to_string(state_.step + 1) + " no image of rank " + std::to_string(first) +
+                     "'s shard decoded, and --bn-span needs samples on every rank of a group");
 }
 
 // The shard's gradients, from the inputs as written, left averaged in the parameters' grads. With
@@ -236,6 +252,10 @@ void TrainingRun::fetch_ahead(const Batch& current) {
 
 // One optimizer step over this rank's shard of a global batch; returns the shard's summed loss.
 double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& times) {
+  // Where a rank waits for a peer still loading its batch: counted as waiting.
+  const Clock::time_point agreed_start = Clock::now();
+  if (config_.bn_span > 1) require_samples_on_every_rank(batch);
+  const double agreed_s = seconds_since(agreed_start);
   const Clock::time_point start = Clock::now();
   const int64_t micro = config_.accumulate;
   if (!step_rates_.empty()) write_step_rates();
@@ -290,7 +310,7 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
       loss_sum += loss * static_cast<double>(micro_batch(batch.count(), j, micro).count);
     }
   });
-  times.wait_s += seconds_since(agree_start);
+  times.wait_s += agreed_s + seconds_since(agree_start);
   return loss_sum;
 }
 

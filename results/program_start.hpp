@@ -27,8 +27,9 @@ struct ProgramStart {
 };
 
 // parse(print) returns std::optional<Options> (empty after --help) and throws UsageError; Options
-// has a string `out`, the results path, defaulted here to out/<kind>-<time>-<pid>.h5. `also`
-// runs after parsing on every rank, for checks that read files (throwing UsageError too).
+// has a string `out`, the results path, defaulted here to out/<kind>-<time>-<pid>.h5, and a
+// string `flags`, what every rank must be given alike (common/command_line.hpp's flags_to_agree).
+// `also` runs after parsing on every rank, for checks that read files (throwing UsageError too).
 template <class Options, class Parse, class Also>
 ProgramStart<Options> start_program(const char* program, const std::string& kind, bool root, Parse&& parse,
                                     Also&& also) {
@@ -36,16 +37,25 @@ ProgramStart<Options> start_program(const char* program, const std::string& kind
   std::optional<std::string> error;
   try {
     start.options = parse(root);
-    if (start.options) also(*start.options);
-    if (start.options && root) {
-      if (start.options->out.empty()) start.options->out = default_results_path(kind);
-      start.file = std::make_unique<ResultsFile>(start.options->out);
-    }
   } catch (const UsageError& e) {
     error = e.what();
   }
-  // A check of `also` may fail on one node alone (a folder it lacks): its rank's reason is printed.
-  error = first_usage_error(error, MPI_COMM_WORLD);
+  // Flags that differ between ranks are refused before anything else, whose collectives the
+  // ranks would otherwise call in different orders.
+  error = agree_on_command_line(error, start.options ? start.options->flags : "--help", MPI_COMM_WORLD);
+  if (!error && start.options) {  // then every rank has options
+    try {
+      also(*start.options);
+      if (root) {
+        if (start.options->out.empty()) start.options->out = default_results_path(kind);
+        start.file = std::make_unique<ResultsFile>(start.options->out);
+      }
+    } catch (const UsageError& e) {
+      error = e.what();
+    }
+    // A check of `also` may fail on one node alone (a folder it lacks): its rank's reason is printed.
+    error = first_usage_error(error, MPI_COMM_WORLD);
+  }
   start.failed = error.has_value();
   if (start.failed && root) std::fprintf(stderr, "%s: error: %s\n", program, error->c_str());
   return start;

@@ -162,6 +162,17 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   std::optional<std::string> error;
   try {
     parsed = parse_allreduce_options(argc, argv, root);
+  } catch (const UsageError& e) {
+    error = e.what();
+  }
+  // Flags that differ between ranks are refused before the availability checks, which are
+  // collectives (ranks given different --impl lists would call them in different numbers).
+  if (const std::optional<std::string> reason =
+          agree_on_command_line(error, parsed ? parsed->flags : "--help", MPI_COMM_WORLD)) {
+    if (root) std::fprintf(stderr, "%s: error: %s\n", kProgram, reason->c_str());
+    return kExitUsage;
+  }
+  try {
     if (parsed && parsed->torus_x * parsed->torus_y != 0 && parsed->torus_x * parsed->torus_y != layout.nranks)
       throw UsageError("--torus " + std::to_string(parsed->torus_x) + "x" + std::to_string(parsed->torus_y) +
                        " does not multiply to the " + std::to_string(layout.nranks) + " ranks");

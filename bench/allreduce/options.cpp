@@ -121,6 +121,7 @@ std::optional<AllreduceOptions> parse_allreduce_options(int argc, char** argv, b
   app.add_flag("--list", options.list, "list the implementations and whether each can run here");
 
   if (!parse_command_line(app, argc, argv, print)) return std::nullopt;
+  options.flags = flags_to_agree(app, {"--out", "--label"});
 
   if (!min_text.empty()) options.min_bytes = parse_size(min_text, "--minbytes");
   if (!max_text.empty()) options.max_bytes = parse_size(max_text, "--maxbytes");

@@ -25,6 +25,7 @@ struct BucketsOptions {
   int threads = 0;
   double timeout_seconds = 600;  // without progress (a step, a bucket size) before the job ends
   std::string out;
+  std::string flags;  // what every rank must be given alike (common/command_line.hpp's flags_to_agree)
   std::string trace;  // a Chrome trace of each configuration's reported step, when given
   std::map<std::string, std::string> labels;
 

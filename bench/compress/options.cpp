@@ -22,7 +22,8 @@ std::optional<CompressOptions> parse_compress_options(int argc, char** argv, boo
   std::vector<std::string> label_texts;
   int error_feedback = 1;
   CLI::App app("sb-compress: gradient compressors' speed, compression ratio and error, and the compressed\n"
-               "allreduce against MPI_Allreduce at the same size in the same run. Run it under mpirun.",
+               "allreduce against MPI_Allreduce at the same size in the same run. Run it under mpirun; every\n"
+               "rank must be given the same flags.",
                "sb-compress");
   app.add_option("-b,--minbytes", min_text, "smallest fp32 gradient in bytes (K/M/G) [1M]");
   app.add_option("-e,--maxbytes", max_text, "largest [64M]");
@@ -50,6 +51,7 @@ std::optional<CompressOptions> parse_compress_options(int argc, char** argv, boo
   app.add_option("--out", o.out, "results file [out/compress-<UTC time>-<pid>.h5]");
   app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
   if (!parse_command_line(app, argc, argv, print)) return std::nullopt;
+  o.flags = flags_to_agree(app, {"--out", "--label"});
   if (!min_text.empty()) o.min_bytes = parse_size(min_text, "--minbytes");
   if (!max_text.empty()) o.max_bytes = parse_size(max_text, "--maxbytes");
   if (!factor_text.empty()) o.step_factor = parse_size(factor_text, "--stepfactor");

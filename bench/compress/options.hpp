@@ -23,6 +23,8 @@ struct CompressOptions {
   int convergence_steps = 200;  // --convergence: reference steps of the least-squares check; 0: skip it
   double timeout_seconds = 600;  // without progress (an iteration) before the job ends
   std::string out;  // empty: out/compress-<UTC time>-<pid>.h5
+  std::string flags;  // what every rank must be given alike (common/command_line.hpp's flags_to_agree)
+
   std::map<std::string, std::string> labels;
 
   std::vector<uint64_t> sizes() const;

@@ -172,23 +172,16 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                            : Watchdog::FaultHandler());
     models::TrainResult result;
     try {
-      // Bad data or settings fail alike on every rank (every rank reads the same files), so each
-      // throws and reports the same line; rank 0 prints it.
+      // Bad data or settings fail alike on every rank (the ranks agree on what one rank finds
+      // alone: common/agreed_usage.hpp), so each throws and reports the same line; rank 0 prints it.
       result = models::train(parsed->config, root ? stdout : nullptr, MPI_COMM_WORLD,
                              [&](const std::string& phase) { watchdog.phase(phase); }, &progress);
-    } catch (const RankUsageError& e) {
-      // Found by this rank alone, while its peers wait for it in a collective: this rank says why
-      // and ends the job (common/usage_error.hpp). The peers' watchdogs take the launcher's SIGTERM.
-      if (root) saver.save_partial(progress, std::string("failed: ") + e.what());
-      std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
-      std::fflush(stderr);
-      std::fflush(stdout);
-      MPI_Abort(MPI_COMM_WORLD, kExitUsage);
-      return kExitUsage;
     } catch (const UsageError& e) {
-      // Bad input found after an epoch's snapshot was saved (it names the run as going on): say
-      // how the run ended instead.
-      if (root && saver.has_snapshot()) saver.save_partial(progress, std::string("failed: ") + e.what());
+      // Bad input found mid-run (a loss that diverged, a shard with no image under --bn-span): the
+      // finished steps are results, saved saying how the run ended (replacing an epoch's snapshot,
+      // which names the run as going on). Bad input found before the first step leaves no file.
+      if (root && (saver.has_snapshot() || progress.has_finished_steps()))
+        saver.save_partial(progress, std::string("failed: ") + e.what());
       throw;
     } catch (const std::exception& e) {  // a fault (a checkpoint on a full disk): keep what finished
       if (root) saver.save_partial(progress, std::string("failed: ") + e.what());

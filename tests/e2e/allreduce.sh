@@ -134,6 +134,31 @@ if "$BIN/sb-allreduce" --list | grep -q '^nccl .*unavailable'; then
   bad_input "--transport nccl where NCCL cannot run" --impl ring --transport nccl --out "$WORK/bad.h5"
 fi
 bad_input "--segment smaller than an element" --segment 2 -d float --out "$WORK/bad.h5"
+# Ranks given different flags (a launcher's per-node lines, a wrapper script): refused at start,
+# naming the rank and the flag. Before, different sizes hung the larger rank until -T, and
+# different types reported "wrong values".
+different_flags() {  # different_flags NAME ARGS-OF-RANK-1...: rank 0 runs -b 1K -e 64K -f 2
+  local name=$1 start=$SECONDS
+  shift
+  $MPIRUN_FAILFAST -np 1 "$BIN/sb-allreduce" -b 1K -e 64K -f 2 -T 30 --out "$WORK/bad.h5" : \
+    -np 1 "$BIN/sb-allreduce" "$@" -T 30 --out "$WORK/bad.h5" >"$WORK/bad.out" 2>"$WORK/bad.err"
+  local rc=$? took=$((SECONDS - start))
+  check "rank 1 given $name: status 2 (rc $rc) in $took s, no file" test $rc -eq 2 -a $took -lt 20 -a ! -e "$WORK/bad.h5"
+}
+different_flags "a larger --maxbytes" -b 1K -e 1M -f 2
+check "... naming rank 1, the flag and both values" grep -q \
+  '^sb-allreduce: error: rank 1: --maxbytes is 1M here but 64K on rank 0; every rank must be given the same flags$' \
+  "$WORK/bad.err"
+different_flags "another --datatype" -b 1K -e 64K -f 2 -d double
+check "... naming the flag" grep -q '^sb-allreduce: error: rank 1: --datatype is double here but float on rank 0' \
+  "$WORK/bad.err"
+different_flags "--help" --help
+different_flags "another --impl" -b 1K -e 64K -f 2 --impl ring
+check "... naming --impl" grep -q '^sb-allreduce: error: rank 1: --impl is ring here but mpi on rank 0' "$WORK/bad.err"
+$MPIRUN -np 1 "$BIN/sb-allreduce" -b 1K -e 4K -f 2 --out "$WORK/flags-a.h5" --label node=a : \
+  -np 1 "$BIN/sb-allreduce" -b 1K -e 4K -f 2 --out "$WORK/flags-b.h5" --label node=b >"$WORK/flags.txt" 2>&1
+check "--out and --label may differ between ranks (exit $?); rank 0's file is written" \
+  test -s "$WORK/flags-a.h5" -a ! -e "$WORK/flags-b.h5"
 
 # ---- faults --------------------------------------------------------------------------------------
 # A stuck rank: rank 1 is stopped mid-run; -T 3 must end the job, and rank 0 must save the sizes

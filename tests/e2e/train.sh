@@ -111,16 +111,20 @@ rc=$? took=$((SECONDS - start))
 check "a diverging loss ends the run with exit 2 (exit $rc) in $took s" test $rc -eq 2 -a $took -lt 60
 check "... said once" test "$(grep -cE '^sb-train: error: the training loss diverged \(-?nan\) at step [0-9]+; lower --lr$' \
   "$WORK/diverged.txt")" -eq 1
+check "... and the steps before it saved, saying how the run ended" \
+  grep -q '"failed: the training loss diverged' <(h5dump -a /status "$WORK/diverged.h5")
 
-# One image in four readable, batch-norm statistics over both ranks (--bn-span 2): at some step
+# One image in five readable, batch-norm statistics over both ranks (--bn-span 2): at some step
 # one rank's shard has no image and its peer's has, which only that rank knows, while the peer
-# waits for it in the batch norm's allreduce. That rank says why and ends the job (it had waited
-# for -T with no word of the reason). With this data it is rank 0 at step 4, alone.
+# would wait for it in the batch norm's allreduce. The ranks agree on it before the step, and every
+# rank ends with exit 2, rank 0 naming that rank (it had waited for -T with no word of the
+# reason; later that rank ended the job alone, and rank 0 saved "interrupted by SIGTERM"). With
+# this data (one image in five) it is rank 1 at step 5.
 mkdir -p "$WORK/sparse" && cp -r "$WORK/folder/val" "$WORK/sparse/"
 for class in "$WORK"/folder/train/*/; do mkdir -p "$WORK/sparse/train/$(basename "$class")"; done
 i=0
 for jpg in "$WORK"/folder/train/*/*.jpg; do
-  if ((i++ % 4 == 0)); then cp "$jpg" "$WORK/sparse/train/${jpg#"$WORK/folder/train/"}"
+  if (((i++ + 2) % 5 == 0)); then cp "$jpg" "$WORK/sparse/train/${jpg#"$WORK/folder/train/"}"
   else echo "not a JPEG" >"$WORK/sparse/train/${jpg#"$WORK/folder/train/"}"; fi
 done
 start=$SECONDS
@@ -129,10 +133,12 @@ $MPIRUN --bind-to none -np 2 $BIN/sb-train --threads 1 --data "imagefolder:$WORK
 rc=$? took=$((SECONDS - start))
 check "a shard with no image on one rank under --bn-span ends the job with exit 2 (exit $rc) in $took s, not at -T" \
   test $rc -eq 2 -a $took -lt 60
-check "that rank alone says why" test "$(grep -cE '^sb-train: error: rank [01] at step [0-9]+: no image of its shard' \
+check "... said once, naming the rank" test "$(grep -cE \
+  "^sb-train: error: at step 5 no image of rank 1's shard decoded, and --bn-span needs samples" \
   "$WORK/sparse.txt")" -eq 1
-check "and the results saved say how the run ended" grep -q '"failed: rank [01] at step [0-9]*: no image of its shard' \
-  <(h5dump -a /status "$WORK/sparse.h5")
+check "and rank 0 saves the 4 steps before it, saying how the run ended" \
+  bash -c "h5dump -a /status '$WORK/sparse.h5' | grep -q '\"failed: at step 5 no image of rank 1.s shard' &&
+           h5dump -a /train/steps '$WORK/sparse.h5' | grep -q '(0): 4\$'"
 # Data and a checkpoint on one node only (each rank starts in its own folder, as on nodes with
 # local disks): the rank without them is named with its reason and every rank ends at once with
 # exit 2. Before, the others waited for it until -T, and no rank said why.
@@ -192,6 +198,24 @@ on_two_nodes "${node_args[@]}" --data imagefolder:data --steps 5 --trace logs/t.
   --out "$WORK/node-logs.h5" >"$WORK/node-logs.txt" 2>&1
 check "--trace and --mllog into a folder only rank 0's node has: exit $?" test -s "$WORK/node-a/logs/t.json" -a \
   -s "$WORK/node-a/logs/m.log" -a ! -e "$WORK/node-b/logs"
+# Flags that differ between the nodes' command lines: refused at start, naming the rank and the
+# flag. Before, the rank given fewer steps finished them and waited, and the job hung until -T.
+# Paths to each node's own copy of the data and thread counts may differ.
+per_node_args=(--image-size 28 --batch 8 --epochs 1 --print-every 0 -T 300)
+start=$SECONDS
+$MPIRUN --bind-to none -np 1 "$train_bin" "${per_node_args[@]}" --threads 1 --data "imagefolder:$WORK/node-a/data" \
+  --steps 3 --out "$WORK/node.h5" : -np 1 "$train_bin" "${per_node_args[@]}" --threads 1 \
+  --data "imagefolder:$WORK/node-a/data" --steps 4 --out "$WORK/node.h5" >"$WORK/node-flags.txt" 2>&1
+rc=$? took=$((SECONDS - start))
+check "ranks given different --steps: exit 2 (exit $rc) in $took s, no file" test $rc -eq 2 -a $took -lt 30 -a ! -e "$WORK/node.h5"
+check "... naming the rank and the flag" grep -q \
+  '^sb-train: error: rank 1: --steps is 4 here but 3 on rank 0; every rank must be given the same flags$' \
+  "$WORK/node-flags.txt"
+$MPIRUN --bind-to none -np 1 "$train_bin" "${per_node_args[@]}" --threads 1 --data "imagefolder:$WORK/node-a/data" \
+  --steps 3 --out "$WORK/node-flags.h5" : -np 1 "$train_bin" "${per_node_args[@]}" --threads 2 \
+  --data "imagefolder:$WORK/node-b/data" --steps 3 --out "$WORK/node-flags.h5" >"$WORK/node-flags.txt" 2>&1
+check "each node's own --data path and --threads: the run goes on (exit $?)" \
+  grep -q '^\[throughput\]' "$WORK/node-flags.txt"
 
 $TRAIN --data "imagefolder:$WORK/folder" --image-size 28 --resize-schedule 20:0,28:1 --batch 64 --epochs 2 \
   --print-every 0 --out "$WORK/resize.h5" >"$WORK/resize.txt" 2>&1

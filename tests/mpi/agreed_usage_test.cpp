@@ -65,5 +65,44 @@ TEST(AgreedUsage, AnEmptyOrLongReasonArrivesWhole) {
   EXPECT_EQ(got->size(), long_reason.size() + (w.size == 1 ? 0 : ("rank " + std::to_string(w.size - 1) + ": ").size()));
 }
 
+TEST(AgreedUsage, FlagsThatAgreeAreNoError) {
+  const std::string flags = "program=sb-allreduce\n--maxbytes=64K\n--iters=20\n";
+  EXPECT_EQ(why_flags_differ(flags, MPI_COMM_WORLD), "");
+  EXPECT_EQ(agree_on_command_line(std::nullopt, flags, MPI_COMM_WORLD), std::nullopt);
+  EXPECT_EQ(agree_on_command_line(std::nullopt, "--help", MPI_COMM_WORLD), std::nullopt);  // --help everywhere
+}
+
+TEST(AgreedUsage, TheLastRanksDifferentFlagIsNamedWithBothValues) {
+  const World w;
+  const bool last = w.size > 1 && w.rank == w.size - 1;
+  const std::string flags = std::string("program=sb-allreduce\n--maxbytes=") + (last ? "1M" : "64K") + "\n--iters=20\n";
+  EXPECT_EQ(why_flags_differ(flags, MPI_COMM_WORLD), last ? "--maxbytes is 1M here but 64K on rank 0; every rank must be given the same flags" : "");
+  const std::optional<std::string> agreed = agree_on_command_line(std::nullopt, flags, MPI_COMM_WORLD);
+  if (w.size == 1) {
+    EXPECT_EQ(agreed, std::nullopt);
+  } else {
+    EXPECT_EQ(agreed, "rank " + std::to_string(w.size - 1) +
+                          ": --maxbytes is 1M here but 64K on rank 0; every rank must be given the same flags");
+  }
+}
+
+TEST(AgreedUsage, AParseErrorIsGivenBeforeFlagsThatDiffer) {
+  const World w;
+  // The last rank has a bad flag (so its flags could not be read), and --help on rank 0 alone.
+  const bool last = w.size > 1 && w.rank == w.size - 1;
+  const std::optional<std::string> bad = last ? std::optional<std::string>("unknown argument '--sizes'") : std::nullopt;
+  const std::optional<std::string> agreed = agree_on_command_line(bad, w.rank == 0 ? "--help" : "program=p\n", MPI_COMM_WORLD);
+  if (w.size == 1) {
+    EXPECT_EQ(agreed, std::nullopt);
+  } else {
+    EXPECT_EQ(agreed, "rank " + std::to_string(w.size - 1) + ": unknown argument '--sizes'");
+    // Without the parse error, --help on rank 0 alone is refused: the others would run alone.
+    const std::optional<std::string> help_alone =
+        agree_on_command_line(std::nullopt, w.rank == 0 ? "--help" : "program=p\n", MPI_COMM_WORLD);
+    ASSERT_TRUE(help_alone.has_value());
+    EXPECT_NE(help_alone->find("rank 1: its command line is not rank 0's"), std::string::npos) << *help_alone;
+  }
+}
+
 }  // namespace
 }  // namespace sb

@@ -85,5 +85,41 @@ TEST(CommandLine, AMistypedFlagIsNamedNotTheRequiredOneItMissed) {
   EXPECT_EQ(parse_into(app, {"p", "--machin", "m"}), "unknown argument '--machin' (test --help lists what it takes)");
 }
 
+// The flags every rank must be given alike (flags_to_agree), from `words` parsed into an app with
+// a defaulted option, an option without default, a per-rank path and a subcommand.
+std::string flags_of(std::vector<std::string> words) {
+  CLI::App app("test", "prog");
+  app.option_defaults()->always_capture_default();
+  int iters = 20;
+  std::string torus, data;
+  double ratio = 0.5;
+  app.add_option("-n,--iters", iters);
+  app.add_option("--torus", torus);
+  app.add_option("--data", data);
+  app.add_subcommand("sub")->add_option("--ratio", ratio);
+  EXPECT_EQ(parse_into(app, std::move(words)), "");
+  return flags_to_agree(app, {"--data"});
+}
+
+TEST(CommandLine, FlagsToAgreeHoldEveryOptionsValueOrDefault) {
+  EXPECT_EQ(flags_of({"p"}), "program=prog\n--iters=20\n--torus=not given\n--data=not given\n");
+  EXPECT_EQ(flags_of({"p", "-n", "7", "--torus", "2x2"}), "program=prog\n--iters=7\n--torus=2x2\n--data=not given\n");
+  EXPECT_EQ(flags_of({"p", "sub", "--ratio", "0.25"}),
+            "program=prog\n--iters=20\n--torus=not given\n--data=not given\nsub --ratio=0.25\n");
+}
+
+TEST(CommandLine, FlagsToAgreeAreTheSameForTheSameValuesHoweverGiven) {
+  EXPECT_EQ(flags_of({"p"}), flags_of({"p", "--iters", "20"}));  // the default, given or not
+  EXPECT_EQ(flags_of({"p", "-n", "3"}), flags_of({"p", "--iters=3"}));
+  EXPECT_NE(flags_of({"p", "-n", "3"}), flags_of({"p", "-n", "4"}));
+  EXPECT_NE(flags_of({"p"}), flags_of({"p", "sub"}));
+}
+
+// A per-rank option (a path to each node's own copy) may differ, but is given on every rank or none.
+TEST(CommandLine, APerRankOptionsValueMayDifferButNotWhetherItIsGiven) {
+  EXPECT_EQ(flags_of({"p", "--data", "/node1/x"}), flags_of({"p", "--data", "/node2/x"}));
+  EXPECT_NE(flags_of({"p", "--data", "/node1/x"}), flags_of({"p"}));
+}
+
 }  // namespace
 }  // namespace sb
