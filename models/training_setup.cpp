@@ -50,6 +50,16 @@ void require_same_data_on_every_rank(const DataSplits& data, MPI_Comm comm) {
   if (!differences.empty())
     throw UsageError("the ranks see different data (" + differences +
                      "): every node must hold the same copy of the data set");
+  const std::array<uint64_t, 2> ours = {data.train->fingerprint(), data.eval->fingerprint()};
+  std::array<uint64_t, 2> rank0s = ours;
+  SB_MPI_CHECK(MPI_Bcast(rank0s.data(), 2, MPI_UINT64_T, 0, comm));
+  const std::optional<std::string> differs =
+      ours == rank0s ? std::nullopt
+                     : std::optional<std::string>("its copy of the data set is not rank 0's (as many images and classes, "
+                                                  "but " + std::string(ours[0] != rank0s[0] ? "training" : "evaluation") +
+                                                  " images or labels that differ): every node must hold the same copy "
+                                                  "of the data set");
+  if (const std::optional<std::string> reason = first_usage_error(differs, comm)) throw UsageError(*reason);
 }
 
 void require_same_checkpoint_on_every_rank(const std::string& path, uint64_t content, MPI_Comm comm) {

@@ -21,7 +21,10 @@ std::unique_ptr<Backend> make_training_backend(const TrainConfig& config, MPI_Co
 
 // Every rank opens the data itself, from its node's copy on a cluster. Copies that differ (a stale
 // one with fewer images) would give the ranks different steps per epoch, and so collectives that
-// no longer match: UsageError on every rank, saying how they differ. Collective over comm.
+// no longer match: UsageError on every rank, saying how they differ. Copies of the same size that
+// differ in their fingerprints (Dataset::fingerprint: other labels or pixels, class folders named
+// otherwise, so that a label means another class on another node) are refused the same way,
+// naming the first rank whose copy is not rank 0's. Collective over comm.
 void require_same_data_on_every_rank(const DataSplits& data, MPI_Comm comm);
 
 // The same for the checkpoint a run resumes from, which every rank reads from its node: `content`

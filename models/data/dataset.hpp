@@ -25,6 +25,12 @@ class Dataset {
   // cannot be decoded (a corrupt file inside a data set: the loader skips and counts it).
   // augment_key != 0 asks for training augmentation drawn from that key.
   virtual int32_t load(int64_t index, uint64_t augment_key, float* out) const = 0;
+  // Equal on two copies that hold the same samples, and (but for a hash collision) different
+  // where they differ in what it covers: IDX files' pixels and labels; an image folder's class
+  // and file names (not the JPEGs' bytes, which would mean reading every file at start);
+  // synthetic data's counts and seed. Not the image size, which resizing changes. Each node may
+  // read its own copy, so the ranks compare it (training_setup.hpp).
+  virtual uint64_t fingerprint() const = 0;
   // Sources that crop or draw at any size (JPEG folders, synthetic) can change it between epochs
   // (progressive resizing); only while no loader is reading.
   virtual bool resizable() const { return false; }

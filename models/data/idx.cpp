@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "common/content_checksum.hpp"
 #include "common/usage_error.hpp"
 
 namespace sb::models {
@@ -105,6 +106,13 @@ IdxDataset::IdxDataset(const std::string& images_path, const std::string& labels
   const double mean = sum / n, variance = std::max(sum_sq / n - mean * mean, 1e-6);
   mean_ = static_cast<float>(mean);
   inv_std_ = static_cast<float>(1.0 / std::sqrt(variance));
+}
+
+uint64_t IdxDataset::fingerprint() const {
+  ContentChecksum sum;
+  sum.add_array("images", images_);
+  sum.add_array("labels", labels_);
+  return sum.value();
 }
 
 int32_t IdxDataset::load(int64_t index, uint64_t, float* out) const {

@@ -30,6 +30,7 @@ class IdxDataset final : public Dataset {
   int64_t num_classes() const override { return num_classes_; }
   ImageShape image_shape() const override { return {1, height_, width_}; }
   int32_t load(int64_t index, uint64_t augment_key, float* out) const override;
+  uint64_t fingerprint() const override;
   // The raw bytes of one image (for the IdxFolder writer).
   const uint8_t* image_bytes(int64_t index) const { return images_.data() + index * height_ * width_; }
   int32_t label(int64_t index) const { return labels_[index]; }

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <string>
 
 #include "common/atomic_file.hpp"
+#include "common/content_checksum.hpp"
 #include "common/usage_error.hpp"
 #include "kernels/random.hpp"
 #include "models/data/idx.hpp"
@@ -53,6 +55,7 @@ ImageFolderDataset::ImageFolderDataset(const std::string& folder, std::vector<st
   std::map<std::string, int32_t> label_of;
   for (size_t i = 0; i < classes_.size(); ++i) label_of[classes_[i]] = static_cast<int32_t>(i);
   std::vector<std::string> class_dirs;
+  std::string names;  // each file's "class/name", in order, for the fingerprint
   for (const auto& entry : fs::directory_iterator(folder))
     if (entry.is_directory()) class_dirs.push_back(entry.path().filename().string());
   std::sort(class_dirs.begin(), class_dirs.end());
@@ -64,9 +67,17 @@ ImageFolderDataset::ImageFolderDataset(const std::string& folder, std::vector<st
     for (const auto& entry : fs::directory_iterator(fs::path(folder) / name))
       if (entry.is_regular_file() && is_jpeg_name(entry.path())) paths.push_back(entry.path().string());
     std::sort(paths.begin(), paths.end());
-    for (std::string& p : paths) files_.emplace_back(std::move(p), label->second);
+    for (std::string& p : paths) {
+      // Relative to the folder: another node's copy sits under another path.
+      names += name + "/" + fs::path(p).filename().string() + "\n";
+      files_.emplace_back(std::move(p), label->second);
+    }
   }
   if (files_.empty()) throw UsageError("image folder '" + folder + "' holds no .jpg or .jpeg images");
+  ContentChecksum sum;
+  for (const std::string& name : classes_) sum.add_text("class " + std::to_string(label_of[name]), name);
+  sum.add_text("files", names);
+  fingerprint_ = sum.value();
 }
 
 int32_t ImageFolderDataset::load(int64_t index, uint64_t augment_key, float* out) const {

@@ -19,6 +19,7 @@ class ImageFolderDataset final : public Dataset {
   // Throws UsageError for a missing folder, no classes, no images, or a val/ class unknown to train/.
   ImageFolderDataset(const std::string& folder, std::vector<std::string> classes, int64_t image_size, bool training);
   std::string name() const override { return "imagefolder"; }
+  uint64_t fingerprint() const override { return fingerprint_; }
   int64_t size() const override { return static_cast<int64_t>(files_.size()); }
   int64_t num_classes() const override { return static_cast<int64_t>(classes_.size()); }
   ImageShape image_shape() const override { return {3, size_, size_}; }
@@ -30,6 +31,7 @@ class ImageFolderDataset final : public Dataset {
  private:
   std::vector<std::string> classes_;
   std::vector<std::pair<std::string, int32_t>> files_;  // path, label
+  uint64_t fingerprint_ = 0;  // of the classes' names and each file's "class/name", in order
   int64_t size_;
   bool training_;
 };

@@ -15,6 +15,7 @@ class SyntheticDataset final : public Dataset {
   int64_t num_classes() const override { return classes_; }
   ImageShape image_shape() const override { return shape_; }
   int32_t load(int64_t index, uint64_t augment_key, float* out) const override;
+  uint64_t fingerprint() const override;
   bool resizable() const override { return true; }
   void set_image_size(int64_t pixels) override { shape_.height = shape_.width = pixels; }
 

@@ -191,6 +191,16 @@ rc=$?
 check "different copies of the data on two nodes: exit 2 (exit $rc)" test $rc -eq 2
 check "... saying how they differ" grep -q '^sb-train: error: the ranks see different data (training images from 448 to 512)' \
   "$WORK/node-stale.txt"
+# A copy with as many images and classes, one class folder named otherwise (its label would mean
+# another class there): refused by the data's fingerprint, naming the rank.
+cp -r "$WORK/folder" "$WORK/renamed" && mv "$WORK/renamed/train/9" "$WORK/renamed/train/9b" &&
+  mv "$WORK/renamed/val/9" "$WORK/renamed/val/9b"
+rm "$WORK/node-b/data" && ln -s "$WORK/renamed" "$WORK/node-b/data"
+on_two_nodes "${node_args[@]}" --data imagefolder:data --steps 4 --out "$WORK/node.h5" >"$WORK/node-renamed.txt" 2>&1
+rc=$?
+check "copies of the data whose class folders are named otherwise: exit 2 (exit $rc)" test $rc -eq 2
+check "... naming the rank" grep -q "^sb-train: error: rank 1: its copy of the data set is not rank 0's" \
+  "$WORK/node-renamed.txt"
 rm "$WORK/node-b/data" && ln -s "$WORK/folder" "$WORK/node-b/data"
 # The trace and the MLPerf log are rank 0's to write: a folder for them on its node alone is enough.
 mkdir -p "$WORK/node-a/logs"

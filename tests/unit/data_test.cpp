@@ -40,6 +40,32 @@ TEST(Idx, ReadsTheFashionMnistPackage) {
   EXPECT_NEAR(sum / (1000.0 * 784), 0.0, 0.05);
 }
 
+// The fingerprint covers every pixel and label: one label changed changes it; synthetic data's
+// does not change with the image size (progressive resizing).
+TEST(Idx, TheFingerprintCoversPixelsAndLabels) {
+  const std::string dir = temp_dir();
+  for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz"})
+    std::filesystem::copy(std::string(kFashionMnistDir) + "/" + name, dir + "/" + name);
+  IdxArray labels = read_idx(std::string(kFashionMnistDir) + "/t10k-labels-idx1-ubyte.gz");
+  write_idx(dir + "/t10k-labels-idx1-ubyte.gz", labels);
+  const DataSplits original = open_data("fashion-mnist"), copy = open_data(dir);
+  EXPECT_EQ(copy.train->fingerprint(), original.train->fingerprint());
+  EXPECT_EQ(copy.eval->fingerprint(), original.eval->fingerprint());
+  labels.bytes[9999] = static_cast<uint8_t>((labels.bytes[9999] + 1) % 10);
+  write_idx(dir + "/t10k-labels-idx1-ubyte.gz", labels);
+  const DataSplits relabelled = open_data(dir);
+  EXPECT_EQ(relabelled.eval->size(), original.eval->size());
+  EXPECT_NE(relabelled.eval->fingerprint(), original.eval->fingerprint());
+  EXPECT_EQ(relabelled.train->fingerprint(), original.train->fingerprint());
+  std::filesystem::remove_all(dir);
+
+  DataSplits synthetic = open_data("synthetic:32");
+  const uint64_t at32 = synthetic.train->fingerprint();
+  synthetic.train->set_image_size(24);
+  EXPECT_EQ(synthetic.train->fingerprint(), at32);
+  EXPECT_NE(synthetic.eval->fingerprint(), at32);
+}
+
 TEST(Idx, MissingTruncatedAndMalformedFilesAreUsageErrors) {
   const std::string dir = temp_dir();
   EXPECT_THROW(read_idx(dir + "/nothing.gz"), UsageError);

@@ -5,9 +5,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "common/usage_error.hpp"
 #include "models/data/idx.hpp"
@@ -114,6 +117,37 @@ TEST_F(ImageFolder, ADamagedHuffmanTableCostsOnlyItsOwnImage) {
   EXPECT_FALSE(decode_jpeg(bad, image));
   EXPECT_TRUE(decode_jpeg(good, image)) << "the decoder of this thread stayed broken";
   EXPECT_EQ(image.width, 28);
+}
+
+// Another node's copy, under another path, has the same fingerprint; a copy with as many images
+// and classes but a class folder named otherwise (its label then means another class) or an
+// image of another name has another.
+TEST_F(ImageFolder, TheFingerprintTellsCopiesThatDifferInNamesApart) {
+  const std::string copy = root_ + "-copy";
+  fs::copy(root_, copy, fs::copy_options::recursive);
+  const auto fingerprints = [](const std::string& root) {
+    DataSplits splits = open_image_folder(root, 28);
+    return std::make_pair(splits.train->fingerprint(), splits.eval->fingerprint());
+  };
+  const auto original = fingerprints(root_);
+  EXPECT_NE(original.first, original.second);
+  EXPECT_EQ(fingerprints(copy), original);
+  // The first training image of class 0 under another name: the training split differs.
+  std::vector<fs::path> class0(fs::directory_iterator(copy + "/train/0"), fs::directory_iterator());
+  ASSERT_FALSE(class0.empty());
+  const fs::path first = *std::min_element(class0.begin(), class0.end());
+  fs::rename(first, first.parent_path() / ("x" + first.filename().string()));
+  EXPECT_NE(fingerprints(copy).first, original.first);
+  EXPECT_EQ(fingerprints(copy).second, original.second);
+  fs::rename(first.parent_path() / ("x" + first.filename().string()), first);
+  EXPECT_EQ(fingerprints(copy), original);
+  // Class 9 named "9b" in both splits: as many classes and images, the same sorted order.
+  fs::rename(copy + "/train/9", copy + "/train/9b");
+  fs::rename(copy + "/val/9", copy + "/val/9b");
+  const auto renamed = fingerprints(copy);
+  EXPECT_NE(renamed.first, original.first);
+  EXPECT_NE(renamed.second, original.second);
+  fs::remove_all(copy);
 }
 
 TEST_F(ImageFolder, MalformedFoldersAreUsageErrors) {
