@@ -182,26 +182,26 @@ on_two_nodes "${node_args[@]}" --data imagefolder:data --steps 4 --checkpoint ck
   >"$WORK/node-same-ck.txt" 2>&1
 check "... and with the same copy on both, the run resumes (exit $?)" grep -q '^\[resume\] ck/checkpoint.h5: .* step 2 ' \
   "$WORK/node-same-ck.txt"
+# another_copy_on_node_b NAME DIR ERROR: node b holds DIR; the ranks refuse to train, saying ERROR.
+another_copy_on_node_b() {
+  rm "$WORK/node-b/data" && ln -s "$2" "$WORK/node-b/data"
+  on_two_nodes "${node_args[@]}" --data imagefolder:data --steps 4 --out "$WORK/node.h5" >"$WORK/node-copy.txt" 2>&1
+  local rc=$?
+  check "$1: exit 2 (exit $rc)" test $rc -eq 2
+  check "... saying how they differ" grep -q "^sb-train: error: $3" "$WORK/node-copy.txt"
+  rm "$WORK/node-b/data" && ln -s "$WORK/folder" "$WORK/node-b/data"
+}
 # A stale copy on one node (one training image in eight missing) would give the ranks different
 # steps per epoch: refused on every rank, saying how the copies differ.
 cp -r "$WORK/folder" "$WORK/stale" && find "$WORK/stale/train" -name '*.jpg' | sort | awk 'NR % 8 == 0' | xargs rm -f
-rm "$WORK/node-b/data" && ln -s "$WORK/stale" "$WORK/node-b/data"
-on_two_nodes "${node_args[@]}" --data imagefolder:data --steps 4 --out "$WORK/node.h5" >"$WORK/node-stale.txt" 2>&1
-rc=$?
-check "different copies of the data on two nodes: exit 2 (exit $rc)" test $rc -eq 2
-check "... saying how they differ" grep -q '^sb-train: error: the ranks see different data (training images from 448 to 512)' \
-  "$WORK/node-stale.txt"
+another_copy_on_node_b "different copies of the data on two nodes" "$WORK/stale" \
+  'the ranks see different data (training images from 448 to 512)'
 # A copy with as many images and classes, one class folder named otherwise (its label would mean
 # another class there): refused by the data's fingerprint, naming the rank.
 cp -r "$WORK/folder" "$WORK/renamed" && mv "$WORK/renamed/train/9" "$WORK/renamed/train/9b" &&
   mv "$WORK/renamed/val/9" "$WORK/renamed/val/9b"
-rm "$WORK/node-b/data" && ln -s "$WORK/renamed" "$WORK/node-b/data"
-on_two_nodes "${node_args[@]}" --data imagefolder:data --steps 4 --out "$WORK/node.h5" >"$WORK/node-renamed.txt" 2>&1
-rc=$?
-check "copies of the data whose class folders are named otherwise: exit 2 (exit $rc)" test $rc -eq 2
-check "... naming the rank" grep -q "^sb-train: error: rank 1: its copy of the data set is not rank 0's" \
-  "$WORK/node-renamed.txt"
-rm "$WORK/node-b/data" && ln -s "$WORK/folder" "$WORK/node-b/data"
+another_copy_on_node_b "copies of the data whose class folders are named otherwise" "$WORK/renamed" \
+  "rank 1: its copy of the data set is not rank 0's"
 # The trace and the MLPerf log are rank 0's to write: a folder for them on its node alone is enough.
 mkdir -p "$WORK/node-a/logs"
 on_two_nodes "${node_args[@]}" --data imagefolder:data --steps 5 --trace logs/t.json --mllog logs/m.log \
