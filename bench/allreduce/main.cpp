@@ -17,6 +17,7 @@
 #include "collectives/schedule_allreduce.hpp"
 #include "common/agreed_usage.hpp"
 #include "common/check.hpp"
+#include "common/closed_stdout.hpp"
 #include "common/sizes.hpp"
 #include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
@@ -274,6 +275,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
 }  // namespace sb
 
 int main(int argc, char** argv) {
+  sb::outlive_closed_stdout("sb-allreduce");
   sb::block_termination_signals();
   sb::MpiSession session(&argc, &argv);
   const sb::WorldLayout layout = sb::discover_world_layout();

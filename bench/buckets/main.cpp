@@ -16,6 +16,7 @@
 #include "collectives/buckets/replay_trace.hpp"
 #include "common/atomic_file.hpp"
 #include "common/check.hpp"
+#include "common/closed_stdout.hpp"
 #include "common/mpi_env.hpp"
 #include "common/sizes.hpp"
 #include "common/stats.hpp"
@@ -306,6 +307,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
 }  // namespace sb
 
 int main(int argc, char** argv) {
+  sb::outlive_closed_stdout("sb-buckets");
   sb::block_termination_signals();  // before MPI's threads start: SIGINT/SIGTERM go to the watchdog
   sb::MpiSession session(&argc, &argv, MPI_THREAD_SERIALIZED);
   const sb::WorldLayout layout = sb::discover_world_layout();

@@ -19,6 +19,7 @@
 #include "collectives/compress/synthetic_gradient.hpp"
 #include "models/gradient_sample.hpp"
 #include "common/check.hpp"
+#include "common/closed_stdout.hpp"
 #include "common/mpi_env.hpp"
 #include "common/sizes.hpp"
 #include "common/stats.hpp"
@@ -232,6 +233,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
 }  // namespace sb
 
 int main(int argc, char** argv) {
+  sb::outlive_closed_stdout("sb-compress");
   sb::block_termination_signals();  // before MPI's threads start: SIGINT/SIGTERM go to the watchdog
   sb::MpiSession session(&argc, &argv);
   const sb::WorldLayout layout = sb::discover_world_layout();

@@ -9,6 +9,7 @@
 
 #include "bench/dryrun/commands.hpp"
 #include "common/check.hpp"
+#include "common/closed_stdout.hpp"
 #include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
 #include "common/watchdog.hpp"
@@ -74,6 +75,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  sb::outlive_closed_stdout("sb-dryrun");
   try {
     return run(argc, argv);
   } catch (const sb::UsageError& e) {

@@ -9,12 +9,14 @@
 #include <system_error>
 
 #include "common/check.hpp"
+#include "common/closed_stdout.hpp"
 #include "common/command_line.hpp"
 #include "common/usage_error.hpp"
 #include "models/data/idx.hpp"
 #include "models/data/imagefolder.hpp"
 
 int main(int argc, char** argv) {
+  sb::outlive_closed_stdout("sb-idx2folder");
   std::string data = sb::models::kFashionMnistDir, out;
   int64_t train_limit = 0, val_limit = 0;
   int quality = 95;

@@ -18,6 +18,7 @@
 #include "bench/micro/results_reporter.hpp"
 #include "common/atomic_file.hpp"
 #include "common/check.hpp"
+#include "common/closed_stdout.hpp"
 #include "common/command_line.hpp"
 #include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
@@ -156,6 +157,7 @@ int run(int argc, char** argv) {
 }  // namespace sb
 
 int main(int argc, char** argv) {
+  sb::outlive_closed_stdout("sb-micro");
   sb::block_termination_signals();  // before any thread starts: SIGINT/SIGTERM go to the watchdog
   try {
     return sb::run(argc, argv);

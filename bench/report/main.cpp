@@ -9,6 +9,7 @@
 
 #include "bench/report/options.hpp"
 #include "common/check.hpp"
+#include "common/closed_stdout.hpp"
 #include "common/sizes.hpp"
 #include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
@@ -95,6 +96,7 @@ int report(const sb::ReportProgramOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  sb::outlive_closed_stdout("sb-report");
   try {
     std::optional<sb::ReportProgramOptions> options = sb::parse_report_options(argc, argv);
     return options ? report(*options) : 0;

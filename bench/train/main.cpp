@@ -15,6 +15,7 @@
 #include "bench/train/options.hpp"
 #include "bench/train/record.hpp"
 #include "common/check.hpp"
+#include "common/closed_stdout.hpp"
 #include "common/mpi_env.hpp"
 #include "common/peak_memory.hpp"
 #include "common/stats.hpp"
@@ -243,6 +244,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
 }  // namespace sb
 
 int main(int argc, char** argv) {
+  sb::outlive_closed_stdout("sb-train");
   // SERIALIZED: the gradient exchange's thread calls MPI while the main thread computes.
   sb::block_termination_signals();
   sb::MpiSession session(&argc, &argv, MPI_THREAD_SERIALIZED);

@@ -160,6 +160,16 @@ $MPIRUN -np 1 "$BIN/sb-allreduce" -b 1K -e 4K -f 2 --out "$WORK/flags-a.h5" --la
 check "--out and --label may differ between ranks (exit $?); rank 0's file is written" \
   test -s "$WORK/flags-a.h5" -a ! -e "$WORK/flags-b.h5"
 
+# Standard output closed early (`| head`): the run goes on and saves its file, and says so on
+# stderr. Before, SIGPIPE killed it at its next line, leaving no file (only its temporary).
+"$BIN/sb-allreduce" -b 8 -e 1M -f 2 -n 2 -w 1 --out "$WORK/piped.h5" 2>"$WORK/piped.err" | head -1 >/dev/null
+rc=${PIPESTATUS[0]}
+check "stdout closed by | head: exit 0 (exit $rc), the results file complete" \
+  bash -c "test $rc -eq 0 && h5dump -a /status '$WORK/piped.h5' | grep -q '\"complete\"'"
+check "... and stderr says the output was cut short" \
+  grep -q '^sb-allreduce: standard output failed part-way (closed early, or full): the lines printed after are lost$' \
+  "$WORK/piped.err"
+check "... and no temporary is left" test -z "$(ls "$WORK" | grep 'piped.h5.tmp')"
 # ---- faults --------------------------------------------------------------------------------------
 # A stuck rank: rank 1 is stopped mid-run; -T 3 must end the job, and rank 0 must save the sizes
 # it finished, marked with why the run ended.
