@@ -29,6 +29,8 @@ std::optional<std::string> first_reason_against(const std::string& why_not, MPI_
 
 namespace {
 
+constexpr const char* kSameEverywhere = "every rank must run the same build, given the same flags";
+
 // flags_to_agree's text as (name, value) pairs, in order.
 std::vector<std::pair<std::string, std::string>> flag_lines(const std::string& text) {
   std::vector<std::pair<std::string, std::string>> lines;
@@ -50,11 +52,11 @@ std::string why_flags_differ(const std::string& flags, MPI_Comm comm) {
   for (const auto& [name, value] : theirs) {
     const auto here = std::find_if(mine.begin(), mine.end(), [&](const auto& line) { return line.first == name; });
     if (here != mine.end() && here->second != value)
-      return name + " is " + here->second + " here but " + value + " on rank 0; every rank must be given the same flags";
+      return name + " is " + here->second + " here but " + value + " on rank 0; " + kSameEverywhere;
   }
   // Flags that are not rank 0's at all: --help on some ranks only, or another program.
-  return "its command line is not rank 0's (another program, or --help on some ranks only); every rank must be "
-         "given the same flags";
+  return std::string("its command line is not rank 0's (another program, or --help on some ranks only); ") +
+         kSameEverywhere;
 }
 
 std::optional<std::string> agree_on_command_line(const std::optional<std::string>& parse_error,

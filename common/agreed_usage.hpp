@@ -25,8 +25,9 @@ std::optional<std::string> first_reason_against(const std::string& why_not, MPI_
 // with first_usage_error's reason.
 void agree_on_usage(MPI_Comm comm, const std::function<void()>& check);
 
-// The first flag where this rank's flags (command_line.hpp's flags_to_agree text) differ from
-// rank 0's, as a reason; empty where they agree. Collective over `comm` (rank 0's text broadcast).
+// The first flag where this rank's flags (command_line.hpp's flags_to_agree text, after a line
+// "build=..." naming the program's build) differ from rank 0's, as a reason; empty where they
+// agree. Collective over `comm` (rank 0's text broadcast).
 std::string why_flags_differ(const std::string& flags, MPI_Comm comm);
 
 // How the ranks of a program agree on their command lines, before any other collective: the

@@ -51,11 +51,11 @@ inline UsageError usage_error_of(const CLI::App& app, const CLI::ParseError& err
 }
 
 // The flags every rank must be given alike: the program's name, then one "name=value" line per
-// option of `app` and of its subcommands (the value as given, else the default). The options named in `per_rank` must be
-// given on every rank or on none, with values that may differ: a path to each node's own copy, a
-// thread count for each node's cores, what rank 0 alone writes. common/agreed_usage.hpp compares
-// them over the ranks: ranks given different sizes, step counts or data types would otherwise
-// hang in mismatched collectives, or report "wrong values".
+// option of `app` and of its subcommands (the value as given, else the default). The options
+// named in `per_rank` must be given on every rank or on none, with values that may differ: a path
+// to each node's own copy, a thread count for each node's cores, what rank 0 alone writes.
+// common/agreed_usage.hpp compares them over the ranks: ranks given different sizes, step counts
+// or data types would otherwise hang in mismatched collectives, or report "wrong values".
 inline std::string flags_to_agree(const CLI::App& app, const std::vector<std::string>& per_rank = {},
                                   const std::string& prefix = "") {
   std::string text = prefix.empty() ? "program=" + app.get_name() + "\n" : "";

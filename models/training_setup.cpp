@@ -53,12 +53,11 @@ void require_same_data_on_every_rank(const DataSplits& data, MPI_Comm comm) {
   const std::array<uint64_t, 2> ours = {data.train->fingerprint(), data.eval->fingerprint()};
   std::array<uint64_t, 2> rank0s = ours;
   SB_MPI_CHECK(MPI_Bcast(rank0s.data(), 2, MPI_UINT64_T, 0, comm));
-  const std::optional<std::string> differs =
-      ours == rank0s ? std::nullopt
-                     : std::optional<std::string>("its copy of the data set is not rank 0's (as many images and classes, "
-                                                  "but " + std::string(ours[0] != rank0s[0] ? "training" : "evaluation") +
-                                                  " images or labels that differ): every node must hold the same copy "
-                                                  "of the data set");
+  std::optional<std::string> differs;
+  if (ours != rank0s)
+    differs = "its copy of the data set is not rank 0's (as many images and classes, but " +
+              std::string(ours[0] != rank0s[0] ? "training" : "evaluation") +
+              " images or labels that differ): every node must hold the same copy of the data set";
   if (const std::optional<std::string> reason = first_usage_error(differs, comm)) throw UsageError(*reason);
 }
 

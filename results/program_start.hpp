@@ -19,6 +19,12 @@
 
 namespace sb {
 
+// What the ranks compare at start (common/agreed_usage.hpp's agree_on_command_line): the build,
+// since a node may run a stale copy of the program, then `flags` (flags_to_agree's text).
+inline std::string build_and_flags(const std::string& flags) {
+  return "build=" + scalebench_version() + " " + scalebench_git_commit() + "\n" + flags;
+}
+
 template <class Options>
 struct ProgramStart {
   std::optional<Options> options;     // empty after --help
@@ -28,7 +34,8 @@ struct ProgramStart {
 
 // parse(print) returns std::optional<Options> (empty after --help) and throws UsageError; Options
 // has a string `out`, the results path, defaulted here to out/<kind>-<time>-<pid>.h5, and a
-// string `flags`, what every rank must be given alike (common/command_line.hpp's flags_to_agree).
+// string `flags`, what every rank must be given alike (common/command_line.hpp's flags_to_agree),
+// compared with the build over the ranks before anything else.
 // `also` runs after parsing on every rank, for checks that read files (throwing UsageError too).
 template <class Options, class Parse, class Also>
 ProgramStart<Options> start_program(const char* program, const std::string& kind, bool root, Parse&& parse,
@@ -42,7 +49,8 @@ ProgramStart<Options> start_program(const char* program, const std::string& kind
   }
   // Flags that differ between ranks are refused before anything else, whose collectives the
   // ranks would otherwise call in different orders.
-  error = agree_on_command_line(error, start.options ? start.options->flags : "--help", MPI_COMM_WORLD);
+  error = agree_on_command_line(error, build_and_flags(start.options ? start.options->flags : "--help"),
+                                MPI_COMM_WORLD);
   if (!error && start.options) {  // then every rank has options
     try {
       also(*start.options);

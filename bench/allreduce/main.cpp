@@ -22,6 +22,7 @@
 #include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
 #include "common/watchdog.hpp"
+#include "results/program_start.hpp"
 #include "results/results_file.hpp"
 #include "results/save_once.hpp"
 #include "results/snapshot.hpp"
@@ -169,7 +170,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   // Flags that differ between ranks are refused before the availability checks, which are
   // collectives (ranks given different --impl lists would call them in different numbers).
   if (const std::optional<std::string> reason =
-          agree_on_command_line(error, parsed ? parsed->flags : "--help", MPI_COMM_WORLD)) {
+          agree_on_command_line(error, build_and_flags(parsed ? parsed->flags : "--help"), MPI_COMM_WORLD)) {
     if (root) std::fprintf(stderr, "%s: error: %s\n", kProgram, reason->c_str());
     return kExitUsage;
   }

@@ -147,7 +147,7 @@ different_flags() {  # different_flags NAME ARGS-OF-RANK-1...: rank 0 runs -b 1K
 }
 different_flags "a larger --maxbytes" -b 1K -e 1M -f 2
 check "... naming rank 1, the flag and both values" grep -q \
-  '^sb-allreduce: error: rank 1: --maxbytes is 1M here but 64K on rank 0; every rank must be given the same flags$' \
+  '^sb-allreduce: error: rank 1: --maxbytes is 1M here but 64K on rank 0; every rank must run the same build, given the same flags$' \
   "$WORK/bad.err"
 different_flags "another --datatype" -b 1K -e 64K -f 2 -d double
 check "... naming the flag" grep -q '^sb-allreduce: error: rank 1: --datatype is double here but float on rank 0' \

@@ -219,7 +219,7 @@ $MPIRUN --bind-to none -np 1 "$train_bin" "${per_node_args[@]}" --threads 1 --da
 rc=$? took=$((SECONDS - start))
 check "ranks given different --steps: exit 2 (exit $rc) in $took s, no file" test $rc -eq 2 -a $took -lt 30 -a ! -e "$WORK/node.h5"
 check "... naming the rank and the flag" grep -q \
-  '^sb-train: error: rank 1: --steps is 4 here but 3 on rank 0; every rank must be given the same flags$' \
+  '^sb-train: error: rank 1: --steps is 4 here but 3 on rank 0; every rank must run the same build, given the same flags$' \
   "$WORK/node-flags.txt"
 $MPIRUN --bind-to none -np 1 "$train_bin" "${per_node_args[@]}" --threads 1 --data "imagefolder:$WORK/node-a/data" \
   --steps 3 --out "$WORK/node-flags.h5" : -np 1 "$train_bin" "${per_node_args[@]}" --threads 2 \

@@ -76,14 +76,27 @@ TEST(AgreedUsage, TheLastRanksDifferentFlagIsNamedWithBothValues) {
   const World w;
   const bool last = w.size > 1 && w.rank == w.size - 1;
   const std::string flags = std::string("program=sb-allreduce\n--maxbytes=") + (last ? "1M" : "64K") + "\n--iters=20\n";
-  EXPECT_EQ(why_flags_differ(flags, MPI_COMM_WORLD), last ? "--maxbytes is 1M here but 64K on rank 0; every rank must be given the same flags" : "");
+  EXPECT_EQ(why_flags_differ(flags, MPI_COMM_WORLD), last ? "--maxbytes is 1M here but 64K on rank 0; every rank must run the same build, given the same flags" : "");
   const std::optional<std::string> agreed = agree_on_command_line(std::nullopt, flags, MPI_COMM_WORLD);
   if (w.size == 1) {
     EXPECT_EQ(agreed, std::nullopt);
   } else {
     EXPECT_EQ(agreed, "rank " + std::to_string(w.size - 1) +
-                          ": --maxbytes is 1M here but 64K on rank 0; every rank must be given the same flags");
+                          ": --maxbytes is 1M here but 64K on rank 0; every rank must run the same build, given the "
+                          "same flags");
   }
+}
+
+// A node running a stale copy of the program (another build) is named before any flag.
+TEST(AgreedUsage, AnotherBuildOnOneRankIsNamed) {
+  const World w;
+  const bool last = w.size > 1 && w.rank == w.size - 1;
+  const std::string flags =
+      std::string("build=0.1.0 ") + (last ? "1ff613fe4293" : "3792a8b6b871") + "\nprogram=sb-train\n--steps=8\n";
+  EXPECT_EQ(why_flags_differ(flags, MPI_COMM_WORLD),
+            last ? "build is 0.1.0 1ff613fe4293 here but 0.1.0 3792a8b6b871 on rank 0; every rank must run the same "
+                   "build, given the same flags"
+                 : "");
 }
 
 TEST(AgreedUsage, AParseErrorIsGivenBeforeFlagsThatDiffer) {
