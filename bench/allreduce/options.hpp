@@ -31,7 +31,6 @@ struct AllreduceOptions {
   bool impls_from_all = false;  // --impl all: skip, rather than refuse, what cannot run here
   std::string out;              // empty: out/allreduce-<UTC time>-<pid>.h5
   std::string flags;  // what every rank must be given alike (common/command_line.hpp's flags_to_agree)
-
   std::map<std::string, std::string> labels;
   uint64_t segment_bytes = 256 << 10;  // pipelining chunk of tree and dbtree
   std::vector<Transport> transports = {Transport::mpi};  // --transport: each schedule runs on each

@@ -24,7 +24,6 @@ struct CompressOptions {
   double timeout_seconds = 600;  // without progress (an iteration) before the job ends
   std::string out;  // empty: out/compress-<UTC time>-<pid>.h5
   std::string flags;  // what every rank must be given alike (common/command_line.hpp's flags_to_agree)
-
   std::map<std::string, std::string> labels;
 
   std::vector<uint64_t> sizes() const;

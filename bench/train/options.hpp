@@ -12,7 +12,6 @@ struct TrainOptions {
   models::TrainConfig config;
   std::string out;  // empty: out/train-<UTC time>-<pid>.h5
   std::string flags;  // what every rank must be given alike (common/command_line.hpp's flags_to_agree)
-
   std::map<std::string, std::string> labels;
   double timeout_seconds = 600;  // without a finished step or evaluation before the job ends
 };
