@@ -24,7 +24,8 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   CLI::App app("sb-buckets: gradient fusion without training. A model's gradients and the times backward produces\n"
                "them (measured here, or a profile file) are replayed against real allreduces, for each bucket\n"
                "strategy and size: iteration time, exposed communication and overlap, against no overlap and\n"
-               "one fused allreduce after backward. Run it under mpirun; every rank must be given the same flags.",
+               "one fused allreduce after backward. Run it under mpirun; every rank must be given the same flags\n"
+               "(the paths of --profile, --write-profile, --trace and --out, and --threads, may differ).",
                "sb-buckets");
   app.add_option("--model", o.model, "the gradient list and measured profile of this model [resnet50]");
   app.add_option("--batch", o.batch, "per-rank batch of the measured profile [32]");
@@ -54,7 +55,8 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
                  "gradient hand-overs and bucket reductions in each configuration's reported (median) step");
   app.add_option("--label", label_texts, "key=value tag recorded in the results (repeatable)");
   if (!parse_command_line(app, argc, argv, print)) return std::nullopt;
-  o.flags = flags_to_agree(app, {"--out", "--label", "--threads"});
+  // Rank 0 alone reads --profile and writes the files: their paths may differ between nodes.
+  o.flags = flags_to_agree(app, {"--out", "--label", "--threads", "--profile", "--write-profile", "--trace"});
   models::make_resnet_config(o.model, 3, 1000, o.image_size, 0);  // unknown model: UsageError
   if (o.batch < 1 || o.image_size < 8 || o.profile_steps < 1) throw UsageError("--batch, --image-size, --profile-steps must be positive");
   if (o.compute_scale <= 0) throw UsageError("--compute-scale must be positive");

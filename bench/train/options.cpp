@@ -47,8 +47,8 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   const std::string models = join_list(models::resnet_names());
   CLI::App app("sb-train: trains a ResNet, data-parallel over the ranks of mpirun, to a target accuracy and\n"
                "reports the time it took (MLPerf's timing), the per-epoch curve and the training throughput.\n"
-               "Every rank must be given the same flags; the paths of --data, --checkpoint and --out, and\n"
-               "--threads and --workers, may differ between nodes.",
+               "Every rank must be given the same flags; the paths of --data, --checkpoint, --out, --trace\n"
+               "and --mllog, and --threads and --workers, may differ between nodes.",
                "sb-train");
   app.add_option("--model", c.model, "one of " + models + " [resnet20]");
   app.add_option("--data", c.data,
@@ -135,7 +135,9 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
                  "submission_division (closed, open) and submission_status set those --mllog keys too");
   c.base_lr = 0.2;
   if (!parse_command_line(app, argc, argv, print)) return std::nullopt;
-  o.flags = flags_to_agree(app, {"--out", "--label", "--data", "--checkpoint", "--threads", "--workers"});
+  // Each node's own copy of the data and checkpoint folder, rank 0's outputs, each node's cores.
+  o.flags = flags_to_agree(
+      app, {"--out", "--label", "--data", "--checkpoint", "--trace", "--mllog", "--threads", "--workers"});
   c.optimizer.kind = models::parse_optimizer(optimizer);
   if (momentum_correction != "auto" && momentum_correction != "0" && momentum_correction != "1")
     throw UsageError("--momentum-correction is 0, 1 or auto, not '" + momentum_correction + "'");

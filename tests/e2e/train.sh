@@ -222,10 +222,12 @@ check "... naming the rank and the flag" grep -q \
   '^sb-train: error: rank 1: --steps is 4 here but 3 on rank 0; every rank must run the same build, given the same flags$' \
   "$WORK/node-flags.txt"
 $MPIRUN --bind-to none -np 1 "$train_bin" "${per_node_args[@]}" --threads 1 --data "imagefolder:$WORK/node-a/data" \
-  --steps 3 --out "$WORK/node-flags.h5" : -np 1 "$train_bin" "${per_node_args[@]}" --threads 2 \
-  --data "imagefolder:$WORK/node-b/data" --steps 3 --out "$WORK/node-flags.h5" >"$WORK/node-flags.txt" 2>&1
-check "each node's own --data path and --threads: the run goes on (exit $?)" \
+  --steps 3 --mllog "$WORK/node-a.mllog" --out "$WORK/node-flags.h5" : -np 1 "$train_bin" "${per_node_args[@]}" \
+  --threads 2 --data "imagefolder:$WORK/node-b/data" --steps 3 --mllog "$WORK/node-b.mllog" \
+  --out "$WORK/node-flags.h5" >"$WORK/node-flags.txt" 2>&1
+check "each node's own --data path, --threads and --mllog path: the run goes on (exit $?)" \
   grep -q '^\[throughput\]' "$WORK/node-flags.txt"
+check "... and rank 0 writes its --mllog" test -s "$WORK/node-a.mllog" -a ! -e "$WORK/node-b.mllog"
 
 $TRAIN --data "imagefolder:$WORK/folder" --image-size 28 --resize-schedule 20:0,28:1 --batch 64 --epochs 2 \
   --print-every 0 --out "$WORK/resize.h5" >"$WORK/resize.txt" 2>&1
