@@ -1,7 +1,6 @@
 #include "models/training_setup.hpp"
 
 #include <array>
-#include <optional>
 #include <string>
 
 #include "collectives/buckets/gradient_exchange.hpp"
@@ -29,6 +28,17 @@ std::unique_ptr<Backend> make_training_backend(const TrainConfig& config, MPI_Co
   return backend;
 }
 
+namespace {
+
+// Rank 0's `values` on every rank: what each rank's own copy (its checksum) is checked against.
+template <size_t N>
+std::array<uint64_t, N> rank0s(std::array<uint64_t, N> values, MPI_Comm comm) {
+  SB_MPI_CHECK(MPI_Bcast(values.data(), static_cast<int>(N), MPI_UINT64_T, 0, comm));
+  return values;
+}
+
+}  // namespace
+
 void require_same_data_on_every_rank(const DataSplits& data, MPI_Comm comm) {
   const ImageShape shape = data.train->image_shape();
   const std::array<int64_t, 6> mine = {data.train->size(), data.eval->size(), data.train->num_classes(),
@@ -51,25 +61,22 @@ void require_same_data_on_every_rank(const DataSplits& data, MPI_Comm comm) {
     throw UsageError("the ranks see different data (" + differences +
                      "): every node must hold the same copy of the data set");
   const std::array<uint64_t, 2> ours = {data.train->fingerprint(), data.eval->fingerprint()};
-  std::array<uint64_t, 2> rank0s = ours;
-  SB_MPI_CHECK(MPI_Bcast(rank0s.data(), 2, MPI_UINT64_T, 0, comm));
-  std::optional<std::string> differs;
-  if (ours != rank0s)
-    differs = "its copy of the data set is not rank 0's (as many images and classes, but " +
-              std::string(ours[0] != rank0s[0] ? "training" : "evaluation") +
-              " images or labels that differ): every node must hold the same copy of the data set";
-  if (const std::optional<std::string> reason = first_usage_error(differs, comm)) throw UsageError(*reason);
+  const std::array<uint64_t, 2> first = rank0s(ours, comm);
+  agree_on_usage(comm, [&] {
+    if (ours != first)
+      throw UsageError("its copy of the data set is not rank 0's (as many images and classes, but " +
+                       std::string(ours[0] != first[0] ? "training" : "evaluation") +
+                       " images or labels that differ): every node must hold the same copy of the data set");
+  });
 }
 
 void require_same_checkpoint_on_every_rank(const std::string& path, uint64_t content, MPI_Comm comm) {
-  uint64_t rank0s = content;
-  SB_MPI_CHECK(MPI_Bcast(&rank0s, 1, MPI_UINT64_T, 0, comm));
-  const std::optional<std::string> differs =
-      content == rank0s ? std::nullopt
-                        : std::optional<std::string>("its copy of checkpoint '" + path +
-                                                     "' is not rank 0's: keep checkpoints where every node reads "
-                                                     "the same files");
-  if (const std::optional<std::string> reason = first_usage_error(differs, comm)) throw UsageError(*reason);
+  const uint64_t first = rank0s(std::array<uint64_t, 1>{content}, comm)[0];
+  agree_on_usage(comm, [&] {
+    if (content != first)
+      throw UsageError("its copy of checkpoint '" + path +
+                       "' is not rank 0's: keep checkpoints where every node reads the same files");
+  });
 }
 
 std::unique_ptr<GradientAverager> make_gradient_exchange(const TrainConfig& config, Backend& backend,
