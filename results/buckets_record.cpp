@@ -46,6 +46,7 @@ void write_buckets_results(const h5::Node& root, const BucketsSettings& s, const
   buckets.set_attr("transport", s.transport);
   buckets.set_attr("iters", static_cast<int64_t>(s.iters));
   buckets.set_attr("trace", s.trace);
+  buckets.set_attr("cycle_ms", s.cycle_ms);
   for (const BucketSweep& sweep : sweeps) write_rows(buckets.create_group(sweep.name), sweep.rows);
   buckets.write("tensor_ready_s", profile.ready_s);
   buckets.write("tensor_elements", elements);

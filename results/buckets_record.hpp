@@ -31,6 +31,7 @@ struct BucketsSettings {
   std::string algo, transport;
   int iters = 1;
   std::string trace;  // the --trace file; empty: none
+  double cycle_ms = kDefaultCycleMs;  // the cycle strategy's cycle time
 };
 
 // Writes /buckets: the settings, the profile (backward_s, forward_s when known, tensor_ready_s,

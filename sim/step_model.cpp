@@ -36,8 +36,8 @@ StepPrediction predict_step(const BackwardProfile& profile, const BucketPlan& pl
   for (size_t taken = 0; taken < n; ++taken) {
     size_t next = n;
     if (!negotiate) {
-      next = taken;  // backward's completion order
-      thread = std::max(thread, ready[next]);
+      next = taken;  // backward's completion order; cycle: not before its tick
+      thread = std::max({thread, ready[next], overlap ? plan.buckets[next].start_at_s : 0.0});
     } else {
       // The most urgent of the buckets ready when the thread looks; if none is, wait for the
       // first to become ready.

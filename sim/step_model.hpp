@@ -3,8 +3,8 @@
 // each gradient at its time in the profile; one communication thread takes the buckets one at a
 // time, each as soon as its last piece is ready (in backward's completion order; partition: the
 // most urgent bucket ready, after a small allreduce of readiness flags, as the exchange
-// negotiates), packs it, allreduces it and unpacks it scaled. Or, without overlap, the same
-// allreduces after backward ends.
+// negotiates; cycle: not before its tick), packs it, allreduces it and unpacks it scaled. Or,
+// without overlap, the same allreduces after backward ends.
 #include <cstddef>
 #include <vector>
 

@@ -43,10 +43,12 @@ constexpr double kLongestEmulatedStepSeconds = 3600;
 using Row = BucketRow;
 
 // The configuration a row measured, as --trace names its step.
-std::string configuration_name(const std::string& sweep, BucketStrategy strategy, double mb) {
+std::string configuration_name(const std::string& sweep, BucketStrategy strategy, double mb, double cycle_ms) {
   char text[160];
   if (sweep == "no-overlap" || sweep == "fused" || strategy == BucketStrategy::per_tensor)
     std::snprintf(text, sizeof text, "%s", sweep.c_str());
+  else if (strategy == BucketStrategy::cycle)
+    std::snprintf(text, sizeof text, "%s, %g MiB threshold, %g ms cycles", sweep.c_str(), mb, cycle_ms);
   else
     std::snprintf(text, sizeof text, "%s, %g MiB %s", sweep.c_str(), mb,
                   strategy == BucketStrategy::partition ? "partitions" : "buckets");
@@ -63,7 +65,8 @@ Row measure(const BucketsOptions& o, const BackwardProfile& profile, const std::
   ExchangeConfig config = o.exchange;
   config.overlap = overlap;
   config.progress = progress;
-  GradientExchange exchange(MPI_COMM_WORLD, config, plan_buckets_swept(profile.tensors, strategy, mb), pointers);
+  GradientExchange exchange(MPI_COMM_WORLD, config, plan_replayed_buckets(profile, strategy, mb, o.cycle_ms * 1e-3),
+                            pointers);
   for (int i = 0; i < o.warmup_iters; ++i) {
     replay_step(exchange, profile, MPI_COMM_WORLD);
     watchdog.beat();
@@ -93,7 +96,8 @@ Row measure(const BucketsOptions& o, const BackwardProfile& profile, const std::
                   "\"buckets\":%zu,\"bucket_mb\":%g,\"slowest_rank_iteration_ms\":%.4f,\"exposed_ms\":%.4f,"
                   "\"overlap\":%.4f",
                   row.buckets, mb, row.iteration_s * 1e3, row.exposed_s * 1e3, row.overlap);
-    trace_replayed_step(*trace, configuration_name(sweep, strategy, mb), args, profile, exchange.plan(), median);
+    trace_replayed_step(*trace, configuration_name(sweep, strategy, mb, o.cycle_ms), args, profile, exchange.plan(),
+                        median);
   }
   return row;
 }
@@ -207,6 +211,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   settings.transport = std::string(name_of(o.exchange.impl.transport));
   settings.iters = o.iters;
   settings.trace = o.trace;
+  settings.cycle_ms = o.cycle_ms;
   BucketsResultsSaver saver(std::move(start.file), metadata, settings);
   // A rank that hangs (or a peer lost without the launcher noticing) ends the job after
   // --timeout seconds without progress, SIGINT/SIGTERM at once; rank 0 saves the rows measured.
@@ -244,6 +249,8 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                 kProgram, o.profile.empty() ? o.model.c_str() : o.profile.c_str(), profile.tensors.size(),
                 total * 4 / kBytesPerMiB, profile.backward_s * 1e3, o.compute_scale != 1 ? " (scaled)" : "", layout.nranks,
                 o.exchange.algorithm.c_str(), std::string(name_of(o.exchange.impl.transport)).c_str());
+    if (std::find(o.strategies.begin(), o.strategies.end(), BucketStrategy::cycle) != o.strategies.end())
+      std::printf("# cycle: Horovod's fusion of what each %g ms cycle finds ready, under the bucket size\n", o.cycle_ms);
     std::printf("# %-10s  %9s  %7s  %11s  %11s  %11s  %8s  %9s\n", "strategy", "bucket_MiB", "buckets", "iter(ms)",
                 "exposed(ms)", "comm(ms)", "overlap", "vs_fused");
     std::fflush(stdout);

@@ -34,7 +34,10 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   app.add_option("--profile", o.profile, "read the backward profile from this file instead of measuring");
   app.add_option("--write-profile", o.write_profile, "write the profile used to this file");
   app.add_option("--compute-scale", o.compute_scale, "multiply the profile's times by this (0.01: 100x faster) [1]");
-  app.add_option("--strategy", strategies, "per-tensor, fixed, ddp, partition: comma-separated, or all [all]");
+  app.add_option("--strategy", strategies, "per-tensor, fixed, ddp, partition, cycle: comma-separated, or all [all]");
+  app.add_option("--cycle-ms", o.cycle_ms,
+                 "the cycle strategy's cycle time, Horovod's HOROVOD_CYCLE_TIME (its threshold is the bucket size)\n"
+                 "[1, Horovod's default since 0.21]");
   app.add_option("-b,--min-mb", o.min_mb, "smallest bucket in MiB [0.25]");
   app.add_option("-e,--max-mb", o.max_mb, "largest bucket in MiB [256]");
   app.add_option("-f,--factor", o.factor, "bucket size step factor [2]");
@@ -72,13 +75,8 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   else throw UsageError("--transport must be mpi or shm, not '" + transport + "'");
   const AllreduceImplInfo* algo = find_allreduce_impl(o.exchange.algorithm);
   if (!algo || algo->memory == Memory::device) throw UsageError("unknown or device-only --algo '" + o.exchange.algorithm + "'");
-  for (const std::string& name : split_list(strategies)) {
-    if (name == "all")
-      o.strategies.insert(o.strategies.end(), {BucketStrategy::per_tensor, BucketStrategy::fixed, BucketStrategy::ddp,
-                                               BucketStrategy::partition});
-    else
-      o.strategies.push_back(parse_bucket_strategy(name));
-  }
+  o.strategies = parse_bucket_strategies(strategies);
+  if (!(o.cycle_ms > 0) || o.cycle_ms > 1000) throw UsageError("--cycle-ms must be above 0 and at most 1000");
   for (const std::string& name : split_list(progress)) o.progress.push_back(parse_progress(name));
   if (std::find(o.progress.begin(), o.progress.end(), Progress::poll) != o.progress.end() && o.exchange.algorithm != "mpi")
     throw UsageError("--progress poll posts MPI_Iallreduce: it needs --algo mpi");

@@ -91,7 +91,8 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
   train->add_option("--profile", o.profile, "backward (and forward) profile of one rank (sb-buckets --write-profile)")->required();
   train->add_option("--model", o.model, "the machine's compute line that sets the step's compute time [resnet50]");
   train->add_option("--batch", o.batch, "per-rank batch [the compute line's]");
-  train->add_option("--strategy", strategies, "per-tensor, fixed, ddp, partition: comma-separated, or all [all]");
+  train->add_option("--strategy", strategies, "per-tensor, fixed, ddp, partition, cycle: comma-separated, or all [all]");
+  train->add_option("--cycle-ms", o.cycle_ms, "the cycle strategy's cycle time, Horovod's HOROVOD_CYCLE_TIME [1]");
   train->add_option("--min-mb", o.min_mb, "smallest bucket, MiB [0.25]");
   train->add_option("--max-mb", o.max_mb, "largest bucket, MiB [256]");
   train->add_option("--mb-factor", o.mb_factor, "bucket size step factor [2]");
@@ -166,11 +167,8 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
     if (!sim::is_known_allreduce(impl))
       throw UsageError((is_train ? "--algo" : "--impl") + std::string(": unknown allreduce '") + impl + "'");
 
-  if (strategies == "all") {
-    o.strategies = {BucketStrategy::per_tensor, BucketStrategy::fixed, BucketStrategy::ddp, BucketStrategy::partition};
-  } else {
-    for (const std::string& name : split_list(strategies)) o.strategies.push_back(parse_bucket_strategy(name));
-  }
+  o.strategies = parse_bucket_strategies(strategies);
+  if (!(o.cycle_ms > 0) || o.cycle_ms > 1000) throw UsageError("--cycle-ms must be above 0 and at most 1000");
   if (!(o.min_mb > 0) || o.max_mb < o.min_mb || !(o.mb_factor > 1))
     throw UsageError("buckets: need 0 < --min-mb <= --max-mb and --mb-factor > 1");
   o.bucket_sizes_mb();  // too many: UsageError

@@ -99,7 +99,7 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
         const std::vector<double> sizes =
             strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes_mb();
         for (const double mb : sizes) {
-          const BucketPlan plan = plan_buckets_swept(profile.tensors, strategy, mb);
+          const BucketPlan plan = plan_replayed_buckets(profile, strategy, mb, o.cycle_ms * 1e-3);
           sweep.rows.push_back(row_of(sim::predict_step(profile, plan, model, true), mb, plan.buckets.size()));
           if (sweep.rows.back().iteration_s < best.row.iteration_s) best = {sweep.name, sweep.rows.back()};
         }
@@ -116,6 +116,7 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
       settings.model = o.model;
       settings.compute_scale = scale;
       settings.algo = variant.impl;
+      settings.cycle_ms = o.cycle_ms;
       settings.transport = variant.library ? (variant.impl == "nccl" ? "nccl" : "library") : std::string(name_of(variant.transport));
       ResultsFile file(folder + "/buckets-np" + std::to_string(nranks) + "-" + variant.impl +
                        (variant.library ? "" : "-" + std::string(name_of(variant.transport))) + ".h5");

@@ -128,6 +128,9 @@ void validate_buckets(const Run& run, const sim::Machine& machine, std::vector<C
   c.nranks = plausible_ranks(run);
   if (!sim::is_known_allreduce(c.impl)) return;
   sim::StepModel model(machine, c);
+  // The cycle strategy's ticks (files before schema 20 have no cycle group, nor this).
+  const double cycle_ms = buckets.has_attr("cycle_ms") ? buckets.attr_double("cycle_ms") : kDefaultCycleMs;
+  require_plausible(cycle_ms > 0 && cycle_ms <= 1000, "cycle_ms is not a cycle time");
   for (const std::string& group : buckets.children()) {
     if (group.rfind("tensor_", 0) == 0 || group.find('@') != std::string::npos) continue;  // datasets; polled sweeps
     const bool overlap = group != "no-overlap" && group != "fused";
@@ -140,7 +143,8 @@ void validate_buckets(const Run& run, const sim::Machine& machine, std::vector<C
       require_plausible(std::isfinite(mb[i]) && mb[i] >= 0, group + ": bucket_mb is not a bucket size");  // 0: per tensor
       // fused was planned as one bucket twice the gradients' size.
       const double planned_mb = group == "fused" ? 1e9 : mb[i];
-      const sim::StepPrediction p = sim::predict_step(profile, plan_buckets_swept(profile.tensors, strategy, planned_mb), model, overlap);
+      const BucketPlan plan = plan_replayed_buckets(profile, strategy, planned_mb, cycle_ms * 1e-3);
+      const sim::StepPrediction p = sim::predict_step(profile, plan, model, overlap);
       cases.push_back({run.name, "buckets:" + group, run.ranks, mb[i], measured[i], p.iteration_s, run.run_id});
     }
   }

@@ -101,7 +101,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
                  "gradient allreduce: mpi (MPI_Allreduce) or a schedule (ring, rd, rabenseifner, tree, dbtree, hier, "
                  "torus2d); with --backend cudnn, nccl (ncclAllReduce) or a schedule on the nccl transport [mpi; nccl on GPUs]");
   app.add_option("--transport", transport, "a schedule's transport: mpi or shm; nccl with --backend cudnn (its only one) [mpi]");
-  app.add_option("--bucket-strategy", strategy, "per-tensor, fixed (Horovod), ddp (PyTorch) or partition [ddp]");
+  app.add_option("--bucket-strategy", strategy, "per-tensor, fixed (Horovod's, by size), ddp (PyTorch) or partition [ddp]");
   const CLI::Option* bucket_mb_option =
       app.add_option("--bucket-mb", bucket_mb, "bucket size in MiB [fixed 128, ddp 25, partition 4]");
   app.add_option("--overlap", overlap, "1: reduce buckets while backward runs; 0: after it [1]");
@@ -144,6 +144,10 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   if (momentum_correction != "auto") c.optimizer.momentum_correction = momentum_correction == "1";
   c.decay = models::parse_decay(decay);
   c.bucket_strategy = parse_bucket_strategy(strategy);
+  if (c.bucket_strategy == BucketStrategy::cycle)
+    throw UsageError("--bucket-strategy cycle fuses what each cycle finds ready, planned from a backward profile's "
+                     "times: sb-buckets and sb-dryrun train run it; sb-train trains with per-tensor, fixed, ddp or "
+                     "partition");
   // Not given: the strategy's default (a negative one given had silently meant the same).
   c.bucket_mb = bucket_mb_option->count() > 0 ? bucket_mb : default_bucket_mb(c.bucket_strategy);
   if (c.bucket_strategy != BucketStrategy::per_tensor && c.bucket_mb <= 0)

@@ -1,10 +1,14 @@
 #include "collectives/buckets/bucket_plan.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
+#include "common/check.hpp"
 #include "common/sizes.hpp"
+#include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 
 namespace sb {
@@ -14,7 +18,8 @@ BucketStrategy parse_bucket_strategy(const std::string& name) {
   if (name == "fixed") return BucketStrategy::fixed;
   if (name == "ddp") return BucketStrategy::ddp;
   if (name == "partition") return BucketStrategy::partition;
-  throw UsageError("unknown bucket strategy '" + name + "' (per-tensor, fixed, ddp, partition)");
+  if (name == "cycle") return BucketStrategy::cycle;
+  throw UsageError("unknown bucket strategy '" + name + "' (per-tensor, fixed, ddp, partition, cycle)");
 }
 
 std::string bucket_strategy_name(BucketStrategy strategy) {
@@ -23,13 +28,25 @@ std::string bucket_strategy_name(BucketStrategy strategy) {
     case BucketStrategy::fixed: return "fixed";
     case BucketStrategy::ddp: return "ddp";
     case BucketStrategy::partition: return "partition";
+    case BucketStrategy::cycle: return "cycle";
   }
   return "?";
 }
 
+std::vector<BucketStrategy> parse_bucket_strategies(const std::string& list) {
+  if (list == "all")
+    return {BucketStrategy::per_tensor, BucketStrategy::fixed, BucketStrategy::ddp, BucketStrategy::partition,
+            BucketStrategy::cycle};
+  std::vector<BucketStrategy> strategies;
+  for (const std::string& name : split_list(list)) strategies.push_back(parse_bucket_strategy(name));
+  if (strategies.empty()) throw UsageError("no bucket strategy given (per-tensor, fixed, ddp, partition, cycle or all)");
+  return strategies;
+}
+
 double default_bucket_mb(BucketStrategy strategy) {
   switch (strategy) {
-    case BucketStrategy::fixed: return 128;
+    case BucketStrategy::fixed:
+    case BucketStrategy::cycle: return 128;
     case BucketStrategy::ddp: return 25;
     case BucketStrategy::partition: return 4;  // ~1M fp32 parameters per partition
     case BucketStrategy::per_tensor: return 0;
@@ -62,6 +79,7 @@ class Builder {
     b.priority = std::min(b.priority, tensor);
   }
   void close() { open_ = false; }
+  void start_at(double seconds) { plan_.buckets.back().start_at_s = seconds; }
   size_t open_count() const { return open_ && !plan_.buckets.empty() ? plan_.buckets.back().count : 0; }
 
  private:
@@ -69,16 +87,31 @@ class Builder {
   bool open_ = false;
 };
 
+void require_whole_rows(const std::vector<GradientTensor>& tensors) {
+  for (const GradientTensor& t : tensors)
+    if (t.rows > 0 && t.count % t.rows != 0)
+      throw std::invalid_argument("tensor " + t.name + ": " + std::to_string(t.count) + " values are not " +
+                                  std::to_string(t.rows) + " rows");
+}
+
+void index_buckets_of_tensors(BucketPlan& plan) {
+  plan.buckets_of_tensor.assign(plan.tensors.size(), {});
+  for (size_t b = 0; b < plan.buckets.size(); ++b)
+    for (const BucketPiece& piece : plan.buckets[b].pieces)
+      if (plan.buckets_of_tensor[piece.tensor].empty() || plan.buckets_of_tensor[piece.tensor].back() != b)
+        plan.buckets_of_tensor[piece.tensor].push_back(b);
+}
+
 }  // namespace
 
 BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrategy strategy, double bucket_mb,
                         size_t partition_elements) {
   if (bucket_mb < 0) throw UsageError("--bucket-mb must not be negative");
   if (partition_elements == 0) throw UsageError("partitions need at least one element");
-  for (const GradientTensor& t : tensors)
-    if (t.rows > 0 && t.count % t.rows != 0)
-      throw std::invalid_argument("tensor " + t.name + ": " + std::to_string(t.count) + " values are not " +
-                                  std::to_string(t.rows) + " rows");
+  if (strategy == BucketStrategy::cycle)
+    throw UsageError("the cycle strategy fuses what each cycle finds ready, so it is planned from a backward profile's "
+                     "times: sb-buckets and sb-dryrun train run it, sb-train does not");
+  require_whole_rows(tensors);
   BucketPlan plan;
   plan.strategy = strategy;
   plan.tensors = tensors;
@@ -102,6 +135,7 @@ BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrate
         if (builder.open_count() >= limit) builder.close();
         break;
       }
+      case BucketStrategy::cycle: break;  // refused above
       case BucketStrategy::partition: {
         const size_t parts = std::max<size_t>((count + partition_elements - 1) / partition_elements, 1);
         for (size_t p = 0; p < parts; ++p) {
@@ -113,11 +147,54 @@ BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrate
       }
     }
   }
-  plan.buckets_of_tensor.assign(tensors.size(), {});
-  for (size_t b = 0; b < plan.buckets.size(); ++b)
-    for (const BucketPiece& piece : plan.buckets[b].pieces)
-      if (plan.buckets_of_tensor[piece.tensor].empty() || plan.buckets_of_tensor[piece.tensor].back() != b)
-        plan.buckets_of_tensor[piece.tensor].push_back(b);
+  index_buckets_of_tensors(plan);
+  return plan;
+}
+
+BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const std::vector<double>& ready_s,
+                              double cycle_s, double threshold_mb) {
+  if (threshold_mb < 0) throw UsageError("--bucket-mb must not be negative");
+  if (!(cycle_s > 0) || !std::isfinite(cycle_s)) throw UsageError("the cycle time must be positive");
+  SB_CHECK(ready_s.size() == tensors.size(), "one ready time per tensor");
+  require_whole_rows(tensors);
+  BucketPlan plan;
+  plan.strategy = BucketStrategy::cycle;
+  plan.tensors = tensors;
+  for (const GradientTensor& t : tensors) plan.total_count += t.count;
+  // The order backward hands the gradients over, as the replay reports them: by time, ties in
+  // backward order.
+  std::vector<size_t> order(tensors.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return ready_s[a] != ready_s[b] ? ready_s[a] < ready_s[b] : a > b; });
+  // A gradient ready at t is taken by the first tick at or after it. The tolerance keeps a time
+  // that is a whole number of cycles (2 ms at 1 ms cycles) on its own tick despite rounding.
+  auto tick_of = [&](double t) { return std::max(std::ceil(t / cycle_s - 1e-9), 0.0); };
+  const size_t cap = float_elements_in(threshold_mb);
+  Builder builder(plan);
+  for (size_t first = 0; first < order.size();) {
+    const double tick = tick_of(ready_s[order[first]]);
+    size_t end = first;
+    while (end < order.size() && tick_of(ready_s[order[end]]) == tick) ++end;
+    // This tick's gradients, fused first-fit in ready order until every one is in a bucket.
+    std::vector<bool> taken(end - first, false);
+    for (size_t i = 0; i < taken.size(); ++i) {
+      if (taken[i]) continue;
+      builder.add(order[first + i], 0, tensors[order[first + i]].count);
+      builder.start_at(tick * cycle_s);
+      taken[i] = true;
+      for (size_t j = i + 1; j < taken.size(); ++j) {
+        const size_t count = tensors[order[first + j]].count;
+        if (!taken[j] && builder.open_count() + count <= cap) {
+          builder.add(order[first + j], 0, count);
+          taken[j] = true;
+        }
+      }
+      builder.close();
+    }
+    first = end;
+  }
+  index_buckets_of_tensors(plan);
   return plan;
 }
 

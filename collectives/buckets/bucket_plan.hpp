@@ -3,8 +3,15 @@
 // Backward produces gradients in reverse model order; a bucket can be reduced the moment its last
 // piece is ready. Strategies:
 //   per-tensor  one allreduce per tensor (no fusion);
-//   fixed       Horovod's tensor fusion: tensors in backward order packed while the bucket stays
-//               under the threshold (--bucket-mb, 128 MiB by default in Horovod);
+//   fixed       tensor fusion by size alone: tensors in backward order packed while the bucket
+//               stays under the threshold (--bucket-mb, 128 MiB by default in Horovod): Horovod
+//               with a cycle time of zero;
+//   cycle       Horovod's tensor fusion as its background loop does it: every cycle (--cycle-ms,
+//               1 ms by default since Horovod 0.21, 5 ms before) the gradients that became ready
+//               since the last one are fused, in the order they became ready, into buckets under
+//               the threshold, and reduced from that tick on. The buckets depend on when backward
+//               produces each gradient, so this strategy is planned from a profile's times
+//               (plan_cycle_buckets) and replayed or simulated, not trained with;
 //   ddp         PyTorch DDP: reverse order, a small first bucket (1 MiB) so that communication
 //               starts early, then buckets capped at --bucket-mb (25 MiB by default in DDP);
 //   partition   ByteScheduler: every tensor cut into partitions of about partition_elements
@@ -18,13 +25,17 @@
 
 namespace sb {
 
-enum class BucketStrategy { per_tensor, fixed, ddp, partition };
+enum class BucketStrategy { per_tensor, fixed, ddp, partition, cycle };
 
-// "per-tensor", "fixed", "ddp", "partition"; throws UsageError otherwise.
+// "per-tensor", "fixed", "ddp", "partition", "cycle"; throws UsageError otherwise.
 BucketStrategy parse_bucket_strategy(const std::string& name);
 std::string bucket_strategy_name(BucketStrategy strategy);
+// A comma-separated list of strategy names, or "all" (every strategy, in the order above).
+std::vector<BucketStrategy> parse_bucket_strategies(const std::string& list);
 // The default --bucket-mb of each strategy (Horovod 128, DDP 25; partition: the credit).
 double default_bucket_mb(BucketStrategy strategy);
+// Horovod's cycle time since 0.21 (HOROVOD_CYCLE_TIME, horovodrun --cycle-time-ms).
+inline constexpr double kDefaultCycleMs = 1;
 
 struct GradientTensor {
   std::string name;
@@ -46,6 +57,9 @@ struct Bucket {
   std::vector<BucketPiece> pieces;
   size_t count = 0;      // fp32 elements in all
   size_t priority = 0;   // the smallest tensor index in it: lower is nearer the input, sent first
+  // Not reduced before this, seconds after backward starts: the cycle tick that takes it (cycle);
+  // 0 for every other strategy.
+  double start_at_s = 0;
 };
 
 struct BucketPlan {
@@ -58,8 +72,18 @@ struct BucketPlan {
 };
 
 // tensors in forward (model) order; backward order is the reverse. bucket_mb in MiB of fp32.
+// Throws UsageError for cycle, which needs the times (plan_cycle_buckets).
 BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrategy strategy, double bucket_mb,
                         size_t partition_elements = size_t{1} << 20);
+// Horovod's cycles over a backward pass: ready_s[k] is when tensor k's gradient is produced,
+// seconds after backward starts. Ticks fall every cycle_s from backward's start; the gradients
+// ready since the last tick (one ready on a tick is taken by it) are fused in the order they became
+// ready, as Horovod fuses its responses: each bucket starts with the first gradient not yet taken
+// and takes every later one of the tick that still fits under threshold_mb (0: no fusion); a
+// gradient larger than the threshold is a bucket alone. Tensors are never cut. Each bucket's
+// start_at_s is its tick.
+BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const std::vector<double>& ready_s,
+                              double cycle_s, double threshold_mb);
 // The tensors of a bucket in its fused buffer's order, as the compressors that work tensor by
 // tensor see them (PowerSGD's matrices, TernGrad's scales): a piece that is whole rows of a
 // matrix is a matrix of those rows; a vector stays a vector; a piece cut between rows

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include "common/check.hpp"
 #include "common/nvtx.hpp"
@@ -73,13 +74,20 @@ void GradientExchange::begin_step() {
   std::lock_guard lock(mutex_);
   for (size_t b = 0; b < plan_.buckets.size(); ++b) pieces_left_[b] = plan_.buckets[b].pieces.size();
   ready_.clear();
+  taken_ = 0;
   done_ = 0;
   communication_s_ = 0;
   ++step_;
+  step_start_ = std::chrono::steady_clock::now();
+}
+
+std::chrono::steady_clock::time_point GradientExchange::start_time(size_t bucket) const {
+  return step_start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(plan_.buckets[bucket].start_at_s));
 }
 
 void GradientExchange::tensor_ready(size_t tensor) {
-  bool any = false;
+  bool any = false;  // a bucket became ready
   {
     std::lock_guard lock(mutex_);
     for (size_t b : plan_.buckets_of_tensor[tensor]) {
@@ -93,22 +101,29 @@ void GradientExchange::tensor_ready(size_t tensor) {
       }
     }
   }
-  if (!any) {
-    if (overlap_ && progress_ == Progress::poll) test_posted();  // a layer boundary: progress what is posted
-    return;
-  }
   if (overlap_ && progress_ == Progress::poll) {
-    // The buckets complete in backward order on every rank, so every rank posts them in one order.
-    std::vector<size_t> ready;
-    {
-      std::lock_guard lock(mutex_);
-      ready.swap(ready_);
-    }
-    for (size_t b : ready) post(b);
+    // A layer boundary: post what is ready and due, progress what is posted.
+    post_due(false);
     test_posted();
     return;
   }
-  changed_.notify_all();
+  if (any) changed_.notify_all();
+}
+
+// Every rank posts the buckets in one order: the order backward completes them, which is the same
+// on every rank, or cycle's plan order; a later bucket's start time is never earlier.
+void GradientExchange::post_due(bool wait) {
+  for (;;) {
+    size_t bucket = 0;
+    {
+      std::lock_guard lock(mutex_);
+      const auto next = next_ready();
+      if (next == ready_.end() || (!wait && std::chrono::steady_clock::now() < start_time(*next))) return;
+      bucket = take(next);
+    }
+    if (wait) std::this_thread::sleep_until(start_time(bucket));
+    post(bucket);
+  }
 }
 
 void GradientExchange::pack(size_t bucket) {
@@ -188,9 +203,22 @@ void GradientExchange::test_posted() {
   }
 }
 
+std::vector<size_t>::iterator GradientExchange::next_ready() {
+  if (plan_.strategy != BucketStrategy::cycle) return ready_.begin();
+  return std::find(ready_.begin(), ready_.end(), taken_);
+}
+
+size_t GradientExchange::take(std::vector<size_t>::iterator ready) {
+  const size_t bucket = *ready;
+  ready_.erase(ready);
+  ++taken_;
+  return bucket;
+}
+
 // Takes ready buckets one at a time. Every rank must start the same allreduces in the same
 // order. In the order backward completes them (per-tensor, fixed, ddp) that holds by itself:
-// backward reports gradients in the same order on every rank. Priority order (partition) depends
+// backward reports gradients in the same order on every rank; cycle's buckets are taken in the
+// plan's order, tick by tick. Priority order (partition) depends
 // on what is ready when, which differs between ranks, so the ranks first agree on the buckets
 // ready everywhere (a small allreduce of readiness flags, as Horovod's coordinator does) and all
 // take the most urgent of those.
@@ -202,11 +230,14 @@ void GradientExchange::run_thread() {
     size_t bucket = 0;
     {
       std::unique_lock lock(mutex_);
-      changed_.wait(lock, [&] { return stopping_ || ready_.size() > ready_seen; });
+      changed_.wait(lock, [&] {
+        return stopping_ || (negotiate ? ready_.size() > ready_seen : next_ready() != ready_.end());
+      });
       if (stopping_) return;
       if (!negotiate) {
-        bucket = ready_.front();
-        ready_.erase(ready_.begin());
+        bucket = take(next_ready());
+        // Its cycle's tick, if it is still to come (a destructor's stop ends the wait).
+        if (changed_.wait_until(lock, start_time(bucket), [&] { return stopping_; })) return;
       } else {
         std::fill(mine.begin(), mine.end(), 0);
         for (size_t b : ready_) mine[b] = 1;
@@ -225,7 +256,7 @@ void GradientExchange::run_thread() {
           ready_seen = seen;
           continue;
         }
-        ready_.erase(std::find(ready_.begin(), ready_.end(), bucket));
+        take(std::find(ready_.begin(), ready_.end(), bucket));
       }
       ready_seen = 0;
     }
@@ -253,6 +284,7 @@ ExchangeTimes GradientExchange::finish() {
   } else if (progress_ == Progress::poll) {
     SB_CHECK(std::all_of(pieces_left_.begin(), pieces_left_.end(), [](size_t n) { return n == 0; }),
              "finish() before every gradient was reported ready");
+    post_due(true);
     for (const size_t bucket : std::vector<size_t>(posted_)) {
       SB_MPI_CHECK(MPI_Wait(&requests_[bucket], MPI_STATUS_IGNORE));
       take_in(bucket);

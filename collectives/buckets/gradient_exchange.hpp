@@ -6,6 +6,9 @@
 // transport), and unpacked scaled by 1/ranks. Without overlap the same buckets are reduced in the
 // same way after backward, so both paths give bit-identical gradients.
 //
+// A bucket with a start time (the cycle strategy's tick) is not reduced before it, counted from
+// begin_step(), even when its gradients are ready earlier.
+//
 // Progress: by default a communication thread drives each bucket's (blocking) allreduce. With
 // Progress::poll there is no thread: a ready bucket's MPI_Iallreduce is posted by the caller's
 // thread inside tensor_ready(), and the posted ones are tested there too, i.e. between layers, as
@@ -17,6 +20,7 @@
 // initialised with MPI_THREAD_SERIALIZED or more.
 #include <mpi.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -90,6 +94,15 @@ class GradientExchange final : public GradientAverager {
   void post(size_t bucket);
   void test_posted();
   void take_in(size_t bucket);  // a completed posted bucket: averaged back into the gradients
+  // Polled path: posts the ready buckets whose start time has come, in the order they became
+  // ready; with `wait`, sleeps until each one's start time instead.
+  void post_due(bool wait);
+  // The caller holds mutex_. The next bucket to reduce or post among ready_ (its end if none): the
+  // first to have become ready; cycle: the next in the plan's order, once ready, as one tick's
+  // buckets may become ready in another order than they are fused. take() removes it.
+  std::vector<size_t>::iterator next_ready();
+  size_t take(std::vector<size_t>::iterator ready);
+  std::chrono::steady_clock::time_point start_time(size_t bucket) const;
 
   BucketPlan plan_;
   std::vector<float*> gradients_;
@@ -108,7 +121,9 @@ class GradientExchange final : public GradientAverager {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<size_t> pieces_left_;  // per bucket, this step
-  std::vector<size_t> ready_;        // buckets ready and not yet taken
+  std::vector<size_t> ready_;        // buckets ready and not yet taken (polled: not yet posted)
+  size_t taken_ = 0;                 // buckets taken from ready_ this step (the thread or the polled path)
+  std::chrono::steady_clock::time_point step_start_;  // begin_step()'s moment
   size_t done_ = 0;                  // buckets reduced this step
   bool stopping_ = false;
   double communication_s_ = 0;

@@ -8,8 +8,9 @@ $MPIRUN -np 2 "$BIN/sb-buckets" --model resnet20 --image-size 28 --batch 32 --th
   -b 0.25 -e 1 -n 2 --write-profile "$WORK/profile.txt" --out "$out" >"$WORK/run.txt" 2>"$WORK/run.err"
 check "run exits 0" test $? -eq 0
 check "baselines: no overlap and one fused allreduce" grep -qE '^  no-overlap .*' "$WORK/run.txt"
-check "rows: 1 per-tensor + 3 sizes x 3 strategies" test "$(grep -cE '^  (per-tensor|fixed|ddp|partition) ' "$WORK/run.txt")" -eq 10
-check "a best size per strategy" test "$(grep -c '^#   ' "$WORK/run.txt")" -eq 4
+check "rows: 1 per-tensor + 3 sizes x 4 strategies" \
+  test "$(grep -cE '^  (per-tensor|fixed|ddp|partition|cycle) ' "$WORK/run.txt")" -eq 13
+check "a best size per strategy" test "$(grep -c '^#   ' "$WORK/run.txt")" -eq 5
 check "the profile lists 65 tensors, the backward and the forward time" \
   test "$(grep -vc '^#\|^backward \|^forward ' "$WORK/profile.txt")" -eq 65 -a "$(grep -c '^backward ' "$WORK/profile.txt")" -eq 1 \
   -a "$(grep -c '^forward ' "$WORK/profile.txt")" -eq 1
@@ -38,6 +39,23 @@ $MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy ddp,per
   --algo ring --transport shm --out "$WORK/shm.h5" >"$WORK/shm.txt" 2>&1
 check "--algo ring --transport shm exits 0" test $? -eq 0
 check "with a row for each strategy" test "$(grep -cE '^  (ddp|per-tensor) ' "$WORK/shm.txt")" -eq 2
+# The cycle strategy, Horovod's background loop: nothing is reduced before the first tick, and a
+# longer cycle fuses more gradients per bucket.
+$MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy cycle -b 1 -e 1 -n 1 --cycle-ms 2 \
+  --out "$WORK/cycle.h5" >"$WORK/cycle.txt" 2>&1
+check "--strategy cycle --cycle-ms 2 exits 0" test $? -eq 0
+check "with a row, and the cycle time said" \
+  bash -c "grep -qE '^  cycle +1\.00 ' '$WORK/cycle.txt' && grep -q '^# cycle: .* each 2 ms cycle' '$WORK/cycle.txt'"
+check "the file records the cycle time" test "$(h5_attr "$WORK/cycle.h5" /buckets/cycle_ms)" = 2
+h5dump -m %.17g -y -w 0 -d /buckets/cycle/bucket_start_s "$WORK/cycle.h5" | sed -n '/DATA {/,/}/p' |
+  grep -oE -- '-?[0-9.]+(e[-+]?[0-9]+)?' >"$WORK/cycle-starts.txt"
+check "no bucket starts before the 2 ms tick ($(sort -g "$WORK/cycle-starts.txt" | head -1) s)" \
+  awk 'NR == 1 || $1 < m { m = $1 } END { exit !(NR > 0 && m >= 0.0019) }' "$WORK/cycle-starts.txt"
+$MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy cycle -b 1 -e 1 -n 1 --cycle-ms 50 \
+  --out "$WORK/cycle50.h5" >"$WORK/cycle50.txt" 2>&1
+buckets_at() { awk '$1 == "cycle" { print $3 }' "$1"; }
+check "50 ms cycles fuse into fewer buckets than 2 ms ($(buckets_at "$WORK/cycle50.txt") vs $(buckets_at "$WORK/cycle.txt"))" \
+  test "$(buckets_at "$WORK/cycle50.txt")" -lt "$(buckets_at "$WORK/cycle.txt")"
 # --trace: each configuration's reported step, on both ranks, as a Chrome trace.
 $MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy per-tensor,fixed -b 0.5 -e 1 -n 3 \
   --trace "$WORK/trace.json" --out "$WORK/trace.h5" >"$WORK/trace.txt" 2>&1
@@ -82,6 +100,10 @@ bad_input() {
 }
 printf 'backward 0.1\nfc.weight 0.2 100\n' >"$WORK/late.txt"
 bad_input "unknown strategy" --strategy horovod
+bad_input "no strategy" --strategy ''
+bad_input "a cycle time of 0" --strategy cycle --cycle-ms 0
+bad_input "a NaN cycle time" --cycle-ms nan
+bad_input "a cycle time past a second" --cycle-ms 5000
 bad_input "missing profile" --profile "$WORK/nowhere.txt"
 bad_input "a tensor ready after backward ends" --profile "$WORK/late.txt"
 bad_input "bucket sizes upside down" -b 8 -e 1

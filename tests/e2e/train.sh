@@ -316,6 +316,8 @@ bad_input "resume without a checkpoint" --checkpoint "$WORK/noclasses" --resume
 bad_input "target accuracy above 1" --target-accuracy 90
 bad_input "unknown optimizer" --optimizer adam
 bad_input "a negative bucket size (it had meant the default)" --bucket-mb -1
+bad_input "the cycle strategy, which is planned from a profile's times" --bucket-strategy cycle
+check "which names where it runs" grep -q 'sb-buckets and sb-dryrun train run it' "$WORK/bad.err"
 bad_input "a LARS trust coefficient of 0" --optimizer lars --lars-eta 0
 bad_input "a momentum correction neither 0, 1 nor auto" --momentum-correction yes
 bad_input "resize schedule on IDX data" --resize-schedule 20:0,28:1

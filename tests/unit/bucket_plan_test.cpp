@@ -121,5 +121,94 @@ TEST(BucketPlan, TensorViewsFollowThePiecesShapes) {
   EXPECT_THROW(plan_buckets({{"bad", 10, 3}}, BucketStrategy::fixed, 1.0), std::invalid_argument);
 }
 
+// The cycle strategy, Horovod's background loop: what each tick finds ready, fused first-fit.
+namespace cycle_plans {
+
+// Elements in a threshold of `elements` fp32 values, as --bucket-mb gives it.
+double mb_of(size_t elements) { return static_cast<double>(elements) * sizeof(float) / (1024.0 * 1024.0); }
+
+std::vector<std::vector<size_t>> tensors_of(const BucketPlan& plan) {
+  std::vector<std::vector<size_t>> buckets;
+  for (const Bucket& b : plan.buckets) {
+    buckets.emplace_back();
+    for (const BucketPiece& p : b.pieces) buckets.back().push_back(p.tensor);
+  }
+  return buckets;
+}
+
+}  // namespace cycle_plans
+
+TEST(CyclePlan, EachTickFusesWhatItFindsReadyFirstFitUnderTheThreshold) {
+  using namespace cycle_plans;
+  // Model order t0..t4; backward hands over t4, t3 in the first millisecond, t2, t1, t0 in the
+  // second (t0 exactly on the 3 ms tick is the third's).
+  const std::vector<GradientTensor> t = {{"t0", 10}, {"t1", 100}, {"t2", 300}, {"t3", 200}, {"t4", 50}};
+  const std::vector<double> ready = {0.003, 0.0019, 0.0012, 0.0008, 0.0002};
+  // Threshold 320 values: tick 1 fuses t4 + t3 (250); tick 2 finds t2 (300) then t1 (100), which
+  // does not fit beside it and starts the next bucket; tick 3 takes t0.
+  const BucketPlan plan = plan_cycle_buckets(t, ready, 0.001, mb_of(320));
+  EXPECT_EQ(tensors_of(plan), (std::vector<std::vector<size_t>>{{4, 3}, {2}, {1}, {0}}));
+  ASSERT_EQ(plan.buckets.size(), 4u);
+  EXPECT_DOUBLE_EQ(plan.buckets[0].start_at_s, 0.001);
+  EXPECT_DOUBLE_EQ(plan.buckets[1].start_at_s, 0.002);
+  EXPECT_DOUBLE_EQ(plan.buckets[2].start_at_s, 0.002);
+  EXPECT_DOUBLE_EQ(plan.buckets[3].start_at_s, 0.003);
+  EXPECT_EQ(plan.total_count, 660u);
+  EXPECT_EQ(plan.strategy, BucketStrategy::cycle);
+  // First fit, as Horovod fuses its responses: a gradient that does not fit is passed over, and a
+  // later one of the same tick that does joins the bucket (u2 then u0; u1 alone).
+  const std::vector<GradientTensor> u = {{"u0", 30}, {"u1", 300}, {"u2", 200}};
+  const std::vector<double> together = {0.0005, 0.0004, 0.0003};  // u2, u1, u0 all in tick 1
+  EXPECT_EQ(tensors_of(plan_cycle_buckets(u, together, 0.001, mb_of(240))), (std::vector<std::vector<size_t>>{{2, 0}, {1}}));
+  // Threshold 0: no fusion, a bucket per gradient; one long cycle with room: one bucket on its tick.
+  EXPECT_EQ(plan_cycle_buckets(t, ready, 0.001, 0).buckets.size(), t.size());
+  const BucketPlan one = plan_cycle_buckets(t, ready, 0.5, 128);
+  ASSERT_EQ(one.buckets.size(), 1u);
+  EXPECT_DOUBLE_EQ(one.buckets[0].start_at_s, 0.5);
+  // A gradient ready at backward's start is taken by the tick at 0.
+  EXPECT_DOUBLE_EQ(plan_cycle_buckets({{"a", 4}}, {0.0}, 0.001, 1).buckets[0].start_at_s, 0.0);
+}
+
+TEST(CyclePlan, EveryTensorIsInOneBucketTakenByTheFirstTickAtOrAfterIt) {
+  const std::vector<GradientTensor> t = tensors();
+  std::vector<double> ready(t.size());
+  for (size_t k = 0; k < t.size(); ++k) ready[k] = 0.0004 * static_cast<double>(t.size() - k) + 1e-5 * (k % 3);
+  for (double cycle_s : {0.0001, 0.001, 0.0035, 1.0})
+    for (double mb : {0.0, 0.01, 1.0, 25.0, 256.0}) {
+      const BucketPlan plan = plan_cycle_buckets(t, ready, cycle_s, mb);
+      std::vector<int> seen(t.size(), 0);
+      double last_tick = 0;
+      for (const Bucket& b : plan.buckets) {
+        EXPECT_GE(b.start_at_s, last_tick) << "ticks in order";
+        last_tick = b.start_at_s;
+        if (b.pieces.size() > 1) {
+          EXPECT_LE(b.count * sizeof(float), mb * 1024 * 1024) << "fused past the threshold";
+        }
+        for (const BucketPiece& p : b.pieces) {
+          ++seen[p.tensor];
+          EXPECT_EQ(p.offset, 0u) << "tensors are never cut";
+          EXPECT_EQ(p.count, t[p.tensor].count);
+          EXPECT_GE(b.start_at_s, ready[p.tensor] - 1e-12) << "reduced before it is ready";
+          EXPECT_LT(b.start_at_s, ready[p.tensor] + cycle_s) << "a tick passed it by";
+        }
+      }
+      for (size_t k = 0; k < t.size(); ++k) EXPECT_EQ(seen[k], 1) << "tensor " << k << " at " << cycle_s << " s, " << mb;
+      for (size_t k = 0; k < t.size(); ++k) ASSERT_EQ(plan.buckets_of_tensor[k].size(), 1u);
+    }
+}
+
+TEST(CyclePlan, NeedsTimesAndAPositiveCycle) {
+  const std::vector<GradientTensor> t = tensors();
+  EXPECT_THROW(plan_buckets(t, BucketStrategy::cycle, 128), UsageError);
+  const std::vector<double> ready(t.size(), 0.001);
+  EXPECT_THROW(plan_cycle_buckets(t, ready, 0, 128), UsageError);
+  EXPECT_THROW(plan_cycle_buckets(t, ready, -1, 128), UsageError);
+  EXPECT_THROW(plan_cycle_buckets(t, ready, 0.001, -1), UsageError);
+  EXPECT_EQ(parse_bucket_strategy("cycle"), BucketStrategy::cycle);
+  EXPECT_EQ(parse_bucket_strategies("all").back(), BucketStrategy::cycle);
+  EXPECT_EQ(parse_bucket_strategies("ddp,cycle").size(), 2u);
+  EXPECT_THROW(parse_bucket_strategies(""), UsageError);
+}
+
 }  // namespace
 }  // namespace sb

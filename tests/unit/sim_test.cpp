@@ -16,6 +16,7 @@
 #include "sim/machine.hpp"
 #include "sim/nccl_rings.hpp"
 #include "sim/schedule_sim.hpp"
+#include "sim/step_model.hpp"
 
 namespace sb::sim {
 namespace {
@@ -362,6 +363,33 @@ TEST(SimMachine, FiguresPastAnyMachinesAreRefused) {
             "(accepted)");
   // The edges are machines.
   EXPECT_EQ(level("size 1073741824 alpha 1s bandwidth 1KB/s links 1073741824"), "(accepted)");
+}
+
+// The cycle strategy in the step model: a bucket starts at its tick, or when the thread is free,
+// never earlier; without overlap the ticks do not matter (everything waits for backward's end).
+TEST(SimStep, CycleBucketsStartAtTheirTicks) {
+  BackwardProfile profile;
+  profile.backward_s = 0.010;
+  profile.tensors = {{"t0", 1000}, {"t1", 250000}, {"t2", 4000}, {"t3", 1000000}};
+  profile.ready_s = {0.0095, 0.007, 0.0021, 0.0004};
+  const Machine machine = flat_machine();
+  AllreduceCase c;
+  c.impl = "ring";
+  c.nranks = 4;
+  StepModel model(machine, c);
+  const BucketPlan plan = plan_cycle_buckets(profile.tensors, profile.ready_s, 0.003, 128);
+  ASSERT_EQ(plan.buckets.size(), 3u);  // ticks 3 ms {t3, t2}, 9 ms {t1}, 12 ms {t0}
+  const StepPrediction p = predict_step(profile, plan, model, true);
+  double thread_free = 0;
+  for (size_t b = 0; b < plan.buckets.size(); ++b) {
+    EXPECT_DOUBLE_EQ(p.bucket_start_s[b], std::max(plan.buckets[b].start_at_s, thread_free)) << "bucket " << b;
+    thread_free = p.bucket_end_s[b];
+  }
+  EXPECT_DOUBLE_EQ(p.bucket_start_s[0], 0.003);
+  // The last tick (12 ms) is past backward's end: at least 2 ms exposed.
+  EXPECT_GE(p.exposed_s, 0.002);
+  const StepPrediction after = predict_step(profile, plan, model, false);
+  EXPECT_DOUBLE_EQ(after.bucket_start_s[0], profile.backward_s);
 }
 
 }  // namespace
