@@ -47,7 +47,12 @@ inline UsageError usage_error_of(const CLI::App& app, const CLI::ParseError& err
   const std::vector<std::string> unknown = app.remaining(true);
   if (!unknown.empty())
     return UsageError("unknown argument '" + unknown.front() + "' (" + app.get_name() + " --help lists what it takes)");
-  return UsageError(error.what());
+  // CLI11 words an option given twice "--iters: At Most 1 required but received 2".
+  const std::string what = error.what(), at_most = ": At Most 1 required but received ";
+  if (const size_t at = what.find(at_most); at != std::string::npos)
+    return UsageError(what.substr(0, at) + " takes one value and was given " + what.substr(at + at_most.size()) +
+                      ": give it once");
+  return UsageError(what);
 }
 
 // The flags every rank must be given alike: the program's name, then one "name=value" line per

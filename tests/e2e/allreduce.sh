@@ -118,6 +118,10 @@ bad_input() {
   fi
 }
 bad_input "unknown flag" --bogus --out "$WORK/bad.h5"
+# A wrapper's default and the user's own: CLI11 had said "At Most 1 required but received 2".
+bad_input "an option given twice" -n 5 --iters 7 --out "$WORK/bad.h5"
+check "which is named, with the remedy" grep -q '^sb-allreduce: error: --iters takes one value and was given 2: give it once$' \
+  "$WORK/bad.err"
 bad_input "min > max" -b 64M -e 8 --out "$WORK/bad.h5"
 bad_input "size not a multiple of the type" -b 6 -e 6 -d float --out "$WORK/bad.h5"
 bad_input "zero count" -b 0 -e 8 --out "$WORK/bad.h5"

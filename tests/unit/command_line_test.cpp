@@ -74,6 +74,10 @@ TEST(CommandLine, IntegersPastTheirRangeAreRefused) {
 TEST(CommandLine, ParseErrorsBecomeUsageErrors) {
   EXPECT_NE(parse({"p", "--count", "x"}), "");
   EXPECT_EQ(parse({"p", "--unknown"}), "unknown argument '--unknown' (p --help lists what it takes)");
+  // An option given twice (a wrapper script's default and the user's own) is named, with a remedy.
+  EXPECT_EQ(parse({"p", "--count", "1", "--count", "2"}), "--count takes one value and was given 2: give it once");
+  EXPECT_EQ(parse({"p", "sub", "--ratio", "1", "--ratio=2", "--ratio", "3"}),
+            "--ratio takes one value and was given 3: give it once");
 }
 
 // CLI11 checks required options before it reports unknown arguments: the unknown one is named,
