@@ -31,13 +31,28 @@ StepPrediction predict_step(const BackwardProfile& profile, const BucketPlan& pl
   };
   const double negotiation = negotiate ? model.flags.seconds((n + 3) / 4) : 0.0;
 
+  // cycle: Horovod's loop, as GradientExchange runs it, one cycle per tick, each starting at its
+  // tick or when the last one ended and negotiating (an allreduce of a bit per tensor) before it
+  // reduces its tick's buckets.
+  const bool cycles = plan.strategy == BucketStrategy::cycle && overlap;
+  const double cycle_negotiation =
+      cycles && model.nranks > 1 ? model.flags.seconds(negotiation_words(plan) * sizeof(uint64_t) / sizeof(float)) : 0.0;
+  size_t ticks_done = 0;
+
   std::vector<char> done(n, 0);
   double thread = 0;  // when the communication thread is next free
   for (size_t taken = 0; taken < n; ++taken) {
     size_t next = n;
-    if (!negotiate) {
-      next = taken;  // backward's completion order; cycle: not before its tick
-      thread = std::max({thread, ready[next], overlap ? plan.buckets[next].start_at_s : 0.0});
+    if (cycles) {
+      next = taken;  // the plan's order, tick by tick; every tick up to this bucket's a cycle
+      for (; ticks_done <= plan.buckets[next].tick; ++ticks_done) {
+        thread = std::max(thread, static_cast<double>(ticks_done) * plan.cycle_s) + cycle_negotiation;
+        p.communication_s += cycle_negotiation;
+      }
+      thread = std::max(thread, ready[next]);
+    } else if (!negotiate) {
+      next = taken;  // backward's completion order
+      thread = std::max(thread, ready[next]);
     } else {
       // The most urgent of the buckets ready when the thread looks; if none is, wait for the
       // first to become ready.
@@ -45,6 +60,7 @@ StepPrediction predict_step(const BackwardProfile& profile, const BucketPlan& pl
       for (size_t b = 0; b < n; ++b)
         if (!done[b]) soonest = std::min(soonest, ready[b]);
       thread = std::max(thread, soonest) + negotiation;
+      p.communication_s += negotiation;
       for (size_t b = 0; b < n; ++b)
         if (!done[b] && ready[b] <= thread && (next == n || plan.buckets[b].priority < plan.buckets[next].priority))
           next = b;

@@ -76,7 +76,7 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   const AllreduceImplInfo* algo = find_allreduce_impl(o.exchange.algorithm);
   if (!algo || algo->memory == Memory::device) throw UsageError("unknown or device-only --algo '" + o.exchange.algorithm + "'");
   o.strategies = parse_bucket_strategies(strategies);
-  if (!(o.cycle_ms > 0) || o.cycle_ms > 1000) throw UsageError("--cycle-ms must be above 0 and at most 1000");
+  if (!(o.cycle_ms >= 0.01 && o.cycle_ms <= 1000)) throw UsageError("--cycle-ms must be 0.01 to 1000 (ms)");
   for (const std::string& name : split_list(progress)) o.progress.push_back(parse_progress(name));
   if (std::find(o.progress.begin(), o.progress.end(), Progress::poll) != o.progress.end() && o.exchange.algorithm != "mpi")
     throw UsageError("--progress poll posts MPI_Iallreduce: it needs --algo mpi");

@@ -168,7 +168,7 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
       throw UsageError((is_train ? "--algo" : "--impl") + std::string(": unknown allreduce '") + impl + "'");
 
   o.strategies = parse_bucket_strategies(strategies);
-  if (!(o.cycle_ms > 0) || o.cycle_ms > 1000) throw UsageError("--cycle-ms must be above 0 and at most 1000");
+  if (!(o.cycle_ms >= 0.01 && o.cycle_ms <= 1000)) throw UsageError("--cycle-ms must be 0.01 to 1000 (ms)");
   if (!(o.min_mb > 0) || o.max_mb < o.min_mb || !(o.mb_factor > 1))
     throw UsageError("buckets: need 0 < --min-mb <= --max-mb and --mb-factor > 1");
   o.bucket_sizes_mb();  // too many: UsageError

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -79,7 +80,10 @@ class Builder {
     b.priority = std::min(b.priority, tensor);
   }
   void close() { open_ = false; }
-  void start_at(double seconds) { plan_.buckets.back().start_at_s = seconds; }
+  void start_at(size_t tick, double cycle_s) {
+    plan_.buckets.back().tick = tick;
+    plan_.buckets.back().start_at_s = static_cast<double>(tick) * cycle_s;
+  }
   size_t open_count() const { return open_ && !plan_.buckets.empty() ? plan_.buckets.back().count : 0; }
 
  private:
@@ -159,6 +163,7 @@ BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const 
   require_whole_rows(tensors);
   BucketPlan plan;
   plan.strategy = BucketStrategy::cycle;
+  plan.cycle_s = cycle_s;
   plan.tensors = tensors;
   for (const GradientTensor& t : tensors) plan.total_count += t.count;
   // The order backward hands the gradients over, as the replay reports them: by time, ties in
@@ -169,11 +174,19 @@ BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const 
                    [&](size_t a, size_t b) { return ready_s[a] != ready_s[b] ? ready_s[a] < ready_s[b] : a > b; });
   // A gradient ready at t is taken by the first tick at or after it. The tolerance keeps a time
   // that is a whole number of cycles (2 ms at 1 ms cycles) on its own tick despite rounding.
-  auto tick_of = [&](double t) { return std::max(std::ceil(t / cycle_s - 1e-9), 0.0); };
+  // Every tick up to the last is a cycle with its negotiation, replayed or priced one by one.
+  const double last = ready_s.empty() ? 0.0 : *std::max_element(ready_s.begin(), ready_s.end());
+  if (!(last / cycle_s <= kMostCycles)) {
+    char why[160];
+    std::snprintf(why, sizeof why, "cycles of %g ms make the %g s of backward more than %g cycles: lengthen them",
+                  cycle_s * 1e3, last, kMostCycles);
+    throw UsageError(why);
+  }
+  auto tick_of = [&](double t) { return static_cast<size_t>(std::max(std::ceil(t / cycle_s - 1e-9), 0.0)); };
   const size_t cap = float_elements_in(threshold_mb);
   Builder builder(plan);
   for (size_t first = 0; first < order.size();) {
-    const double tick = tick_of(ready_s[order[first]]);
+    const size_t tick = tick_of(ready_s[order[first]]);
     size_t end = first;
     while (end < order.size() && tick_of(ready_s[order[end]]) == tick) ++end;
     // This tick's gradients, fused first-fit in ready order until every one is in a bucket.
@@ -181,7 +194,7 @@ BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const 
     for (size_t i = 0; i < taken.size(); ++i) {
       if (taken[i]) continue;
       builder.add(order[first + i], 0, tensors[order[first + i]].count);
-      builder.start_at(tick * cycle_s);
+      builder.start_at(tick, cycle_s);
       taken[i] = true;
       for (size_t j = i + 1; j < taken.size(); ++j) {
         const size_t count = tensors[order[first + j]].count;
@@ -196,6 +209,11 @@ BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const 
   }
   index_buckets_of_tensors(plan);
   return plan;
+}
+
+size_t plan_ticks(const BucketPlan& plan) {
+  if (plan.strategy != BucketStrategy::cycle || plan.buckets.empty()) return 0;
+  return plan.buckets.back().tick + 1;
 }
 
 std::vector<TensorView> bucket_tensor_views(const BucketPlan& plan, size_t bucket) {

@@ -57,8 +57,9 @@ struct Bucket {
   std::vector<BucketPiece> pieces;
   size_t count = 0;      // fp32 elements in all
   size_t priority = 0;   // the smallest tensor index in it: lower is nearer the input, sent first
-  // Not reduced before this, seconds after backward starts: the cycle tick that takes it (cycle);
-  // 0 for every other strategy.
+  // cycle: the tick that takes it, numbered from 0 at backward's start, and its time (tick x
+  // cycle_s, seconds after backward starts): it is not reduced before. 0 for every other strategy.
+  size_t tick = 0;
   double start_at_s = 0;
 };
 
@@ -69,7 +70,15 @@ struct BucketPlan {
   std::vector<std::vector<size_t>> buckets_of_tensor;
   size_t total_count = 0;
   std::vector<GradientTensor> tensors;  // forward order, as planned
+  double cycle_s = 0;                   // cycle: the time between ticks; 0 for every other strategy
 };
+
+// cycle: the ticks of a step, up to the last bucket's (its buckets' ticks are in order); 0 for every
+// other strategy. Every one of them is a cycle of Horovod's loop, with its negotiation.
+size_t plan_ticks(const BucketPlan& plan);
+// The 64-bit words of a cycle's negotiation, a bit per tensor, as Horovod's response cache
+// allreduces them (MPI_BAND) every cycle to agree on what is ready everywhere.
+inline size_t negotiation_words(const BucketPlan& plan) { return (plan.tensors.size() + 63) / 64; }
 
 // tensors in forward (model) order; backward order is the reverse. bucket_mb in MiB of fp32.
 // Throws UsageError for cycle, which needs the times (plan_cycle_buckets).
@@ -81,7 +90,11 @@ BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrate
 // ready, as Horovod fuses its responses: each bucket starts with the first gradient not yet taken
 // and takes every later one of the tick that still fits under threshold_mb (0: no fusion); a
 // gradient larger than the threshold is a bucket alone. Tensors are never cut. Each bucket's
-// start_at_s is its tick.
+// start_at_s is its tick. Each tick is one cycle of Horovod's loop, which first negotiates: the
+// exchange and the step model spend it at every tick up to the last bucket's (plan_ticks), idle or not.
+// More ticks in a step are refused (UsageError): each is replayed and priced, and a cycle of
+// nanoseconds would run for hours.
+inline constexpr double kMostCycles = 1e6;
 BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const std::vector<double>& ready_s,
                               double cycle_s, double threshold_mb);
 // The tensors of a bucket in its fused buffer's order, as the compressors that work tensor by

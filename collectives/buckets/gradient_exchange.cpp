@@ -55,7 +55,9 @@ GradientExchange::GradientExchange(MPI_Comm comm, const ExchangeConfig& config, 
   bucket_start_.assign(plan_.buckets.size(), 0);
   bucket_end_.assign(plan_.buckets.size(), 0);
   requests_.assign(plan_.buckets.size(), MPI_REQUEST_NULL);
-  if (overlap_ && progress_ == Progress::thread) thread_ = std::thread([this] { run_thread(); });
+  tensor_ready_.assign(plan_.tensors.size(), 0);
+  if (overlap_ && progress_ == Progress::thread)
+    thread_ = std::thread([this] { plan_.strategy == BucketStrategy::cycle ? run_cycles() : run_thread(); });
 }
 
 GradientExchange::~GradientExchange() {
@@ -79,17 +81,21 @@ void GradientExchange::begin_step() {
   communication_s_ = 0;
   ++step_;
   step_start_ = std::chrono::steady_clock::now();
+  std::fill(tensor_ready_.begin(), tensor_ready_.end(), 0);
+  ++steps_begun_;
+  changed_.notify_all();
 }
 
-std::chrono::steady_clock::time_point GradientExchange::start_time(size_t bucket) const {
-  return step_start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                           std::chrono::duration<double>(plan_.buckets[bucket].start_at_s));
+std::chrono::steady_clock::time_point GradientExchange::after_step_start(double seconds) const {
+  return step_start_ +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 void GradientExchange::tensor_ready(size_t tensor) {
   bool any = false;  // a bucket became ready
   {
     std::lock_guard lock(mutex_);
+    tensor_ready_[tensor] = 1;
     for (size_t b : plan_.buckets_of_tensor[tensor]) {
       size_t pieces = 0;
       for (const BucketPiece& piece : plan_.buckets[b].pieces) pieces += piece.tensor == tensor;
@@ -118,10 +124,10 @@ void GradientExchange::post_due(bool wait) {
     {
       std::lock_guard lock(mutex_);
       const auto next = next_ready();
-      if (next == ready_.end() || (!wait && std::chrono::steady_clock::now() < start_time(*next))) return;
+      if (next == ready_.end() || (!wait && std::chrono::steady_clock::now() < after_step_start(plan_.buckets[*next].start_at_s))) return;
       bucket = take(next);
     }
-    if (wait) std::this_thread::sleep_until(start_time(bucket));
+    if (wait) std::this_thread::sleep_until(after_step_start(plan_.buckets[bucket].start_at_s));
     post(bucket);
   }
 }
@@ -217,8 +223,8 @@ size_t GradientExchange::take(std::vector<size_t>::iterator ready) {
 
 // Takes ready buckets one at a time. Every rank must start the same allreduces in the same
 // order. In the order backward completes them (per-tensor, fixed, ddp) that holds by itself:
-// backward reports gradients in the same order on every rank; cycle's buckets are taken in the
-// plan's order, tick by tick. Priority order (partition) depends
+// backward reports gradients in the same order on every rank (cycle's buckets have a loop of their
+// own, run_cycles). Priority order (partition) depends
 // on what is ready when, which differs between ranks, so the ranks first agree on the buckets
 // ready everywhere (a small allreduce of readiness flags, as Horovod's coordinator does) and all
 // take the most urgent of those.
@@ -236,16 +242,16 @@ void GradientExchange::run_thread() {
       if (stopping_) return;
       if (!negotiate) {
         bucket = take(next_ready());
-        // Its cycle's tick, if it is still to come (a destructor's stop ends the wait).
-        if (changed_.wait_until(lock, start_time(bucket), [&] { return stopping_; })) return;
       } else {
         std::fill(mine.begin(), mine.end(), 0);
         for (size_t b : ready_) mine[b] = 1;
         const size_t seen = ready_.size();
         lock.unlock();
+        const double start = MPI_Wtime();
         SB_MPI_CHECK(MPI_Allreduce(mine.data(), everywhere.data(), static_cast<int>(mine.size()), MPI_UINT8_T, MPI_MIN,
                                    comm_));
         lock.lock();
+        communication_s_ += MPI_Wtime() - start;  // the negotiation is communication too
         bool found = false;
         for (size_t b = 0; b < everywhere.size(); ++b)
           if (everywhere[b] && (!found || plan_.buckets[b].priority < plan_.buckets[bucket].priority))
@@ -262,6 +268,58 @@ void GradientExchange::run_thread() {
     }
     reduce(bucket);
     changed_.notify_all();
+  }
+}
+
+bool GradientExchange::wait_for(std::unique_lock<std::mutex>& lock, size_t bucket) {
+  changed_.wait(lock, [&] { return stopping_ || std::find(ready_.begin(), ready_.end(), bucket) != ready_.end(); });
+  if (stopping_) return false;
+  take(std::find(ready_.begin(), ready_.end(), bucket));
+  return true;
+}
+
+// One pass of Horovod's loop per tick of the plan. The ranks make the same collectives in the
+// same order: a negotiation per tick, then that tick's buckets in the plan's order. (Horovod's loop
+// runs without end and fuses whatever its late cycles find; here the plan fixes what each tick
+// takes, so a thread that falls behind its ticks runs them back to back.)
+void GradientExchange::run_cycles() {
+  const size_t ticks = plan_ticks(plan_);
+  const bool negotiate = ranks_ > 1;
+  std::vector<uint64_t> mine(negotiation_words(plan_)), everywhere(mine.size());
+  uint64_t steps_served = 0;
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return stopping_ || steps_begun_ > steps_served; });
+      if (stopping_) return;
+      steps_served = steps_begun_;
+    }
+    size_t bucket = 0;
+    for (size_t tick = 0; tick < ticks; ++tick) {
+      {
+        std::unique_lock lock(mutex_);
+        const auto due = after_step_start(static_cast<double>(tick) * plan_.cycle_s);
+        if (changed_.wait_until(lock, due, [&] { return stopping_; })) return;
+        std::fill(mine.begin(), mine.end(), 0);
+        for (size_t k = 0; k < tensor_ready_.size(); ++k)
+          if (tensor_ready_[k]) mine[k / 64] |= uint64_t{1} << (k % 64);
+      }
+      if (negotiate) {
+        const double start = MPI_Wtime();
+        SB_MPI_CHECK(MPI_Allreduce(mine.data(), everywhere.data(), static_cast<int>(mine.size()), MPI_UINT64_T, MPI_BAND,
+                                   comm_));
+        std::lock_guard lock(mutex_);
+        communication_s_ += MPI_Wtime() - start;  // the negotiation is communication too
+      }
+      for (; bucket < plan_.buckets.size() && plan_.buckets[bucket].tick == tick; ++bucket) {
+        {
+          std::unique_lock lock(mutex_);
+          if (!wait_for(lock, bucket)) return;
+        }
+        reduce(bucket);
+        changed_.notify_all();
+      }
+    }
   }
 }
 

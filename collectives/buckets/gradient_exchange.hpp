@@ -6,8 +6,12 @@
 // transport), and unpacked scaled by 1/ranks. Without overlap the same buckets are reduced in the
 // same way after backward, so both paths give bit-identical gradients.
 //
-// A bucket with a start time (the cycle strategy's tick) is not reduced before it, counted from
-// begin_step(), even when its gradients are ready earlier.
+// The cycle strategy's buckets are reduced as Horovod's background loop reduces them: the thread
+// runs one cycle per tick of the plan, counted from begin_step(); a cycle starts at its tick (or
+// when the last one ended, if later), negotiates (an MPI_BAND allreduce of a bit per tensor ready
+// here, as Horovod's response cache does each cycle, idle or not), then reduces the buckets of its
+// tick in the plan's order. Polled, there is no loop and no negotiation: a bucket is posted at a
+// layer boundary once its tick has come.
 //
 // Progress: by default a communication thread drives each bucket's (blocking) allreduce. With
 // Progress::poll there is no thread: a ready bucket's MPI_Iallreduce is posted by the caller's
@@ -86,6 +90,9 @@ class GradientExchange final : public GradientAverager {
 
  private:
   void run_thread();
+  void run_cycles();  // the cycle strategy's thread
+  // Under mutex_: waits until `bucket` is ready (or the exchange stops: false) and takes it.
+  bool wait_for(std::unique_lock<std::mutex>& lock, size_t bucket);
   void reduce(size_t bucket);
   // The pieces of reduce(), for the polled path: pack into the fused buffer; unpack it averaged.
   void pack(size_t bucket);
@@ -102,7 +109,7 @@ class GradientExchange final : public GradientAverager {
   // buckets may become ready in another order than they are fused. take() removes it.
   std::vector<size_t>::iterator next_ready();
   size_t take(std::vector<size_t>::iterator ready);
-  std::chrono::steady_clock::time_point start_time(size_t bucket) const;
+  std::chrono::steady_clock::time_point after_step_start(double seconds) const;
 
   BucketPlan plan_;
   std::vector<float*> gradients_;
@@ -124,6 +131,8 @@ class GradientExchange final : public GradientAverager {
   std::vector<size_t> ready_;        // buckets ready and not yet taken (polled: not yet posted)
   size_t taken_ = 0;                 // buckets taken from ready_ this step (the thread or the polled path)
   std::chrono::steady_clock::time_point step_start_;  // begin_step()'s moment
+  uint64_t steps_begun_ = 0;                          // begin_step() calls (run_cycles waits for the next)
+  std::vector<uint8_t> tensor_ready_;                 // this step, per tensor (the cycles' negotiation)
   size_t done_ = 0;                  // buckets reduced this step
   bool stopping_ = false;
   double communication_s_ = 0;

@@ -86,7 +86,7 @@ check "100 ms cycles expose more than 1 ms ones ($(exposed 100) vs $(exposed 1) 
 check_schema "$WORK/cycle1/buckets-np8-ring-nccl.h5"
 "$BIN/sb-dryrun" train --machine sim/machines/ethernet-100g.machine --profile "$WORK/p.profile" --cycle-ms 0 \
   --out "$WORK/x" >"$WORK/bad.out" 2>&1
-check "train --cycle-ms 0 exits 2" bash -c "test $? -eq 2 && grep -q 'cycle-ms must be above 0' '$WORK/bad.out'"
+check "train --cycle-ms 0 exits 2" bash -c "test $? -eq 2 && grep -q 'cycle-ms must be 0.01 to 1000' '$WORK/bad.out'"
 
 # validate: measured runs re-predicted, each with a row.
 mkdir -p "$WORK/meas"

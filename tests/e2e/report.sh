@@ -66,6 +66,7 @@ for name in allreduce-busbw-np2 allreduce-latency-np4 compress-throughput-np2 co
   check "plot $name is drawn" test -s "$WORK/report/$name.png"
 done
 check "summary.txt has a table per plot" test "$(grep -c '^## ' "$WORK/report/summary.txt")" -eq $plots
+check "the cycle strategy's line names its cycle time" grep -q 'title "cycle (1 ms cycles)"' "$WORK/report/buckets-iteration-np2.gp"
 
 # The data files hold the file's numbers: mpi's busbw at 4 ranks, and the 2-rank training curve.
 block() { awk -v want="$2" '/^# index/ { on = index($0, want) > 0; next } on && NF { print $2 }' "$1"; }

@@ -204,6 +204,9 @@ TEST(CyclePlan, NeedsTimesAndAPositiveCycle) {
   EXPECT_THROW(plan_cycle_buckets(t, ready, 0, 128), UsageError);
   EXPECT_THROW(plan_cycle_buckets(t, ready, -1, 128), UsageError);
   EXPECT_THROW(plan_cycle_buckets(t, ready, 0.001, -1), UsageError);
+  // A millisecond of backward at 0.1 ns cycles: ten million cycles, each replayed, refused.
+  EXPECT_THROW(plan_cycle_buckets(t, ready, 1e-10, 128), UsageError);
+  EXPECT_EQ(plan_ticks(plan_cycle_buckets(t, ready, 1e-6, 128)), 1001u);
   EXPECT_EQ(parse_bucket_strategy("cycle"), BucketStrategy::cycle);
   EXPECT_EQ(parse_bucket_strategies("all").back(), BucketStrategy::cycle);
   EXPECT_EQ(parse_bucket_strategies("ddp,cycle").size(), 2u);

@@ -365,9 +365,10 @@ TEST(SimMachine, FiguresPastAnyMachinesAreRefused) {
   EXPECT_EQ(level("size 1073741824 alpha 1s bandwidth 1KB/s links 1073741824"), "(accepted)");
 }
 
-// The cycle strategy in the step model: a bucket starts at its tick, or when the thread is free,
-// never earlier; without overlap the ticks do not matter (everything waits for backward's end).
-TEST(SimStep, CycleBucketsStartAtTheirTicks) {
+// The cycle strategy in the step model: a cycle per tick, each negotiating first; a bucket starts
+// after its tick's negotiation, or when the thread is free, never earlier. Cycles so short that
+// their negotiations outlast them fall behind. Without overlap the ticks do not matter.
+TEST(SimStep, CycleBucketsStartAfterTheirTicksNegotiation) {
   BackwardProfile profile;
   profile.backward_s = 0.010;
   profile.tensors = {{"t0", 1000}, {"t1", 250000}, {"t2", 4000}, {"t3", 1000000}};
@@ -377,17 +378,27 @@ TEST(SimStep, CycleBucketsStartAtTheirTicks) {
   c.impl = "ring";
   c.nranks = 4;
   StepModel model(machine, c);
+  const double negotiation = model.flags.seconds(2);  // one 64-bit word: a bit for each of the 4 tensors
+  EXPECT_GT(negotiation, 0);
   const BucketPlan plan = plan_cycle_buckets(profile.tensors, profile.ready_s, 0.003, 128);
   ASSERT_EQ(plan.buckets.size(), 3u);  // ticks 3 ms {t3, t2}, 9 ms {t1}, 12 ms {t0}
+  EXPECT_EQ(plan_ticks(plan), 5u);
   const StepPrediction p = predict_step(profile, plan, model, true);
   double thread_free = 0;
   for (size_t b = 0; b < plan.buckets.size(); ++b) {
-    EXPECT_DOUBLE_EQ(p.bucket_start_s[b], std::max(plan.buckets[b].start_at_s, thread_free)) << "bucket " << b;
+    EXPECT_GE(p.bucket_start_s[b], plan.buckets[b].start_at_s + negotiation - 1e-15) << "bucket " << b;
+    EXPECT_GE(p.bucket_start_s[b], thread_free) << "bucket " << b;
     thread_free = p.bucket_end_s[b];
   }
-  EXPECT_DOUBLE_EQ(p.bucket_start_s[0], 0.003);
+  EXPECT_DOUBLE_EQ(p.bucket_start_s[0], 0.003 + negotiation);
   // The last tick (12 ms) is past backward's end: at least 2 ms exposed.
   EXPECT_GE(p.exposed_s, 0.002);
+  // Cycles half as long as a negotiation: the negotiations run one after another, the last bucket
+  // after all of them.
+  const BucketPlan rushed_plan = plan_cycle_buckets(profile.tensors, profile.ready_s, negotiation / 2, 128);
+  const StepPrediction rushed = predict_step(profile, rushed_plan, model, true);
+  EXPECT_GT(plan_ticks(rushed_plan), 1000u);
+  EXPECT_GE(rushed.iteration_s, static_cast<double>(plan_ticks(rushed_plan)) * negotiation * (1 - 1e-9));
   const StepPrediction after = predict_step(profile, plan, model, false);
   EXPECT_DOUBLE_EQ(after.bucket_start_s[0], profile.backward_s);
 }
