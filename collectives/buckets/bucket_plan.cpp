@@ -172,8 +172,6 @@ BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const 
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return ready_s[a] != ready_s[b] ? ready_s[a] < ready_s[b] : a > b; });
-  // A gradient ready at t is taken by the first tick at or after it. The tolerance keeps a time
-  // that is a whole number of cycles (2 ms at 1 ms cycles) on its own tick despite rounding.
   // Every tick up to the last is a cycle with its negotiation, replayed or priced one by one.
   const double last = ready_s.empty() ? 0.0 : *std::max_element(ready_s.begin(), ready_s.end());
   if (!(last / cycle_s <= kMostCycles)) {
@@ -182,6 +180,8 @@ BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const 
                   cycle_s * 1e3, last, kMostCycles);
     throw UsageError(why);
   }
+  // A gradient ready at t is taken by the first tick at or after it. The tolerance keeps a time
+  // that is a whole number of cycles (2 ms at 1 ms cycles) on its own tick despite rounding.
   auto tick_of = [&](double t) { return static_cast<size_t>(std::max(std::ceil(t / cycle_s - 1e-9), 0.0)); };
   const size_t cap = float_elements_in(threshold_mb);
   Builder builder(plan);

@@ -124,7 +124,8 @@ void GradientExchange::post_due(bool wait) {
     {
       std::lock_guard lock(mutex_);
       const auto next = next_ready();
-      if (next == ready_.end() || (!wait && std::chrono::steady_clock::now() < after_step_start(plan_.buckets[*next].start_at_s))) return;
+      if (next == ready_.end()) return;
+      if (!wait && std::chrono::steady_clock::now() < after_step_start(plan_.buckets[*next].start_at_s)) return;
       bucket = take(next);
     }
     if (wait) std::this_thread::sleep_until(after_step_start(plan_.buckets[bucket].start_at_s));
@@ -221,13 +222,12 @@ size_t GradientExchange::take(std::vector<size_t>::iterator ready) {
   return bucket;
 }
 
-// Takes ready buckets one at a time. Every rank must start the same allreduces in the same
-// order. In the order backward completes them (per-tensor, fixed, ddp) that holds by itself:
-// backward reports gradients in the same order on every rank (cycle's buckets have a loop of their
-// own, run_cycles). Priority order (partition) depends
-// on what is ready when, which differs between ranks, so the ranks first agree on the buckets
-// ready everywhere (a small allreduce of readiness flags, as Horovod's coordinator does) and all
-// take the most urgent of those.
+// Takes ready buckets one at a time (cycle's have a loop of their own, run_cycles). Every rank
+// must start the same allreduces in the same order. In the order backward completes them
+// (per-tensor, fixed, ddp) that holds by itself: backward reports gradients in the same order on
+// every rank. Priority order (partition) depends on what is ready when, which differs between
+// ranks, so the ranks first agree on the buckets ready everywhere (a small allreduce of readiness
+// flags, as Horovod's coordinator does) and all take the most urgent of those.
 void GradientExchange::run_thread() {
   const bool negotiate = plan_.strategy == BucketStrategy::partition && ranks_ > 1;
   std::vector<uint8_t> mine(plan_.buckets.size()), everywhere(plan_.buckets.size());
