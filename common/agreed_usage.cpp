@@ -1,12 +1,15 @@
 #include "common/agreed_usage.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <sstream>
 #include <utility>
 #include <vector>
 
 #include "common/check.hpp"
 #include "common/mpi_env.hpp"
+#include "common/sizes.hpp"
+#include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 
 namespace sb {
@@ -43,6 +46,35 @@ std::vector<std::pair<std::string, std::string>> flag_lines(const std::string& t
   return lines;
 }
 
+// A word of a value as the number it means, when it is one: a decimal ("0.1", ".10", "1e-1") or
+// a size ("64K", "65536").
+std::optional<double> number_in(const std::string& word) {
+  double number = 0;
+  const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), number);
+  if (ec == std::errc() && end == word.data() + word.size()) return number;
+  try {
+    return static_cast<double>(parse_size(word, "a flag's value"));
+  } catch (const UsageError&) {
+    return std::nullopt;
+  }
+}
+
+// Whether two ranks' values of a flag are the same, however written: word by word, equal as text
+// or as the numbers they mean (a node's launch line may say -e 1M where another's says 1048576).
+// The build and the program are compared as text.
+bool same_value(const std::string& name, const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  if (name == "build" || name == "program") return false;
+  const std::vector<std::string> as = split_list(a, ' '), bs = split_list(b, ' ');
+  if (as.size() != bs.size()) return false;
+  for (size_t i = 0; i < as.size(); ++i) {
+    if (as[i] == bs[i]) continue;
+    const std::optional<double> x = number_in(as[i]), y = number_in(bs[i]);
+    if (!x || !y || *x != *y) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string why_flags_differ(const std::string& flags, MPI_Comm comm) {
@@ -51,9 +83,12 @@ std::string why_flags_differ(const std::string& flags, MPI_Comm comm) {
   const auto mine = flag_lines(flags), theirs = flag_lines(first);
   for (const auto& [name, value] : theirs) {
     const auto here = std::find_if(mine.begin(), mine.end(), [&](const auto& line) { return line.first == name; });
-    if (here != mine.end() && here->second != value)
+    if (here != mine.end() && !same_value(name, here->second, value))
       return name + " is " + here->second + " here but " + value + " on rank 0; " + kSameEverywhere;
   }
+  const bool same_flags = std::equal(mine.begin(), mine.end(), theirs.begin(), theirs.end(),
+                                     [](const auto& a, const auto& b) { return a.first == b.first; });
+  if (same_flags) return {};  // every value the same, written differently
   // Flags that are not rank 0's at all: --help on some ranks only, or another program.
   return std::string("its command line is not rank 0's (another program, or --help on some ranks only); ") +
          kSameEverywhere;

@@ -27,7 +27,8 @@ void agree_on_usage(MPI_Comm comm, const std::function<void()>& check);
 
 // The first flag where this rank's flags (command_line.hpp's flags_to_agree text, after a line
 // "build=..." naming the program's build) differ from rank 0's, as a reason; empty where they
-// agree. Collective over `comm` (rank 0's text broadcast).
+// agree, values that mean the same number written differently ("1M" and "1048576", "0.1" and
+// ".10") included. Collective over `comm` (rank 0's text broadcast).
 std::string why_flags_differ(const std::string& flags, MPI_Comm comm);
 
 // How the ranks of a program agree on their command lines, before any other collective: the

@@ -39,8 +39,7 @@ std::vector<BucketStrategy> parse_bucket_strategies(const std::string& list) {
     return {BucketStrategy::per_tensor, BucketStrategy::fixed, BucketStrategy::ddp, BucketStrategy::partition,
             BucketStrategy::cycle};
   std::vector<BucketStrategy> strategies;
-  for (const std::string& name : split_list(list)) strategies.push_back(parse_bucket_strategy(name));
-  if (strategies.empty()) throw UsageError("no bucket strategy given (per-tensor, fixed, ddp, partition, cycle or all)");
+  for (const std::string& name : split_list(list)) strategies.push_back(parse_bucket_strategy(name));  // "": unknown
   return strategies;
 }
 

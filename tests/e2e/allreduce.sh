@@ -163,6 +163,10 @@ $MPIRUN -np 1 "$BIN/sb-allreduce" -b 1K -e 4K -f 2 --out "$WORK/flags-a.h5" --la
   -np 1 "$BIN/sb-allreduce" -b 1K -e 4K -f 2 --out "$WORK/flags-b.h5" --label node=b >"$WORK/flags.txt" 2>&1
 check "--out and --label may differ between ranks (exit $?); rank 0's file is written" \
   test -s "$WORK/flags-a.h5" -a ! -e "$WORK/flags-b.h5"
+# The same sizes written otherwise on each node's line (they had been refused as different flags).
+$MPIRUN -np 1 "$BIN/sb-allreduce" -b 1K -e 4K -f 2 --out "$WORK/spelt.h5" : \
+  -np 1 "$BIN/sb-allreduce" -b 1024 -e 4096B -f 2 --out "$WORK/spelt.h5" >"$WORK/spelt.txt" 2>&1
+check "-b 1K -e 4K on rank 0 and -b 1024 -e 4096B on rank 1 agree (exit $?)" test -s "$WORK/spelt.h5"
 
 # Standard output closed early (`| head`): the run goes on and saves its file, and says so on
 # stderr. Before, SIGPIPE killed it at its next line, leaving no file (only its temporary).

@@ -72,6 +72,24 @@ TEST(AgreedUsage, FlagsThatAgreeAreNoError) {
   EXPECT_EQ(agree_on_command_line(std::nullopt, "--help", MPI_COMM_WORLD), std::nullopt);  // --help everywhere
 }
 
+// A node's launch line may spell a value otherwise: the same number is the same flag.
+TEST(AgreedUsage, TheSameNumberWrittenOtherwiseAgrees) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const bool odd = rank % 2 == 1;
+  const std::string flags = std::string("program=sb-allreduce\n--maxbytes=") + (odd ? "1048576" : "1M") +
+                            "\n--lr=" + (odd ? ".10" : "0.1") + "\n--ranks=" + (odd ? "1 8K" : "1 8192") + "\n";
+  EXPECT_EQ(why_flags_differ(flags, MPI_COMM_WORLD), "");
+  // Not so a different number, a word that is no number, or another count of words.
+  const std::string other = std::string("program=sb-allreduce\n--maxbytes=") + (odd ? "1048577" : "1M") + "\n";
+  EXPECT_EQ(why_flags_differ(other, MPI_COMM_WORLD).rfind(odd ? "--maxbytes is 1048577 here but 1M" : "", 0), 0u);
+  const std::string words = std::string("program=sb-allreduce\n--impl=") + (odd ? "ring rd" : "ring") + "\n";
+  EXPECT_EQ(why_flags_differ(words, MPI_COMM_WORLD).empty(), !odd);
+  // The build is compared as text: a commit of digits is no number.
+  const std::string build = std::string("build=0.1 ") + (odd ? "0123456" : "123456") + "\nprogram=sb-allreduce\n";
+  EXPECT_EQ(why_flags_differ(build, MPI_COMM_WORLD).empty(), !odd);
+}
+
 TEST(AgreedUsage, TheLastRanksDifferentFlagIsNamedWithBothValues) {
   const World w;
   const bool last = w.size > 1 && w.rank == w.size - 1;
