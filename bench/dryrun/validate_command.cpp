@@ -130,7 +130,7 @@ void validate_buckets(const Run& run, const sim::Machine& machine, std::vector<C
   sim::StepModel model(machine, c);
   // The cycle strategy's ticks (files before schema 20 have no cycle group, nor this).
   const double cycle_ms = buckets.has_attr("cycle_ms") ? buckets.attr_double("cycle_ms") : kDefaultCycleMs;
-  require_plausible(cycle_ms > 0 && cycle_ms <= 1000, "cycle_ms is not a cycle time");
+  require_plausible(cycle_ms >= 0.01 && cycle_ms <= 1000, "cycle_ms is not a cycle time sb-buckets takes");
   for (const std::string& group : buckets.children()) {
     if (group.rfind("tensor_", 0) == 0 || group.find('@') != std::string::npos) continue;  // datasets; polled sweeps
     const bool overlap = group != "no-overlap" && group != "fused";
@@ -143,7 +143,9 @@ void validate_buckets(const Run& run, const sim::Machine& machine, std::vector<C
       require_plausible(std::isfinite(mb[i]) && mb[i] >= 0, group + ": bucket_mb is not a bucket size");  // 0: per tensor
       // fused was planned as one bucket twice the gradients' size.
       const double planned_mb = group == "fused" ? 1e9 : mb[i];
-      const BucketPlan plan = plan_replayed_buckets(profile, strategy, planned_mb, cycle_ms * 1e-3);
+      // A cycle plan of too many cycles is refused as a file sb-buckets could not have written.
+      const BucketPlan plan =
+          parsed_from_file([&] { return plan_replayed_buckets(profile, strategy, planned_mb, cycle_ms * 1e-3); });
       const sim::StepPrediction p = sim::predict_step(profile, plan, model, overlap);
       cases.push_back({run.name, "buckets:" + group, run.ranks, mb[i], measured[i], p.iteration_s, run.run_id});
     }
