@@ -1,5 +1,7 @@
 #include "results/buckets_record.hpp"
 
+#include <cstdio>
+
 namespace sb {
 namespace {
 
@@ -28,6 +30,22 @@ void write_rows(const h5::Node& group, const std::vector<BucketRow>& rows) {
 
 }  // namespace
 
+std::string cycle_sweep_name(double cycle_ms, bool one_cycle_time, bool polled) {
+  char name[48] = "cycle";
+  if (!one_cycle_time) std::snprintf(name, sizeof name, "cycle-%gms", cycle_ms);
+  return std::string(name) + (polled ? "@poll" : "");
+}
+
+std::string sweep_title(const std::string& name, double cycle_ms) {
+  if (cycle_ms <= 0) return name;
+  std::string title = name;
+  if (const size_t dash = title.find('-'); dash != std::string::npos)
+    title.erase(dash, title.find('@', dash) == std::string::npos ? std::string::npos : title.find('@', dash) - dash);
+  char cycles[48];
+  std::snprintf(cycles, sizeof cycles, " (%g ms cycles)", cycle_ms);
+  return title + cycles;
+}
+
 void write_buckets_results(const h5::Node& root, const BucketsSettings& s, const BackwardProfile& profile,
                            const std::vector<BucketSweep>& sweeps) {
   const h5::Node buckets = root.create_group("buckets");
@@ -46,8 +64,11 @@ void write_buckets_results(const h5::Node& root, const BucketsSettings& s, const
   buckets.set_attr("transport", s.transport);
   buckets.set_attr("iters", static_cast<int64_t>(s.iters));
   buckets.set_attr("trace", s.trace);
-  buckets.set_attr("cycle_ms", s.cycle_ms);
-  for (const BucketSweep& sweep : sweeps) write_rows(buckets.create_group(sweep.name), sweep.rows);
+  for (const BucketSweep& sweep : sweeps) {
+    const h5::Node group = buckets.create_group(sweep.name);
+    write_rows(group, sweep.rows);
+    if (sweep.cycle_ms > 0) group.set_attr("cycle_ms", sweep.cycle_ms);
+  }
   buckets.write("tensor_ready_s", profile.ready_s);
   buckets.write("tensor_elements", elements);
 }

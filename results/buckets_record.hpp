@@ -19,11 +19,19 @@ struct BucketRow {
   std::vector<double> bucket_start_s, bucket_end_s;  // of one step, rank 0
 };
 
-// A strategy's rows under its group name (per-tensor, ddp, ddp@poll, no-overlap, fused, ...).
+// A strategy's rows under its group name (per-tensor, ddp, ddp@poll, cycle-5ms, no-overlap, fused, ...).
 struct BucketSweep {
   std::string name;
   std::vector<BucketRow> rows;
+  double cycle_ms = 0;  // the cycle strategy's cycle time (its group's attribute); 0: another strategy
 };
+
+// The group name of a cycle sweep: "cycle" when the run sweeps one cycle time, else "cycle-<ms>ms"
+// (cycle-0.5ms, cycle-5ms); `polled` adds "@poll".
+std::string cycle_sweep_name(double cycle_ms, bool one_cycle_time, bool polled);
+// A group's title in tables and plots: a cycle sweep's name without its "-<ms>ms", then its cycle
+// time ("cycle-5ms@poll" -> "cycle@poll (5 ms cycles)"); any other name as it is.
+std::string sweep_title(const std::string& name, double cycle_ms);
 
 struct BucketsSettings {
   std::string model;  // the model, or profile:FILE
@@ -31,7 +39,6 @@ struct BucketsSettings {
   std::string algo, transport;
   int iters = 1;
   std::string trace;  // the --trace file; empty: none
-  double cycle_ms = kDefaultCycleMs;  // the cycle strategy's cycle time
 };
 
 // Writes /buckets: the settings, the profile (backward_s, forward_s when known, tensor_ready_s,

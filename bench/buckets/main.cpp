@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ranges>
 
 #include "bench/buckets/options.hpp"
 #include "bench/buckets/results_saver.hpp"
@@ -21,6 +22,7 @@
 #include "common/sizes.hpp"
 #include "common/stats.hpp"
 #include "common/text_input.hpp"
+#include "common/text_fields.hpp"
 #include "common/trace_events.hpp"
 #include "common/usage_error.hpp"
 #include "common/watchdog.hpp"
@@ -48,7 +50,7 @@ std::string configuration_name(const std::string& sweep, BucketStrategy strategy
   if (sweep == "no-overlap" || sweep == "fused" || strategy == BucketStrategy::per_tensor)
     std::snprintf(text, sizeof text, "%s", sweep.c_str());
   else if (strategy == BucketStrategy::cycle)
-    std::snprintf(text, sizeof text, "%s, %g MiB threshold, %g ms cycles", sweep.c_str(), mb, cycle_ms);
+    std::snprintf(text, sizeof text, "%s, %g MiB threshold", sweep_title(sweep, cycle_ms).c_str(), mb);
   else
     std::snprintf(text, sizeof text, "%s, %g MiB %s", sweep.c_str(), mb,
                   strategy == BucketStrategy::partition ? "partitions" : "buckets");
@@ -57,15 +59,16 @@ std::string configuration_name(const std::string& sweep, BucketStrategy strategy
 
 // Median over steps of the slowest rank's iteration; the other figures from that same step, which
 // --trace draws (the same step on every rank: all sort the same slowest times).
+// cycle_ms: the cycle strategy's cycle time (0 for the others).
 Row measure(const BucketsOptions& o, const BackwardProfile& profile, const std::string& sweep, BucketStrategy strategy,
             double mb, bool overlap, std::vector<std::vector<float>>& gradients, Watchdog& watchdog,
-            TraceRecorder* trace, Progress progress = Progress::thread) {
+            TraceRecorder* trace, Progress progress = Progress::thread, double cycle_ms = 0) {
   std::vector<float*> pointers;
   for (auto& g : gradients) pointers.push_back(g.data());
   ExchangeConfig config = o.exchange;
   config.overlap = overlap;
   config.progress = progress;
-  GradientExchange exchange(MPI_COMM_WORLD, config, plan_replayed_buckets(profile, strategy, mb, o.cycle_ms * 1e-3),
+  GradientExchange exchange(MPI_COMM_WORLD, config, plan_replayed_buckets(profile, strategy, mb, cycle_ms * 1e-3),
                             pointers);
   for (int i = 0; i < o.warmup_iters; ++i) {
     replay_step(exchange, profile, MPI_COMM_WORLD);
@@ -96,7 +99,7 @@ Row measure(const BucketsOptions& o, const BackwardProfile& profile, const std::
                   "\"buckets\":%zu,\"bucket_mb\":%g,\"slowest_rank_iteration_ms\":%.4f,\"exposed_ms\":%.4f,"
                   "\"overlap\":%.4f",
                   row.buckets, mb, row.iteration_s * 1e3, row.exposed_s * 1e3, row.overlap);
-    trace_replayed_step(*trace, configuration_name(sweep, strategy, mb, o.cycle_ms), args, profile, exchange.plan(),
+    trace_replayed_step(*trace, configuration_name(sweep, strategy, mb, cycle_ms), args, profile, exchange.plan(),
                         median);
   }
   return row;
@@ -134,7 +137,15 @@ struct Sweep {
   Progress progress;
   std::string name;
   std::vector<Row> rows;
+  double cycle_ms = 0;  // cycle's; 0 for the others
 };
+
+// 0.5 -> "0.5", 5 -> "5": a cycle time as --cycle-ms takes it.
+std::string format_double(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
 
 // Rank 0's last lines: each sweep's best size, against per-tensor and no overlap.
 void print_best_sizes(const std::vector<Sweep>& results, const Row& no_overlap, bool both_progress_modes) {
@@ -144,18 +155,20 @@ void print_best_sizes(const std::vector<Sweep>& results, const Row& no_overlap, 
     return *std::min_element(rows.begin(), rows.end(),
                              [](const Row& a, const Row& b) { return a.iteration_s < b.iteration_s; });
   };
-  auto find = [&](BucketStrategy strategy, Progress progress) -> const Sweep* {
+  auto find = [&](const std::string& name) -> const Sweep* {
     for (const Sweep& sweep : results)
-      if (sweep.strategy == strategy && sweep.progress == progress) return &sweep;
+      if (sweep.name == name) return &sweep;
     return nullptr;
   };
   for (const Sweep& sweep : results) {
     const Row& best = best_of(sweep.rows);
     std::printf("#   %-15s %8.2f MiB: %.2f ms", sweep.name.c_str(), best.bucket_mb, best.iteration_s * 1e3);
-    if (const Sweep* per_tensor = find(BucketStrategy::per_tensor, sweep.progress))
+    const bool polled = sweep.progress == Progress::poll;
+    if (const Sweep* per_tensor = find(polled ? "per-tensor@poll" : "per-tensor"))
       std::printf(", %.2fx per-tensor", per_tensor->rows.front().iteration_s / best.iteration_s);
     std::printf(", %.2fx no overlap", no_overlap.iteration_s / best.iteration_s);
-    if (const Sweep* threaded = find(sweep.strategy, Progress::thread); threaded && sweep.progress == Progress::poll)
+    // A polled sweep's threaded one has its name without "@poll".
+    if (const Sweep* threaded = polled ? find(sweep.name.substr(0, sweep.name.rfind('@'))) : nullptr)
       std::printf(", %.2fx the thread's best (%.2f ms)", best_of(threaded->rows).iteration_s / best.iteration_s,
                   best_of(threaded->rows).iteration_s * 1e3);
     std::printf("\n");
@@ -211,7 +224,6 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   settings.transport = std::string(name_of(o.exchange.impl.transport));
   settings.iters = o.iters;
   settings.trace = o.trace;
-  settings.cycle_ms = o.cycle_ms;
   BucketsResultsSaver saver(std::move(start.file), metadata, settings);
   // A rank that hangs (or a peer lost without the launcher noticing) ends the job after
   // --timeout seconds without progress, SIGINT/SIGTERM at once; rank 0 saves the rows measured.
@@ -250,7 +262,8 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                 total * 4 / kBytesPerMiB, profile.backward_s * 1e3, o.compute_scale != 1 ? " (scaled)" : "", layout.nranks,
                 o.exchange.algorithm.c_str(), std::string(name_of(o.exchange.impl.transport)).c_str());
     if (std::find(o.strategies.begin(), o.strategies.end(), BucketStrategy::cycle) != o.strategies.end())
-      std::printf("# cycle: Horovod's fusion of what each %g ms cycle finds ready, under the bucket size\n", o.cycle_ms);
+      std::printf("# cycle: Horovod's fusion of what each cycle (%s ms) finds ready, under the bucket size\n",
+                  join_list(o.cycle_ms | std::views::transform([](double ms) { return format_double(ms); })).c_str());
     std::printf("# %-10s  %9s  %7s  %11s  %11s  %11s  %8s  %9s\n", "strategy", "bucket_MiB", "buckets", "iter(ms)",
                 "exposed(ms)", "comm(ms)", "overlap", "vs_fused");
     std::fflush(stdout);
@@ -276,7 +289,9 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   };
   print("no-overlap", no_overlap);
   print("fused", fused);
-  saver.plan_snapshots(1 + o.progress.size() * o.strategies.size());  // the baselines are the first
+  const bool cycles = std::find(o.strategies.begin(), o.strategies.end(), BucketStrategy::cycle) != o.strategies.end();
+  const size_t sweeps_per_mode = o.strategies.size() + (cycles ? o.cycle_ms.size() - 1 : 0);  // one per cycle time
+  saver.plan_snapshots(1 + o.progress.size() * sweeps_per_mode);  // the baselines are the first
   auto snapshot = [&](const std::string& sweep) {
     if (!root) return;
     watchdog.phase("saving the results so far");
@@ -286,21 +301,27 @@ int run(int argc, char** argv, const WorldLayout& layout) {
 
   std::vector<Sweep> results;
   for (Progress progress : o.progress)
-    for (BucketStrategy strategy : o.strategies) {
-      Sweep sweep{strategy, progress, bucket_strategy_name(strategy) + (progress == Progress::poll ? "@poll" : ""), {}};
-      const std::vector<double> sizes = strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes();
-      for (double mb : sizes) {
-        char phase[128];
-        std::snprintf(phase, sizeof phase, "measuring %s at %g MiB", sweep.name.c_str(), mb);
-        watchdog.phase(phase);
-        sweep.rows.push_back(
-            measure(o, profile, sweep.name, strategy, mb, true, gradients, watchdog, tracing, progress));
-        saver.add(sweep.name, sweep.rows.back());
-        print(sweep.name.c_str(), sweep.rows.back());
+    for (BucketStrategy strategy : o.strategies)
+      for (double cycle_ms : strategy == BucketStrategy::cycle ? o.cycle_ms : std::vector<double>{0}) {
+        const bool polled = progress == Progress::poll;
+        Sweep sweep{strategy, progress,
+                    strategy == BucketStrategy::cycle ? cycle_sweep_name(cycle_ms, o.cycle_ms.size() == 1, polled)
+                                                      : bucket_strategy_name(strategy) + (polled ? "@poll" : ""),
+                    {}, cycle_ms};
+        const std::vector<double> sizes =
+            strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes();
+        for (double mb : sizes) {
+          char phase[128];
+          std::snprintf(phase, sizeof phase, "measuring %s at %g MiB", sweep.name.c_str(), mb);
+          watchdog.phase(phase);
+          sweep.rows.push_back(
+              measure(o, profile, sweep.name, strategy, mb, true, gradients, watchdog, tracing, progress, cycle_ms));
+          saver.add(sweep.name, sweep.rows.back(), cycle_ms);
+          print(sweep.name.c_str(), sweep.rows.back());
+        }
+        results.push_back(std::move(sweep));
+        snapshot(results.back().name);
       }
-      results.push_back(std::move(sweep));
-      snapshot(results.back().name);
-    }
   if (root) print_best_sizes(results, no_overlap, o.progress.size() > 1);
   saver.save("complete");  // before the trace, whose writing may fail
   if (tracing) {

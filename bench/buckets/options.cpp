@@ -19,7 +19,7 @@ std::vector<double> BucketsOptions::bucket_sizes() const {
 
 std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool print) {
   BucketsOptions o;
-  std::string strategies = "all", transport = "mpi", progress = "thread";
+  std::string strategies = "all", transport = "mpi", progress = "thread", cycle_ms = "1";
   std::vector<std::string> label_texts;
   CLI::App app("sb-buckets: gradient fusion without training. A model's gradients and the times backward produces\n"
                "them (measured here, or a profile file) are replayed against real allreduces, for each bucket\n"
@@ -35,9 +35,9 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   app.add_option("--write-profile", o.write_profile, "write the profile used to this file");
   app.add_option("--compute-scale", o.compute_scale, "multiply the profile's times by this (0.01: 100x faster) [1]");
   app.add_option("--strategy", strategies, "per-tensor, fixed, ddp, partition, cycle: comma-separated, or all [all]");
-  app.add_option("--cycle-ms", o.cycle_ms,
-                 "the cycle strategy's cycle time, Horovod's HOROVOD_CYCLE_TIME (its threshold is the bucket size)\n"
-                 "[1, Horovod's default since 0.21]");
+  app.add_option("--cycle-ms", cycle_ms,
+                 "the cycle strategy's cycle times, Horovod's HOROVOD_CYCLE_TIME (its threshold is the bucket size),\n"
+                 "comma-separated: each is a sweep [1, Horovod's default since 0.21]");
   app.add_option("-b,--min-mb", o.min_mb, "smallest bucket in MiB [0.25]");
   app.add_option("-e,--max-mb", o.max_mb, "largest bucket in MiB [256]");
   app.add_option("-f,--factor", o.factor, "bucket size step factor [2]");
@@ -76,7 +76,7 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   const AllreduceImplInfo* algo = find_allreduce_impl(o.exchange.algorithm);
   if (!algo || algo->memory == Memory::device) throw UsageError("unknown or device-only --algo '" + o.exchange.algorithm + "'");
   o.strategies = parse_bucket_strategies(strategies);
-  if (!(o.cycle_ms >= 0.01 && o.cycle_ms <= 1000)) throw UsageError("--cycle-ms must be 0.01 to 1000 (ms)");
+  o.cycle_ms = parse_cycle_times(cycle_ms);
   for (const std::string& name : split_list(progress)) o.progress.push_back(parse_progress(name));
   if (std::find(o.progress.begin(), o.progress.end(), Progress::poll) != o.progress.end() && o.exchange.algorithm != "mpi")
     throw UsageError("--progress poll posts MPI_Iallreduce: it needs --algo mpi");

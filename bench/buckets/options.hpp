@@ -18,7 +18,7 @@ struct BucketsOptions {
   std::string write_profile;  // and/or write the one used
   double compute_scale = 1;   // multiplies the profile's times (0.01: a backward 100x faster)
   std::vector<BucketStrategy> strategies;
-  double cycle_ms = kDefaultCycleMs;  // the cycle strategy's
+  std::vector<double> cycle_ms = {kDefaultCycleMs};  // the cycle strategy's cycle times, each swept
   std::vector<Progress> progress;  // how overlapped buckets progress: a thread, polled, or both
   double min_mb = 0.25, max_mb = 256, factor = 2;
   ExchangeConfig exchange;

@@ -9,9 +9,9 @@ void BucketsResultsSaver::set_profile(const BackwardProfile& profile) {
   profile_ = profile;
 }
 
-void BucketsResultsSaver::add(const std::string& sweep, const BucketRow& row) {
+void BucketsResultsSaver::add(const std::string& sweep, const BucketRow& row, double cycle_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (sweeps_.empty() || sweeps_.back().name != sweep) sweeps_.push_back({sweep, {}});
+  if (sweeps_.empty() || sweeps_.back().name != sweep) sweeps_.push_back({sweep, {}, cycle_ms});
   sweeps_.back().rows.push_back(row);
 }
 

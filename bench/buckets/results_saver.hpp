@@ -25,7 +25,7 @@ class BucketsResultsSaver {
   // What the run has so far: the profile it replays, then each measured row under its sweep's
   // name (no-overlap, fused, ddp, ddp@poll, ...), in the order measured.
   void set_profile(const BackwardProfile& profile);
-  void add(const std::string& sweep, const BucketRow& row);
+  void add(const std::string& sweep, const BucketRow& row, double cycle_ms = 0);
 
   // Writes the file with `status` ("complete", or why the run ended early) and commits it; later
   // calls do nothing. Before the profile is known, the file holds the run's metadata alone.

@@ -63,7 +63,7 @@ void add_allreduce_flags(CLI::App& app, DryrunOptions& o, std::string& transport
 
 std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool print) {
   DryrunOptions o;
-  std::string ranks, transports = "mpi", segment, torus, type = "float", impls, strategies = "all";
+  std::string ranks, transports = "mpi", segment, torus, type = "float", impls, strategies = "all", cycle_ms = "1";
   std::string min_text, max_text, factor_text, calibrate_max;
   std::vector<std::string> labels;
   CLI::App app("sb-dryrun: predicts allreduce and training-step times on a machine description by executing the\n"
@@ -92,7 +92,8 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
   train->add_option("--model", o.model, "the machine's compute line that sets the step's compute time [resnet50]");
   train->add_option("--batch", o.batch, "per-rank batch [the compute line's]");
   train->add_option("--strategy", strategies, "per-tensor, fixed, ddp, partition, cycle: comma-separated, or all [all]");
-  train->add_option("--cycle-ms", o.cycle_ms, "the cycle strategy's cycle time, Horovod's HOROVOD_CYCLE_TIME [1]");
+  train->add_option("--cycle-ms", cycle_ms,
+                    "the cycle strategy's cycle times, Horovod's HOROVOD_CYCLE_TIME: comma-separated, a sweep each [1]");
   train->add_option("--min-mb", o.min_mb, "smallest bucket, MiB [0.25]");
   train->add_option("--max-mb", o.max_mb, "largest bucket, MiB [256]");
   train->add_option("--mb-factor", o.mb_factor, "bucket size step factor [2]");
@@ -168,7 +169,7 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
       throw UsageError((is_train ? "--algo" : "--impl") + std::string(": unknown allreduce '") + impl + "'");
 
   o.strategies = parse_bucket_strategies(strategies);
-  if (!(o.cycle_ms >= 0.01 && o.cycle_ms <= 1000)) throw UsageError("--cycle-ms must be 0.01 to 1000 (ms)");
+  o.cycle_ms = parse_cycle_times(cycle_ms);
   if (!(o.min_mb > 0) || o.max_mb < o.min_mb || !(o.mb_factor > 1))
     throw UsageError("buckets: need 0 < --min-mb <= --max-mb and --mb-factor > 1");
   o.bucket_sizes_mb();  // too many: UsageError

@@ -36,7 +36,7 @@ struct DryrunOptions {
   bool model_named = false;         // --model given: the machine must have its compute line
   int batch = 0;              // per-rank batch; 0: the machine's compute batch
   std::vector<BucketStrategy> strategies;
-  double cycle_ms = kDefaultCycleMs;  // the cycle strategy's
+  std::vector<double> cycle_ms = {kDefaultCycleMs};  // the cycle strategy's cycle times, each swept
   double min_mb = 0.25, max_mb = 256, mb_factor = 2;
 
   // validate

@@ -94,17 +94,20 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
       sweeps.push_back({"no-overlap", {row_of(sim::predict_step(profile, per_tensor, model, false), 0, per_tensor.buckets.size())}});
       sweeps.push_back({"fused", {row_of(sim::predict_step(profile, fused, model, false), total * 4 / kBytesPerMiB, 1)}});
       Best best{"fused", sweeps.back().rows.front()};
-      for (const BucketStrategy strategy : o.strategies) {
-        BucketSweep sweep{bucket_strategy_name(strategy), {}};
-        const std::vector<double> sizes =
-            strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes_mb();
-        for (const double mb : sizes) {
-          const BucketPlan plan = plan_replayed_buckets(profile, strategy, mb, o.cycle_ms * 1e-3);
-          sweep.rows.push_back(row_of(sim::predict_step(profile, plan, model, true), mb, plan.buckets.size()));
-          if (sweep.rows.back().iteration_s < best.row.iteration_s) best = {sweep.name, sweep.rows.back()};
+      for (const BucketStrategy strategy : o.strategies)
+        for (const double cycle_ms : strategy == BucketStrategy::cycle ? o.cycle_ms : std::vector<double>{0}) {
+          BucketSweep sweep{strategy == BucketStrategy::cycle ? cycle_sweep_name(cycle_ms, o.cycle_ms.size() == 1, false)
+                                                              : bucket_strategy_name(strategy),
+                            {}, cycle_ms};
+          const std::vector<double> sizes =
+              strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes_mb();
+          for (const double mb : sizes) {
+            const BucketPlan plan = plan_replayed_buckets(profile, strategy, mb, cycle_ms * 1e-3);
+            sweep.rows.push_back(row_of(sim::predict_step(profile, plan, model, true), mb, plan.buckets.size()));
+            if (sweep.rows.back().iteration_s < best.row.iteration_s) best = {sweep.name, sweep.rows.back()};
+          }
+          sweeps.push_back(std::move(sweep));
         }
-        sweeps.push_back(std::move(sweep));
-      }
       const double step_s = profile.forward_s + best.row.iteration_s;
       const double speedup = nranks * compute_s / step_s;
       char bucketing[64];
@@ -116,7 +119,6 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
       settings.model = o.model;
       settings.compute_scale = scale;
       settings.algo = variant.impl;
-      settings.cycle_ms = o.cycle_ms;
       settings.transport = variant.library ? (variant.impl == "nccl" ? "nccl" : "library") : std::string(name_of(variant.transport));
       ResultsFile file(folder + "/buckets-np" + std::to_string(nranks) + "-" + variant.impl +
                        (variant.library ? "" : "-" + std::string(name_of(variant.transport))) + ".h5");

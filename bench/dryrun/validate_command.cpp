@@ -128,16 +128,18 @@ void validate_buckets(const Run& run, const sim::Machine& machine, std::vector<C
   c.nranks = plausible_ranks(run);
   if (!sim::is_known_allreduce(c.impl)) return;
   sim::StepModel model(machine, c);
-  // The cycle strategy's ticks (files before schema 20 have no cycle group, nor this).
-  const double cycle_ms = buckets.has_attr("cycle_ms") ? buckets.attr_double("cycle_ms") : kDefaultCycleMs;
-  require_plausible(cycle_ms >= 0.01 && cycle_ms <= 1000, "cycle_ms is not a cycle time sb-buckets takes");
   for (const std::string& group : buckets.children()) {
     if (group.rfind("tensor_", 0) == 0 || group.find('@') != std::string::npos) continue;  // datasets; polled sweeps
-    const bool overlap = group != "no-overlap" && group != "fused";
-    const BucketStrategy strategy = group == "no-overlap" ? BucketStrategy::per_tensor
-                                    : group == "fused"    ? BucketStrategy::fixed
-                                                          : parsed_from_file([&] { return parse_bucket_strategy(group); });
     const h5::Node node = buckets.open_group(group);
+    // A cycle sweep (cycle, cycle-5ms) holds its cycle time; files before schema 20 have none.
+    const bool cycles = node.has_attr("cycle_ms");
+    const double cycle_ms = cycles ? node.attr_double("cycle_ms") : 0;
+    if (cycles) require_plausible(cycle_ms >= 0.01 && cycle_ms <= 1000, group + ": cycle_ms is not a cycle time");
+    const bool overlap = group != "no-overlap" && group != "fused";
+    BucketStrategy strategy = BucketStrategy::cycle;
+    if (group == "no-overlap") strategy = BucketStrategy::per_tensor;
+    else if (group == "fused") strategy = BucketStrategy::fixed;
+    else if (!cycles) strategy = parsed_from_file([&] { return parse_bucket_strategy(group); });
     const std::vector<double> mb = node.read_doubles("bucket_mb"), measured = node.read_doubles("iteration_s");
     for (size_t i = 0; i < mb.size() && i < measured.size(); ++i) {
       require_plausible(std::isfinite(mb[i]) && mb[i] >= 0, group + ": bucket_mb is not a bucket size");  // 0: per tensor

@@ -1,6 +1,7 @@
 #include "collectives/buckets/bucket_plan.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -41,6 +42,20 @@ std::vector<BucketStrategy> parse_bucket_strategies(const std::string& list) {
   std::vector<BucketStrategy> strategies;
   for (const std::string& name : split_list(list)) strategies.push_back(parse_bucket_strategy(name));  // "": unknown
   return strategies;
+}
+
+std::vector<double> parse_cycle_times(const std::string& list) {
+  std::vector<double> times;
+  for (const std::string& word : split_list(list)) {
+    double ms = 0;
+    const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), ms);
+    if (ec != std::errc() || end != word.data() + word.size() || !(ms >= 0.01 && ms <= 1000))
+      throw UsageError("--cycle-ms: '" + word + "' is not a cycle time of 0.01 to 1000 ms");
+    if (std::find(times.begin(), times.end(), ms) != times.end())
+      throw UsageError("--cycle-ms: " + word + " is given twice");
+    times.push_back(ms);
+  }
+  return times;
 }
 
 double default_bucket_mb(BucketStrategy strategy) {

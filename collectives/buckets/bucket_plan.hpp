@@ -36,6 +36,8 @@ std::vector<BucketStrategy> parse_bucket_strategies(const std::string& list);
 double default_bucket_mb(BucketStrategy strategy);
 // Horovod's cycle time since 0.21 (HOROVOD_CYCLE_TIME, horovodrun --cycle-time-ms).
 inline constexpr double kDefaultCycleMs = 1;
+// --cycle-ms: comma-separated cycle times in ms, each 0.01 to 1000, none twice; throws UsageError.
+std::vector<double> parse_cycle_times(const std::string& list);
 
 struct GradientTensor {
   std::string name;

@@ -2,23 +2,11 @@
 // bucket size, one line per strategy that sweeps sizes; per-tensor, no-overlap and fused have one
 // value each and are drawn as horizontal references across the sweep.
 #include <algorithm>
-#include <cstdio>
 
+#include "results/buckets_record.hpp"
 #include "results/report/plot.hpp"
 
 namespace sb::report {
-namespace {
-
-// The cycle strategy's lines (cycle, cycle@poll) name their cycle time, in which runs drawn side
-// by side may differ.
-std::string strategy_title(const h5::Node& buckets, const std::string& strategy) {
-  if (strategy.rfind("cycle", 0) != 0 || !buckets.has_attr("cycle_ms")) return strategy;
-  char cycles[48];
-  std::snprintf(cycles, sizeof cycles, " (%g ms cycles)", buckets.attr_double("cycle_ms"));
-  return strategy + cycles;
-}
-
-}  // namespace
 
 std::vector<Plot> buckets_plots(const std::vector<Run>& runs, const ReportOptions& options) {
   std::vector<Plot> plots;
@@ -48,7 +36,9 @@ std::vector<Plot> buckets_plots(const std::vector<Run>& runs, const ReportOption
         continue;
       }
       const std::vector<double> it = node.read_doubles("iteration_s"), ex = node.read_doubles("exposed_s");
-      Series a{line_title(strategy_title(buckets, strategy), run, options)}, b{a.title};
+      // A cycle sweep is titled with its cycle time: "cycle (5 ms cycles)".
+      const double cycle_ms = node.has_attr("cycle_ms") ? node.attr_double("cycle_ms") : 0;
+      Series a{line_title(sweep_title(strategy, cycle_ms), run, options)}, b{a.title};
       for (size_t i = 0; i < mb.size(); ++i) {
         a.add(mb[i], it.at(i) * 1e3);
         b.add(mb[i], ex.at(i) * 1e3);

@@ -45,17 +45,22 @@ $MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy cycle -
   --out "$WORK/cycle.h5" >"$WORK/cycle.txt" 2>&1
 check "--strategy cycle --cycle-ms 2 exits 0" test $? -eq 0
 check "with a row, and the cycle time said" \
-  bash -c "grep -qE '^  cycle +1\.00 ' '$WORK/cycle.txt' && grep -q '^# cycle: .* each 2 ms cycle' '$WORK/cycle.txt'"
-check "the file records the cycle time" test "$(h5_attr "$WORK/cycle.h5" /buckets/cycle_ms)" = 2
+  bash -c "grep -qE '^  cycle +1\.00 ' '$WORK/cycle.txt' && grep -q '^# cycle: .* each cycle (2 ms)' '$WORK/cycle.txt'"
+check "the file records the cycle time" test "$(h5_attr "$WORK/cycle.h5" /buckets/cycle/cycle_ms)" = 2
 h5dump -m %.17g -y -w 0 -d /buckets/cycle/bucket_start_s "$WORK/cycle.h5" | sed -n '/DATA {/,/}/p' |
   grep -oE -- '-?[0-9.]+(e[-+]?[0-9]+)?' >"$WORK/cycle-starts.txt"
 check "no bucket starts before the 2 ms tick ($(sort -g "$WORK/cycle-starts.txt" | head -1) s)" \
   awk 'NR == 1 || $1 < m { m = $1 } END { exit !(NR > 0 && m >= 0.0019) }' "$WORK/cycle-starts.txt"
-$MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy cycle -b 1 -e 1 -n 1 --cycle-ms 50 \
-  --out "$WORK/cycle50.h5" >"$WORK/cycle50.txt" 2>&1
-buckets_at() { awk '$1 == "cycle" { print $3 }' "$1"; }
-check "50 ms cycles fuse into fewer buckets than 2 ms ($(buckets_at "$WORK/cycle50.txt") vs $(buckets_at "$WORK/cycle.txt"))" \
-  test "$(buckets_at "$WORK/cycle50.txt")" -lt "$(buckets_at "$WORK/cycle.txt")"
+# Several cycle times in one run: a sweep each, named for it.
+$MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy cycle -b 1 -e 1 -n 1 --cycle-ms 2,50 \
+  --out "$WORK/cycles.h5" >"$WORK/cycles.txt" 2>&1
+check "--cycle-ms 2,50 exits 0 with a sweep each" \
+  bash -c "test $? -eq 0 && grep -qE '^  cycle-2ms ' '$WORK/cycles.txt' && grep -qE '^  cycle-50ms ' '$WORK/cycles.txt'"
+check "each group records its cycle time" \
+  test "$(h5_attr "$WORK/cycles.h5" /buckets/cycle-2ms/cycle_ms),$(h5_attr "$WORK/cycles.h5" /buckets/cycle-50ms/cycle_ms)" = 2,50
+buckets_at() { awk -v s="$1" '$1 == s { print $3 }' "$WORK/cycles.txt"; }
+check "50 ms cycles fuse into fewer buckets than 2 ms ($(buckets_at cycle-50ms) vs $(buckets_at cycle-2ms))" \
+  test "$(buckets_at cycle-50ms)" -lt "$(buckets_at cycle-2ms)"
 # --trace: each configuration's reported step, on both ranks, as a Chrome trace.
 $MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy per-tensor,fixed -b 0.5 -e 1 -n 3 \
   --trace "$WORK/trace.json" --out "$WORK/trace.h5" >"$WORK/trace.txt" 2>&1
@@ -104,6 +109,7 @@ bad_input "no strategy" --strategy ''
 bad_input "a cycle time of 0" --strategy cycle --cycle-ms 0
 bad_input "a NaN cycle time" --cycle-ms nan
 bad_input "a cycle time past a second" --cycle-ms 5000
+bad_input "a cycle time given twice" --cycle-ms 1,2,1
 bad_input "missing profile" --profile "$WORK/nowhere.txt"
 bad_input "a tensor ready after backward ends" --profile "$WORK/late.txt"
 bad_input "bucket sizes upside down" -b 8 -e 1

@@ -207,6 +207,9 @@ TEST(CyclePlan, NeedsTimesAndAPositiveCycle) {
   // A millisecond of backward at 0.1 ns cycles: ten million cycles, each replayed, refused.
   EXPECT_THROW(plan_cycle_buckets(t, ready, 1e-10, 128), UsageError);
   EXPECT_EQ(plan_ticks(plan_cycle_buckets(t, ready, 1e-6, 128)), 1001u);
+  EXPECT_EQ(parse_cycle_times("0.5,1,5"), (std::vector<double>{0.5, 1, 5}));
+  for (const char* bad : {"0", "0.001", "1001", "nan", "inf", "1ms", "", "1,,2", "1,2,1"})
+    EXPECT_THROW(parse_cycle_times(bad), UsageError) << bad;
   EXPECT_EQ(parse_bucket_strategy("cycle"), BucketStrategy::cycle);
   EXPECT_EQ(parse_bucket_strategies("all").back(), BucketStrategy::cycle);
   EXPECT_EQ(parse_bucket_strategies("ddp,cycle").size(), 2u);

@@ -12,6 +12,7 @@
 
 #include "common/check.hpp"
 #include "common/usage_error.hpp"
+#include "results/buckets_record.hpp"
 #include "results/micro_record.hpp"
 #include "results/results_file.hpp"
 #include "results/snapshot.hpp"
@@ -289,6 +290,18 @@ TEST_F(Results, MicroRowsBecomeColumns) {
   ResultsReader none(empty);
   EXPECT_TRUE(none.root().open_group("micro").read_ints("iterations").empty());
   EXPECT_TRUE(none.root().open_group("micro").attr_strings("name").empty());
+}
+
+// Cycle sweeps' group names and titles: "cycle" alone, one per cycle time when there are several.
+TEST(BucketsRecord, CycleSweepsAreNamedAndTitledForTheirCycleTime) {
+  EXPECT_EQ(cycle_sweep_name(1, true, false), "cycle");
+  EXPECT_EQ(cycle_sweep_name(1, true, true), "cycle@poll");
+  EXPECT_EQ(cycle_sweep_name(0.5, false, false), "cycle-0.5ms");
+  EXPECT_EQ(cycle_sweep_name(5, false, true), "cycle-5ms@poll");
+  EXPECT_EQ(sweep_title("cycle", 1), "cycle (1 ms cycles)");
+  EXPECT_EQ(sweep_title("cycle-0.5ms", 0.5), "cycle (0.5 ms cycles)");
+  EXPECT_EQ(sweep_title("cycle-5ms@poll", 5), "cycle@poll (5 ms cycles)");
+  EXPECT_EQ(sweep_title("per-tensor@poll", 0), "per-tensor@poll");
 }
 
 }  // namespace
