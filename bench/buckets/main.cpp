@@ -137,7 +137,6 @@ struct Sweep {
   Progress progress;
   std::string name;
   std::vector<Row> rows;
-  double cycle_ms = 0;  // cycle's; 0 for the others
 };
 
 // 0.5 -> "0.5", 5 -> "5": a cycle time as --cycle-ms takes it.
@@ -253,6 +252,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   saver.set_profile(profile);
   size_t total = 0;
   for (const GradientTensor& t : profile.tensors) total += t.count;
+  const bool sweeps_cycles = std::find(o.strategies.begin(), o.strategies.end(), BucketStrategy::cycle) != o.strategies.end();
   std::vector<std::vector<float>> gradients;
   for (const GradientTensor& t : profile.tensors) gradients.emplace_back(t.count, 1.0f + static_cast<float>(layout.rank));
 
@@ -261,7 +261,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                 kProgram, o.profile.empty() ? o.model.c_str() : o.profile.c_str(), profile.tensors.size(),
                 total * 4 / kBytesPerMiB, profile.backward_s * 1e3, o.compute_scale != 1 ? " (scaled)" : "", layout.nranks,
                 o.exchange.algorithm.c_str(), std::string(name_of(o.exchange.impl.transport)).c_str());
-    if (std::find(o.strategies.begin(), o.strategies.end(), BucketStrategy::cycle) != o.strategies.end())
+    if (sweeps_cycles)
       std::printf("# cycle: Horovod's fusion of what each cycle (%s ms) finds ready, under the bucket size\n",
                   join_list(o.cycle_ms | std::views::transform([](double ms) { return format_double(ms); })).c_str());
     std::printf("# %-10s  %9s  %7s  %11s  %11s  %11s  %8s  %9s\n", "strategy", "bucket_MiB", "buckets", "iter(ms)",
@@ -289,8 +289,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   };
   print("no-overlap", no_overlap);
   print("fused", fused);
-  const bool cycles = std::find(o.strategies.begin(), o.strategies.end(), BucketStrategy::cycle) != o.strategies.end();
-  const size_t sweeps_per_mode = o.strategies.size() + (cycles ? o.cycle_ms.size() - 1 : 0);  // one per cycle time
+  const size_t sweeps_per_mode = o.strategies.size() + (sweeps_cycles ? o.cycle_ms.size() - 1 : 0);  // one per cycle time
   saver.plan_snapshots(1 + o.progress.size() * sweeps_per_mode);  // the baselines are the first
   auto snapshot = [&](const std::string& sweep) {
     if (!root) return;
@@ -307,7 +306,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
         Sweep sweep{strategy, progress,
                     strategy == BucketStrategy::cycle ? cycle_sweep_name(cycle_ms, o.cycle_ms.size() == 1, polled)
                                                       : bucket_strategy_name(strategy) + (polled ? "@poll" : ""),
-                    {}, cycle_ms};
+                    {}};
         const std::vector<double> sizes =
             strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes();
         for (double mb : sizes) {
