@@ -180,12 +180,7 @@ BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const 
   plan.cycle_s = cycle_s;
   plan.tensors = tensors;
   for (const GradientTensor& t : tensors) plan.total_count += t.count;
-  // The order backward hands the gradients over, as the replay reports them: by time, ties in
-  // backward order.
-  std::vector<size_t> order(tensors.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return ready_s[a] != ready_s[b] ? ready_s[a] < ready_s[b] : a > b; });
+  const std::vector<size_t> order = readiness_order(ready_s);
   // Every tick up to the last is a cycle with its negotiation, replayed or priced one by one.
   const double last = ready_s.empty() ? 0.0 : *std::max_element(ready_s.begin(), ready_s.end());
   if (!(last / cycle_s <= kMostCycles)) {
@@ -223,6 +218,14 @@ BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const 
   }
   index_buckets_of_tensors(plan);
   return plan;
+}
+
+std::vector<size_t> readiness_order(const std::vector<double>& ready_s) {
+  std::vector<size_t> order(ready_s.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return ready_s[a] != ready_s[b] ? ready_s[a] < ready_s[b] : a > b; });
+  return order;
 }
 
 size_t plan_ticks(const BucketPlan& plan) {

@@ -94,6 +94,9 @@ BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrate
 // gradient larger than the threshold is a bucket alone. Tensors are never cut. Each bucket's
 // start_at_s is its tick. Each tick is one cycle of Horovod's loop, which first negotiates: the
 // exchange and the step model spend it at every tick up to the last bucket's (plan_ticks), idle or not.
+// The order backward hands tensors over, given when each is ready: by time, ties in backward order
+// (the later tensor first). The replay reports them so, and the cycle plan fuses them so.
+std::vector<size_t> readiness_order(const std::vector<double>& ready_s);
 // More ticks in a step are refused (UsageError): each is replayed and priced, and a cycle of
 // nanoseconds would run for hours.
 inline constexpr double kMostCycles = 1e6;

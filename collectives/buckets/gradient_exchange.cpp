@@ -271,13 +271,6 @@ void GradientExchange::run_thread() {
   }
 }
 
-bool GradientExchange::wait_for(std::unique_lock<std::mutex>& lock, size_t bucket) {
-  changed_.wait(lock, [&] { return stopping_ || std::find(ready_.begin(), ready_.end(), bucket) != ready_.end(); });
-  if (stopping_) return false;
-  take(std::find(ready_.begin(), ready_.end(), bucket));
-  return true;
-}
-
 // One pass of Horovod's loop per tick of the plan. The ranks make the same collectives in the
 // same order: a negotiation per tick, then that tick's buckets in the plan's order. (Horovod's loop
 // runs without end and fuses whatever its late cycles find; here the plan fixes what each tick
@@ -313,8 +306,10 @@ void GradientExchange::run_cycles() {
       }
       for (; bucket < plan_.buckets.size() && plan_.buckets[bucket].tick == tick; ++bucket) {
         {
-          std::unique_lock lock(mutex_);
-          if (!wait_for(lock, bucket)) return;
+          std::unique_lock lock(mutex_);  // the next in the plan's order, once ready
+          changed_.wait(lock, [&] { return stopping_ || next_ready() != ready_.end(); });
+          if (stopping_) return;
+          take(next_ready());
         }
         reduce(bucket);
         changed_.notify_all();

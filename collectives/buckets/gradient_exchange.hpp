@@ -91,8 +91,6 @@ class GradientExchange final : public GradientAverager {
  private:
   void run_thread();
   void run_cycles();  // the cycle strategy's thread
-  // Under mutex_: waits until `bucket` is ready (or the exchange stops: false) and takes it.
-  bool wait_for(std::unique_lock<std::mutex>& lock, size_t bucket);
   void reduce(size_t bucket);
   // The pieces of reduce(), for the polled path: pack into the fused buffer; unpack it averaged.
   void pack(size_t bucket);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <numeric>
 #include <thread>
 #include <utility>
 
@@ -19,12 +18,7 @@ void sleep_until(double start, double offset) {
 }  // namespace
 
 ReplayResult replay_step(GradientExchange& exchange, const BackwardProfile& profile, MPI_Comm comm) {
-  // Readiness order: by time, ties in backward order (later tensors first).
-  std::vector<size_t> order(profile.tensors.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return profile.ready_s[a] != profile.ready_s[b] ? profile.ready_s[a] < profile.ready_s[b] : a > b;
-  });
+  const std::vector<size_t> order = readiness_order(profile.ready_s);
   SB_MPI_CHECK(MPI_Barrier(comm));
   exchange.begin_step();
   const double start = MPI_Wtime();
