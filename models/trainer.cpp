@@ -190,13 +190,9 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
   mllog_.point("eval_samples", MlLog::number(static_cast<double>(data_.eval->size())));
 
   if (nranks_ > 1) {
-    std::vector<GradientTensor> tensors;
-    for (Parameter* p : model_->parameters())
-      tensors.push_back({p->name, static_cast<size_t>(p->grad.count()), static_cast<size_t>(p->grad.shape().n)});
-    BucketPlan plan = plan_buckets(tensors, config.bucket_strategy, config.bucket_mb);
     // The exchange works on the backend's own memory and stream, not through the profiler.
     Backend& own = profiler_ ? profiler_->inner() : *backend_;
-    exchange_ = make_gradient_exchange(config, own, model_->parameters(), std::move(plan), comm);
+    exchange_ = make_gradient_exchange(config, own, model_->parameters(), comm);
   }
   if (config.accumulate > 1)
     for (Parameter* p : model_->parameters()) accumulated_.push_back(backend_->allocate(p->grad.shape()));
@@ -281,20 +277,27 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
     log("[config] each step's forward, loss, backward%s%s and optimizer step replayed as a CUDA graph\n",
         exchange_ ? ", gradient exchange" : "", loss_scale_ ? ", overflow check" : "");
   if (loss_scale_) log("[config] dynamic loss scaling from %g\n", loss_scale_->scale());
-  if (exchange_)
-    log("[config] gradients: %s, %s buckets of %g MiB (%zu buckets), overlap %s%s\n",
-        config.exchange.compressor == "none"
-            ? (config.exchange.algorithm == "nccl"
-                   ? std::string("ncclAllReduce")
-                   : config.exchange.algorithm + " allreduce on " + std::string(name_of(config.exchange.impl.transport)))
-                  .c_str()
-            : ("compressed by " + config.exchange.compressor +
-               (config.exchange.error_feedback ? " with error feedback" : " without error feedback") +
-               payload_text(config.exchange, exchange_->plan()))
-                  .c_str(),
-        bucket_strategy_name(config.bucket_strategy).c_str(), config.bucket_mb, exchange_->plan().buckets.size(),
-        config.exchange.overlap ? "on" : "off",
-        config.exchange.overlap && config.exchange.progress == Progress::poll ? " (polled between layers)" : "");
+  if (!exchange_) return;
+  char buckets[160];
+  if (config.bucket_strategy == BucketStrategy::cycle)  // what its cycles find: no plan to count
+    std::snprintf(buckets, sizeof buckets, "cycle buckets of up to %g MiB, fused every %g ms", config.bucket_mb,
+                  config.cycle_ms);
+  else
+    std::snprintf(buckets, sizeof buckets, "%s buckets of %g MiB (%zu buckets)",
+                  bucket_strategy_name(config.bucket_strategy).c_str(), config.bucket_mb,
+                  exchange_->plan().buckets.size());
+  log("[config] gradients: %s, %s, overlap %s%s\n",
+      config.exchange.compressor == "none"
+          ? (config.exchange.algorithm == "nccl"
+                 ? std::string("ncclAllReduce")
+                 : config.exchange.algorithm + " allreduce on " + std::string(name_of(config.exchange.impl.transport)))
+                .c_str()
+          : ("compressed by " + config.exchange.compressor +
+             (config.exchange.error_feedback ? " with error feedback" : " without error feedback") +
+             payload_text(config.exchange, exchange_->plan()))
+                .c_str(),
+      buckets, config.exchange.overlap ? "on" : "off",
+      config.exchange.overlap && config.exchange.progress == Progress::poll ? " (polled between layers)" : "");
 }
 
 double TrainingRun::sum_over_ranks(double value) const {

@@ -70,6 +70,7 @@ struct TrainConfig {
   ExchangeConfig exchange;   // allreduce implementation, transport, overlap
   BucketStrategy bucket_strategy = BucketStrategy::ddp;
   double bucket_mb = 25;
+  double cycle_ms = kDefaultCycleMs;  // cycle strategy: the time between its loop's cycles
   int64_t accumulate = 1;    // micro-batches per step on each rank (gradient accumulation)
   // A straggler: this rank's forward and backward take `straggler_factor` times as long (it
   // sleeps the difference), to see what one slow rank costs the others.
@@ -102,6 +103,7 @@ struct StepTimes {
   double compute_s = 0;  // forward, backward, optimizer
   double wait_s = 0;     // blocked on gradient communication after backward
   double comm_s = 0;     // inside the allreduces (overlapped or not)
+  size_t buckets = 0;    // the gradient buckets reduced (the cycle strategy's change from step to step)
 };
 
 struct TrainResult {

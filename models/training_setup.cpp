@@ -3,6 +3,7 @@
 #include <array>
 #include <string>
 
+#include "collectives/buckets/cycle_exchange.hpp"
 #include "collectives/buckets/gradient_exchange.hpp"
 #include "collectives/schedule_allreduce.hpp"
 #include "common/agreed_usage.hpp"
@@ -80,10 +81,14 @@ void require_same_checkpoint_on_every_rank(const std::string& path, uint64_t con
 }
 
 std::unique_ptr<GradientAverager> make_gradient_exchange(const TrainConfig& config, Backend& backend,
-                                                         const std::vector<Parameter*>& parameters, BucketPlan plan,
-                                                         MPI_Comm comm) {
+                                                         const std::vector<Parameter*>& parameters, MPI_Comm comm) {
+  std::vector<GradientTensor> tensors;
+  for (const Parameter* p : parameters)
+    tensors.push_back({p->name, static_cast<size_t>(p->grad.count()), static_cast<size_t>(p->grad.shape().n)});
 #if SB_HAVE_CUDA
   if (auto* gpu = dynamic_cast<CudnnBackend*>(&backend)) {
+    SB_CHECK(config.bucket_strategy != BucketStrategy::cycle, "the cycle loop runs on the host exchange only");
+    BucketPlan plan = plan_buckets(tensors, config.bucket_strategy, config.bucket_mb);
     std::vector<gpu::Elements> gradients;
     for (const Parameter* p : parameters) gradients.push_back(gpu->device_elements(p->grad));
     // --compressor fp16|bf16 narrows the buckets (fp32 training); other compressors take fp32
@@ -114,7 +119,12 @@ std::unique_ptr<GradientAverager> make_gradient_exchange(const TrainConfig& conf
     if (!gradients.back())
       throw UsageError("the " + backend.name() + " backend keeps no fp32 host tensors to reduce over ranks");
   }
-  return std::make_unique<GradientExchange>(comm, config.exchange, std::move(plan), std::move(gradients));
+  if (config.bucket_strategy == BucketStrategy::cycle)
+    return std::make_unique<CycleExchange>(comm, config.exchange, tensors, config.cycle_ms * 1e-3, config.bucket_mb,
+                                           std::move(gradients));
+  return std::make_unique<GradientExchange>(comm, config.exchange,
+                                            plan_buckets(tensors, config.bucket_strategy, config.bucket_mb),
+                                            std::move(gradients));
 }
 
 bool exchange_calls_mpi_from_its_own_thread(const TrainConfig& config) {

@@ -32,12 +32,13 @@ void require_same_data_on_every_rank(const DataSplits& data, MPI_Comm comm);
 // first rank whose copy is not rank 0's. Collective over comm.
 void require_same_checkpoint_on_every_rank(const std::string& path, uint64_t content, MPI_Comm comm);
 
-// The host exchange over the parameters' fp32 host gradients, or on the cudnn backend the NCCL
-// one over their device gradients (buckets of the compute type, or of --compressor fp16|bf16).
-// Collective over comm. UsageError for a backend that offers neither.
+// The host exchange over the parameters' fp32 host gradients (the cycle strategy's live loop, or
+// buckets planned by plan_buckets), or on the cudnn backend the NCCL one over their device
+// gradients (buckets of the compute type, or of --compressor fp16|bf16). Collective over comm.
+// UsageError for a backend that offers neither. (The cycle strategy is host-only: sb-train refuses
+// it with --backend cudnn.)
 std::unique_ptr<GradientAverager> make_gradient_exchange(const TrainConfig& config, Backend& backend,
-                                                         const std::vector<Parameter*>& parameters, BucketPlan plan,
-                                                         MPI_Comm comm);
+                                                         const std::vector<Parameter*>& parameters, MPI_Comm comm);
 
 // Whether the exchange make_gradient_exchange() gives calls MPI from a thread of its own while
 // the training thread runs: the host exchange's communication thread does; the GPU exchange

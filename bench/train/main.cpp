@@ -70,6 +70,16 @@ void print_rank_times(const RankRecords& t, int nranks) {
   std::printf("\n");
 }
 
+// The cycle strategy fuses what each cycle finds: how many buckets that made, step by step.
+void print_cycle_buckets(const models::TrainConfig& config, const models::TrainResult& result, int nranks) {
+  if (nranks < 2 || config.bucket_strategy != BucketStrategy::cycle || result.step_times.empty()) return;
+  std::vector<double> buckets;
+  for (const models::StepTimes& t : result.step_times) buckets.push_back(static_cast<double>(t.buckets));
+  std::printf("[buckets] %g ms cycles fused the gradients into %.0f buckets a step (median; %.0f to %.0f)\n",
+              config.cycle_ms, percentile(buckets, 50), *std::min_element(buckets.begin(), buckets.end()),
+              *std::max_element(buckets.begin(), buckets.end()));
+}
+
 // A peak per rank: the one rank's, or the median over ranks and the largest (whose).
 void print_peak(const char* what, const std::vector<int64_t>& bytes) {
   if (bytes.empty()) return;
@@ -212,6 +222,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                   result.images_per_s, result.profiled_steps ? " and profiled" : "", model_rate, layout.nranks,
                   layout.nranks == 1 ? "" : "s", matmul, 100 * model_rate / (matmul * layout.nranks));
     print_rank_times(records, layout.nranks);
+    print_cycle_buckets(parsed->config, result, layout.nranks);
     print_op_profile(result);
     const double consumed = result.images_per_s / layout.nranks;
     std::printf("[loader] rank 0's %d workers alone: %.1f img/s, against %.1f img/s consumed per rank%s\n",

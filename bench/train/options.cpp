@@ -101,9 +101,13 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
                  "gradient allreduce: mpi (MPI_Allreduce) or a schedule (ring, rd, rabenseifner, tree, dbtree, hier, "
                  "torus2d); with --backend cudnn, nccl (ncclAllReduce) or a schedule on the nccl transport [mpi; nccl on GPUs]");
   app.add_option("--transport", transport, "a schedule's transport: mpi or shm; nccl with --backend cudnn (its only one) [mpi]");
-  app.add_option("--bucket-strategy", strategy, "per-tensor, fixed (Horovod's, by size), ddp (PyTorch) or partition [ddp]");
+  app.add_option("--bucket-strategy", strategy,
+                 "per-tensor, fixed (Horovod's, by size), cycle (Horovod's loop: what each cycle finds ready),\n"
+                 "ddp (PyTorch) or partition [ddp]");
   const CLI::Option* bucket_mb_option =
-      app.add_option("--bucket-mb", bucket_mb, "bucket size in MiB [fixed 128, ddp 25, partition 4]");
+      app.add_option("--bucket-mb", bucket_mb, "bucket size in MiB [fixed and cycle 128, ddp 25, partition 4]");
+  std::string cycle_ms;
+  app.add_option("--cycle-ms", cycle_ms, "cycle strategy: ms between its loop's cycles, 0.01 to 1000 [1]");
   app.add_option("--overlap", overlap, "1: reduce buckets while backward runs; 0: after it [1]");
   std::string progress = "thread";
   app.add_option("--progress", progress,
@@ -144,10 +148,12 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   if (momentum_correction != "auto") c.optimizer.momentum_correction = momentum_correction == "1";
   c.decay = models::parse_decay(decay);
   c.bucket_strategy = parse_bucket_strategy(strategy);
-  if (c.bucket_strategy == BucketStrategy::cycle)
-    throw UsageError("--bucket-strategy cycle fuses what each cycle finds ready, planned from a backward profile's "
-                     "times: sb-buckets and sb-dryrun train run it; sb-train trains with per-tensor, fixed, ddp or "
-                     "partition");
+  if (!cycle_ms.empty()) {
+    if (c.bucket_strategy != BucketStrategy::cycle) throw UsageError("--cycle-ms is for --bucket-strategy cycle");
+    const std::vector<double> cycles = parse_cycle_times(cycle_ms);
+    if (cycles.size() != 1) throw UsageError("--cycle-ms: sb-train runs one cycle time, not " + cycle_ms);
+    c.cycle_ms = cycles[0];
+  }
   // Not given: the strategy's default (a negative one given had silently meant the same).
   c.bucket_mb = bucket_mb_option->count() > 0 ? bucket_mb : default_bucket_mb(c.bucket_strategy);
   if (c.bucket_strategy != BucketStrategy::per_tensor && c.bucket_mb <= 0)
@@ -157,6 +163,16 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   c.exchange.progress = parse_progress(progress);
   if (c.exchange.progress == Progress::poll && (c.exchange.algorithm != "mpi" || c.exchange.compressor != "none"))
     throw UsageError("--progress poll posts MPI_Iallreduce: it needs --algo mpi and no --compressor");
+  if (c.bucket_strategy == BucketStrategy::cycle) {
+    if (c.exchange.compressor != "none")
+      throw UsageError("--bucket-strategy cycle fuses other buckets every step, and --compressor keeps its error "
+                       "feedback per bucket: compress with per-tensor, fixed, ddp or partition");
+    if (c.exchange.progress == Progress::poll)
+      throw UsageError("--bucket-strategy cycle runs Horovod's loop on a thread of its own: it takes --progress thread");
+    if (c.backend == "cudnn")
+      throw UsageError("--bucket-strategy cycle runs on the host exchange: with --backend cudnn use per-tensor, fixed, "
+                       "ddp or partition");
+  }
   if (!straggler.empty()) {
     const std::vector<std::string> fields = split_list(straggler, ':');
     const auto rank = fields.size() == 2 ? parse_whole_integer(fields[0]) : std::nullopt;

@@ -50,6 +50,7 @@ void write_config(const h5::Node& group, const models::TrainConfig& c) {
   group.set_attr("transport", std::string(name_of(c.exchange.impl.transport)));
   group.set_attr("bucket_strategy", bucket_strategy_name(c.bucket_strategy));
   group.set_attr("bucket_mb", c.bucket_mb);
+  group.set_attr("cycle_ms", c.bucket_strategy == BucketStrategy::cycle ? c.cycle_ms : 0.0);
   group.set_attr("overlap", static_cast<int64_t>(c.exchange.overlap));
   group.set_attr("progress", progress_name(c.exchange.progress));
   group.set_attr("accumulate", c.accumulate);

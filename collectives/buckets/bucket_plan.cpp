@@ -169,17 +169,23 @@ BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrate
   return plan;
 }
 
-BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const std::vector<double>& ready_s,
-                              double cycle_s, double threshold_mb) {
-  if (threshold_mb < 0) throw UsageError("--bucket-mb must not be negative");
+BucketPlan empty_cycle_plan(const std::vector<GradientTensor>& tensors, double cycle_s) {
   if (!(cycle_s > 0) || !std::isfinite(cycle_s)) throw UsageError("the cycle time must be positive");
-  SB_CHECK(ready_s.size() == tensors.size(), "one ready time per tensor");
   require_whole_rows(tensors);
   BucketPlan plan;
   plan.strategy = BucketStrategy::cycle;
   plan.cycle_s = cycle_s;
   plan.tensors = tensors;
   for (const GradientTensor& t : tensors) plan.total_count += t.count;
+  plan.buckets_of_tensor.assign(tensors.size(), {});
+  return plan;
+}
+
+BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const std::vector<double>& ready_s,
+                              double cycle_s, double threshold_mb) {
+  if (threshold_mb < 0) throw UsageError("--bucket-mb must not be negative");
+  SB_CHECK(ready_s.size() == tensors.size(), "one ready time per tensor");
+  BucketPlan plan = empty_cycle_plan(tensors, cycle_s);
   const std::vector<size_t> order = readiness_order(ready_s);
   // Every tick up to the last is a cycle with its negotiation, replayed or priced one by one.
   const double last = ready_s.empty() ? 0.0 : *std::max_element(ready_s.begin(), ready_s.end());
@@ -192,32 +198,40 @@ BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const 
   // A gradient ready at t is taken by the first tick at or after it. The tolerance keeps a time
   // that is a whole number of cycles (2 ms at 1 ms cycles) on its own tick despite rounding.
   auto tick_of = [&](double t) { return static_cast<size_t>(std::max(std::ceil(t / cycle_s - 1e-9), 0.0)); };
-  const size_t cap = float_elements_in(threshold_mb);
-  Builder builder(plan);
   for (size_t first = 0; first < order.size();) {
     const size_t tick = tick_of(ready_s[order[first]]);
     size_t end = first;
     while (end < order.size() && tick_of(ready_s[order[end]]) == tick) ++end;
-    // This tick's gradients, fused first-fit in ready order until every one is in a bucket.
-    std::vector<bool> taken(end - first, false);
-    for (size_t i = 0; i < taken.size(); ++i) {
-      if (taken[i]) continue;
-      builder.add(order[first + i], 0, tensors[order[first + i]].count);
-      builder.start_at(tick, cycle_s);
-      taken[i] = true;
-      for (size_t j = i + 1; j < taken.size(); ++j) {
-        const size_t count = tensors[order[first + j]].count;
-        if (!taken[j] && builder.open_count() + count <= cap) {
-          builder.add(order[first + j], 0, count);
-          taken[j] = true;
-        }
-      }
-      builder.close();
-    }
+    fuse_cycle(plan, std::vector<size_t>(order.begin() + static_cast<std::ptrdiff_t>(first),
+                                         order.begin() + static_cast<std::ptrdiff_t>(end)),
+               tick, threshold_mb);
     first = end;
   }
-  index_buckets_of_tensors(plan);
   return plan;
+}
+
+void fuse_cycle(BucketPlan& plan, const std::vector<size_t>& ready, size_t tick, double threshold_mb) {
+  const size_t cap = float_elements_in(threshold_mb);
+  const size_t first_bucket = plan.buckets.size();
+  Builder builder(plan);
+  std::vector<bool> taken(ready.size(), false);
+  for (size_t i = 0; i < taken.size(); ++i) {
+    if (taken[i]) continue;
+    builder.add(ready[i], 0, plan.tensors.at(ready[i]).count);
+    builder.start_at(tick, plan.cycle_s);
+    taken[i] = true;
+    for (size_t j = i + 1; j < taken.size(); ++j) {
+      const size_t count = plan.tensors.at(ready[j]).count;
+      if (!taken[j] && builder.open_count() + count <= cap) {
+        builder.add(ready[j], 0, count);
+        taken[j] = true;
+      }
+    }
+    builder.close();
+  }
+  plan.buckets_of_tensor.resize(plan.tensors.size());
+  for (size_t b = first_bucket; b < plan.buckets.size(); ++b)
+    for (const BucketPiece& piece : plan.buckets[b].pieces) plan.buckets_of_tensor[piece.tensor].push_back(b);
 }
 
 std::vector<size_t> readiness_order(const std::vector<double>& ready_s) {

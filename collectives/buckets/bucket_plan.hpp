@@ -10,8 +10,9 @@
 //               1 ms by default since Horovod 0.21, 5 ms before) the gradients that became ready
 //               since the last one are fused, in the order they became ready, into buckets under
 //               the threshold, and reduced from that tick on. The buckets depend on when backward
-//               produces each gradient, so this strategy is planned from a profile's times
-//               (plan_cycle_buckets) and replayed or simulated, not trained with;
+//               produces each gradient: sb-buckets and sb-dryrun plan them from a profile's times
+//               (plan_cycle_buckets) to replay or price them; sb-train fuses what each cycle of a
+//               live loop finds ready everywhere (cycle_exchange.hpp);
 //   ddp         PyTorch DDP: reverse order, a small first bucket (1 MiB) so that communication
 //               starts early, then buckets capped at --bucket-mb (25 MiB by default in DDP);
 //   partition   ByteScheduler: every tensor cut into partitions of about partition_elements
@@ -102,6 +103,11 @@ std::vector<size_t> readiness_order(const std::vector<double>& ready_s);
 inline constexpr double kMostCycles = 1e6;
 BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const std::vector<double>& ready_s,
                               double cycle_s, double threshold_mb);
+// The two halves of plan_cycle_buckets, for an exchange that fuses what its cycles find as they
+// go (cycle_exchange.hpp): a cycle plan with no bucket yet, and one tick's fusion of the gradients
+// `ready` (in the order they became ready) appended to it, buckets_of_tensor kept up to date.
+BucketPlan empty_cycle_plan(const std::vector<GradientTensor>& tensors, double cycle_s);
+void fuse_cycle(BucketPlan& plan, const std::vector<size_t>& ready, size_t tick, double threshold_mb);
 // The tensors of a bucket in its fused buffer's order, as the compressors that work tensor by
 // tensor see them (PowerSGD's matrices, TernGrad's scales): a piece that is whole rows of a
 // matrix is a matrix of those rows; a vector stays a vector; a piece cut between rows

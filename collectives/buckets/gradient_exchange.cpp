@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstring>
 #include <stdexcept>
 #include <thread>
 
+#include "collectives/buckets/bucket_packing.hpp"
 #include "common/check.hpp"
 #include "common/nvtx.hpp"
 #include "common/usage_error.hpp"
@@ -20,22 +20,27 @@ Progress parse_progress(const std::string& name) {
   throw UsageError("--progress must be thread or poll, not '" + name + "'");
 }
 
+std::unique_ptr<AllreduceImpl> make_host_allreduce(MPI_Comm comm, const ExchangeConfig& config, MPI_Comm& own) {
+  int level = MPI_THREAD_SINGLE;
+  SB_MPI_CHECK(MPI_Query_thread(&level));
+  SB_CHECK(level >= MPI_THREAD_SERIALIZED, "the gradient exchange thread needs MPI_THREAD_SERIALIZED");
+  const AllreduceImplInfo* info = find_allreduce_impl(config.algorithm);
+  if (!info) throw UsageError("unknown allreduce algorithm '" + config.algorithm + "'");
+  SB_MPI_CHECK(MPI_Comm_dup(comm, &own));
+  std::unique_ptr<AllreduceImpl> impl = info->create(own, config.impl);
+  if (impl->memory() != Memory::host)
+    throw UsageError("allreduce '" + config.algorithm + "' works on device buffers; training here is on the host");
+  return impl;
+}
+
 GradientExchange::GradientExchange(MPI_Comm comm, const ExchangeConfig& config, BucketPlan plan,
                                    std::vector<float*> gradients)
     : plan_(std::move(plan)), gradients_(std::move(gradients)), overlap_(config.overlap), progress_(config.progress) {
   SB_CHECK(gradients_.size() == plan_.buckets_of_tensor.size(), "one gradient per planned tensor");
   if (progress_ == Progress::poll && (config.algorithm != "mpi" || config.compressor != "none"))
     throw UsageError("polled progress posts MPI_Iallreduce: it needs the mpi allreduce and no compressor");
-  int level = MPI_THREAD_SINGLE;
-  SB_MPI_CHECK(MPI_Query_thread(&level));
-  SB_CHECK(level >= MPI_THREAD_SERIALIZED, "the gradient exchange thread needs MPI_THREAD_SERIALIZED");
-  SB_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
+  impl_ = make_host_allreduce(comm, config, comm_);
   SB_MPI_CHECK(MPI_Comm_size(comm_, &ranks_));
-  const AllreduceImplInfo* info = find_allreduce_impl(config.algorithm);
-  if (!info) throw UsageError("unknown allreduce algorithm '" + config.algorithm + "'");
-  impl_ = info->create(comm_, config.impl);
-  if (impl_->memory() != Memory::host)
-    throw UsageError("allreduce '" + config.algorithm + "' works on device buffers; training here is on the host");
   // The fused buffers come from the implementation, as sb-allreduce's do: the shm transport's ranks
   // read each other's out of MPI shared windows (a collective allocation, in the same order on all).
   for (const Bucket& b : plan_.buckets)
@@ -133,26 +138,10 @@ void GradientExchange::post_due(bool wait) {
   }
 }
 
-void GradientExchange::pack(size_t bucket) {
-  float* fused = fused_[bucket];
-  for (const BucketPiece& piece : plan_.buckets[bucket].pieces) {
-    const float* in = gradients_[piece.tensor] + piece.offset;
-    if (weight_ == 1.0f) {
-      std::memcpy(fused + piece.bucket_offset, in, piece.count * sizeof(float));
-    } else {
-      float* out = fused + piece.bucket_offset;
-      for (size_t i = 0; i < piece.count; ++i) out[i] = in[i] * weight_;
-    }
-  }
-}
+void GradientExchange::pack(size_t bucket) { pack_bucket(plan_.buckets[bucket], gradients_, fused_[bucket], weight_); }
 
 void GradientExchange::unpack(size_t bucket, float scale) {
-  const float* fused = fused_[bucket];
-  for (const BucketPiece& piece : plan_.buckets[bucket].pieces) {
-    float* out = gradients_[piece.tensor] + piece.offset;
-    const float* in = fused + piece.bucket_offset;
-    for (size_t i = 0; i < piece.count; ++i) out[i] = in[i] * scale;
-  }
+  unpack_bucket(plan_.buckets[bucket], gradients_, fused_[bucket], scale);
 }
 
 void GradientExchange::reduce(size_t bucket) {

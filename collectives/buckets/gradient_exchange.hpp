@@ -58,6 +58,12 @@ struct ExchangeConfig {
   bool error_feedback = true;
 };
 
+// How both host exchanges start (this one and cycle_exchange.hpp): MPI must let a thread of
+// theirs call it (MPI_THREAD_SERIALIZED or more); `own` becomes a duplicate of comm for that thread
+// alone, on which the allreduce that config.algorithm names is made, for host buffers. UsageError
+// for an unknown or device-only algorithm.
+std::unique_ptr<AllreduceImpl> make_host_allreduce(MPI_Comm comm, const ExchangeConfig& config, MPI_Comm& own);
+
 class GradientExchange final : public GradientAverager {
  public:
   // gradients[k] points at tensor k's fp32 gradient (plan's tensor order), count elements each.

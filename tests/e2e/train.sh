@@ -316,8 +316,12 @@ bad_input "resume without a checkpoint" --checkpoint "$WORK/noclasses" --resume
 bad_input "target accuracy above 1" --target-accuracy 90
 bad_input "unknown optimizer" --optimizer adam
 bad_input "a negative bucket size (it had meant the default)" --bucket-mb -1
-bad_input "the cycle strategy, which is planned from a profile's times" --bucket-strategy cycle
-check "which names where it runs" grep -q 'sb-buckets and sb-dryrun train run it' "$WORK/bad.err"
+bad_input "the cycle strategy with a compressor (its buckets change every step)" --bucket-strategy cycle --compressor topk
+check "which names the strategies that compress" grep -q 'compress with per-tensor, fixed, ddp or partition' "$WORK/bad.err"
+bad_input "the cycle strategy polled" --bucket-strategy cycle --progress poll
+bad_input "--cycle-ms without the cycle strategy" --cycle-ms 5
+bad_input "two cycle times" --bucket-strategy cycle --cycle-ms 1,5
+bad_input "a cycle time of 0" --bucket-strategy cycle --cycle-ms 0
 bad_input "a LARS trust coefficient of 0" --optimizer lars --lars-eta 0
 bad_input "a momentum correction neither 0, 1 nor auto" --momentum-correction yes
 bad_input "resize schedule on IDX data" --resize-schedule 20:0,28:1

@@ -4,7 +4,8 @@
 # never stopped; a fatal error on rank 0 ends the job after rank 0 saved the steps it finished;
 # and a killed rank ends the job quickly without spoiling the last checkpoint, from which
 # --resume goes on, and rank 0 saves the steps it finished. Also: a --trace timeline of 2 ranks, and
-# the ring on the shm transport training bit-identically to the ring on mpi.
+# the ring on the shm transport training bit-identically to the ring on mpi, and Horovod's cycle loop
+# training as the ddp buckets do.
 source "$(dirname "$0")/helpers.bash"
 export OMP_NUM_THREADS=1
 TRAIN="$MPIRUN -np"
@@ -87,6 +88,20 @@ check "a profiled 2-rank run exits 0 and prints its op profile" \
 profiled_loss=$(grep -E 'step 20/468 loss' "$WORK/profiled.txt" | sed 's/.* loss \([0-9.]*\) .*/\1/')
 check "the same loss after 20 steps as the unprofiled run ($profiled_loss vs $thread_loss)" \
   test -n "$profiled_loss" -a "$profiled_loss" = "$thread_loss"
+
+# --- the cycle strategy: Horovod's loop live, fusing what each 2 ms cycle finds ready everywhere --
+# Bucketed otherwise, each sum is still a + b at 2 ranks: the same training as the ddp buckets'.
+$TRAIN 2 $SB --epochs 1 --steps 20 --print-every 20 --seed 5 --bucket-strategy cycle --cycle-ms 2 --bucket-mb 0.5 \
+  --out "$WORK/cycle.h5" >"$WORK/cycle.txt" 2>&1
+check "a 2-rank run with --bucket-strategy cycle exits 0" test $? -eq 0
+check "it states its cycles" \
+  grep -q '^\[config\] gradients: mpi allreduce on mpi, cycle buckets of up to 0.5 MiB, fused every 2 ms, overlap on$' "$WORK/cycle.txt"
+check "and the buckets they made a step" grep -qE '^\[buckets\] 2 ms cycles fused the gradients into [0-9]+ buckets a step \(median; [0-9]+ to [0-9]+\)$' "$WORK/cycle.txt"
+cycle_loss=$(grep -E 'step 20/468 loss' "$WORK/cycle.txt" | sed 's/.* loss \([0-9.]*\) .*/\1/')
+check "the same loss after 20 steps as ddp's buckets ($cycle_loss vs $thread_loss)" \
+  test -n "$cycle_loss" -a "$cycle_loss" = "$thread_loss"
+check "the strategy and cycle time are recorded" \
+  test "$(h5_attr "$WORK/cycle.h5" /train/config/bucket_strategy)/$(h5_attr "$WORK/cycle.h5" /train/config/cycle_ms)" = cycle/2
 
 # --- --bn-span 2: batch norm over both ranks' shards (polled exchange: one thread in MPI) -----
 $TRAIN 2 $SB --epochs 1 --steps 20 --print-every 20 --seed 5 --bn-span 2 --progress poll --out "$WORK/bnspan.h5" \

@@ -169,6 +169,30 @@ TEST(CyclePlan, EachTickFusesWhatItFindsReadyFirstFitUnderTheThreshold) {
   EXPECT_DOUBLE_EQ(plan_cycle_buckets({{"a", 4}}, {0.0}, 0.001, 1).buckets[0].start_at_s, 0.0);
 }
 
+// The live exchange's way, cycle by cycle (empty_cycle_plan, then fuse_cycle with what each
+// cycle found), gives the plan made from the whole step's times.
+TEST(CyclePlan, FusingCycleByCycleGivesTheWholeStepsPlan) {
+  using namespace cycle_plans;
+  const std::vector<GradientTensor> t = {{"t0", 10}, {"t1", 100}, {"t2", 300}, {"t3", 200}, {"t4", 50}};
+  const BucketPlan whole = plan_cycle_buckets(t, {0.003, 0.0019, 0.0012, 0.0008, 0.0002}, 0.001, mb_of(320));
+  BucketPlan live = empty_cycle_plan(t, 0.001);
+  EXPECT_TRUE(live.buckets.empty());
+  EXPECT_EQ(live.total_count, 660u);
+  fuse_cycle(live, {4, 3}, 1, mb_of(320));
+  EXPECT_EQ(tensors_of(live), (std::vector<std::vector<size_t>>{{4, 3}}));
+  fuse_cycle(live, {}, 2, mb_of(320));  // an idle cycle adds nothing
+  fuse_cycle(live, {2, 1}, 2, mb_of(320));
+  fuse_cycle(live, {0}, 3, mb_of(320));
+  EXPECT_EQ(tensors_of(live), tensors_of(whole));
+  ASSERT_EQ(live.buckets.size(), whole.buckets.size());
+  for (size_t b = 0; b < live.buckets.size(); ++b) {
+    EXPECT_EQ(live.buckets[b].tick, whole.buckets[b].tick) << "bucket " << b;
+    EXPECT_DOUBLE_EQ(live.buckets[b].start_at_s, whole.buckets[b].start_at_s) << "bucket " << b;
+  }
+  EXPECT_EQ(live.buckets_of_tensor, whole.buckets_of_tensor);
+  EXPECT_THROW(empty_cycle_plan(t, 0), UsageError);
+}
+
 TEST(CyclePlan, EveryTensorIsInOneBucketTakenByTheFirstTickAtOrAfterIt) {
   const std::vector<GradientTensor> t = tensors();
   std::vector<double> ready(t.size());
