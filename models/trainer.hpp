@@ -103,7 +103,9 @@ struct StepTimes {
   double compute_s = 0;  // forward, backward, optimizer
   double wait_s = 0;     // blocked on gradient communication after backward
   double comm_s = 0;     // inside the allreduces (overlapped or not)
-  size_t buckets = 0;    // the gradient buckets reduced (the cycle strategy's change from step to step)
+  double negotiation_s = 0;  // of comm_s, agreeing what is ready (partition and cycle)
+  size_t negotiations = 0;   // how many (the cycle strategy: one a cycle)
+  size_t buckets = 0;        // the gradient buckets reduced (the cycle strategy's change from step to step)
 };
 
 struct TrainResult {

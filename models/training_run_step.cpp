@@ -278,6 +278,8 @@ double TrainingRun::train_step(const Batch& batch, int64_t step, StepTimes& time
     const ExchangeTimes exchanged = exchange_->finish();
     times.wait_s = exchanged.wait_s;
     times.comm_s = exchanged.communication_s;
+    times.negotiation_s = exchanged.negotiation_s;
+    times.negotiations = exchanged.negotiations;
     times.buckets = exchange_->plan().buckets.size();
   }
   const Clock::time_point optimizer_start = Clock::now();

@@ -64,20 +64,28 @@ void print_rank_times(const RankRecords& t, int nranks) {
   auto median_row = [&](const std::vector<double>& all, int r) {
     return percentile(std::vector<double>(all.begin() + r * t.steps, all.begin() + (r + 1) * t.steps), 50) * 1e3;
   };
-  std::printf("[ranks] median ms per step (compute / wait / comm):");
-  for (int r = 0; r < nranks; ++r)
+  // partition and cycle negotiate what is ready: how much of comm that was, where it is any.
+  const bool negotiated = std::any_of(t.negotiation.begin(), t.negotiation.end(), [](double s) { return s > 0; });
+  std::printf("[ranks] median ms per step (compute / wait / comm%s):", negotiated ? " (of it negotiating)" : "");
+  for (int r = 0; r < nranks; ++r) {
     std::printf(" r%d %.1f/%.1f/%.1f", r, median_row(t.compute, r), median_row(t.wait, r), median_row(t.comm, r));
+    if (negotiated) std::printf(" (%.1f)", median_row(t.negotiation, r));
+  }
   std::printf("\n");
 }
 
 // The cycle strategy fuses what each cycle finds: how many buckets that made, step by step.
 void print_cycle_buckets(const models::TrainConfig& config, const models::TrainResult& result, int nranks) {
   if (nranks < 2 || config.bucket_strategy != BucketStrategy::cycle || result.step_times.empty()) return;
-  std::vector<double> buckets;
-  for (const models::StepTimes& t : result.step_times) buckets.push_back(static_cast<double>(t.buckets));
-  std::printf("[buckets] %g ms cycles fused the gradients into %.0f buckets a step (median; %.0f to %.0f)\n",
-              config.cycle_ms, percentile(buckets, 50), *std::min_element(buckets.begin(), buckets.end()),
-              *std::max_element(buckets.begin(), buckets.end()));
+  std::vector<double> buckets, cycles;
+  for (const models::StepTimes& t : result.step_times) {
+    buckets.push_back(static_cast<double>(t.buckets));
+    cycles.push_back(static_cast<double>(t.negotiations));
+  }
+  std::printf("[buckets] %g ms cycles, %.0f a step, fused the gradients into %.0f buckets a step (medians; buckets %.0f "
+              "to %.0f)\n",
+              config.cycle_ms, percentile(cycles, 50), percentile(buckets, 50),
+              *std::min_element(buckets.begin(), buckets.end()), *std::max_element(buckets.begin(), buckets.end()));
 }
 
 // A peak per rank: the one rank's, or the median over ranks and the largest (whose).

@@ -101,6 +101,13 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
   if (device_peak > 0) train.set_attr("peak_device_bytes", device_peak);
   models::write_curve(train.create_group("curve"), r.curve);
   train.write("step_seconds", r.step_seconds);
+  std::vector<int64_t> buckets, negotiations;  // the same on every rank: they agree on them
+  for (const models::StepTimes& t : r.step_times) {
+    buckets.push_back(static_cast<int64_t>(t.buckets));
+    negotiations.push_back(static_cast<int64_t>(t.negotiations));
+  }
+  train.write("step_buckets", buckets);
+  train.write("step_negotiations", negotiations);
   if (!r.checkpoint_seconds.empty()) train.write("checkpoint_seconds", r.checkpoint_seconds);
   if (records) {
     const std::vector<hsize_t> dims = {static_cast<hsize_t>(metadata.layout.nranks), records->steps};
@@ -108,6 +115,7 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
     train.write("rank_compute_s", records->compute, dims);
     train.write("rank_wait_s", records->wait, dims);
     train.write("rank_comm_s", records->comm, dims);
+    train.write("rank_negotiation_s", records->negotiation, dims);
     train.write("rank_peak_host_bytes", records->peak_host_bytes);
     if (!records->peak_device_bytes.empty()) train.write("rank_peak_device_bytes", records->peak_device_bytes);
   }
@@ -132,17 +140,19 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
 
 RankRecords gather_rank_records(const models::TrainResult& r, int64_t peak_host_bytes, int nranks) {
   std::vector<double> mine;
-  for (const models::StepTimes& t : r.step_times) mine.insert(mine.end(), {t.data_s, t.compute_s, t.wait_s, t.comm_s});
+  for (const models::StepTimes& t : r.step_times)
+    mine.insert(mine.end(), {t.data_s, t.compute_s, t.wait_s, t.comm_s, t.negotiation_s});
   RankRecords out;
   out.steps = r.step_times.size();
   std::vector<double> all(mine.size() * static_cast<size_t>(nranks));
   SB_MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
                           static_cast<int>(mine.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD));
-  for (size_t i = 0; i < all.size(); i += 4) {
+  for (size_t i = 0; i < all.size(); i += 5) {
     out.data.push_back(all[i]);
     out.compute.push_back(all[i + 1]);
     out.wait.push_back(all[i + 2]);
     out.comm.push_back(all[i + 3]);
+    out.negotiation.push_back(all[i + 4]);
   }
   const int64_t peaks[2] = {peak_host_bytes, r.peak_device_bytes};
   std::vector<int64_t> all_peaks(2 * static_cast<size_t>(nranks));

@@ -19,7 +19,7 @@ namespace sb {
 // What only a collective can gather, on rank 0: every rank's per-step times, as [ranks x steps]
 // (row-major), and its peak host and device memory.
 struct RankRecords {
-  std::vector<double> data, compute, wait, comm;
+  std::vector<double> data, compute, wait, comm, negotiation;
   size_t steps = 0;
   std::vector<int64_t> peak_host_bytes;  // [ranks]: each process's max RSS (common/peak_memory.hpp)
   std::vector<int64_t> peak_device_bytes;  // [ranks]: TrainResult::peak_device_bytes; empty on the host

@@ -48,6 +48,7 @@ void CycleExchange::begin_step() {
   handed_over_.clear();
   step_done_ = false;
   communication_s_ = 0;
+  negotiation_s_ = 0;
   cycles_ = 0;
   step_start_ = std::chrono::steady_clock::now();
   ++steps_begun_;
@@ -101,7 +102,7 @@ void CycleExchange::run_loop() {
 // cycle whose result holds every tensor.
 bool CycleExchange::run_step_cycles() {
   const size_t tensors = plan_.tensors.size();
-  std::vector<uint64_t> mine(negotiation_words(plan_)), everywhere(mine.size());
+  ReadyNegotiation negotiation(negotiation_words(plan_));
   std::vector<uint8_t> reduced(tensors, 0);
   size_t left = tensors;
   std::vector<size_t> handed_over, newly;
@@ -121,25 +122,19 @@ bool CycleExchange::run_step_cycles() {
     // Horovod's loop sleeps what is left of a cycle after its work: the next cycle starts a cycle
     // time after this one, or at once if this one runs longer.
     cycle_start = std::max(cycle_start, std::chrono::steady_clock::now()) + cycle;
-    std::fill(mine.begin(), mine.end(), 0);
-    for (size_t k : handed_over) mine[k / 64] |= uint64_t{1} << (k % 64);
-    if (ranks_ > 1) {
-      const double start = MPI_Wtime();
-      SB_MPI_CHECK(MPI_Allreduce(mine.data(), everywhere.data(), static_cast<int>(mine.size()), MPI_UINT64_T, MPI_BAND,
-                                 comm_));
+    negotiation.clear();
+    for (size_t k : handed_over) negotiation.mark(k);
+    const double seconds = negotiation.agree(comm_, ranks_);
+    {
       std::lock_guard lock(mutex_);
-      communication_s_ += MPI_Wtime() - start;  // the negotiation is communication too
-    } else {
-      everywhere = mine;
+      communication_s_ += seconds;  // the negotiation is communication too
+      negotiation_s_ += seconds;
+      cycles_ = tick + 1;
     }
     newly.clear();
     for (size_t k : handed_over)
-      if ((everywhere[k / 64] >> (k % 64) & 1) && !reduced[k]) newly.push_back(k), reduced[k] = 1;
+      if (negotiation.everywhere(k) && !reduced[k]) newly.push_back(k), reduced[k] = 1;
     left -= newly.size();
-    {
-      std::lock_guard lock(mutex_);
-      cycles_ = tick + 1;
-    }
     if (newly.empty()) continue;
     const size_t first = plan_.buckets.size();
     fuse_cycle(plan_, newly, tick, threshold_mb_);
@@ -164,6 +159,8 @@ ExchangeTimes CycleExchange::finish() {
   times.wait_s = MPI_Wtime() - start;
   std::lock_guard lock(mutex_);
   times.communication_s = communication_s_;
+  times.negotiation_s = negotiation_s_;
+  times.negotiations = overlap_ ? cycles_ : 0;  // without overlap there is no negotiation
   return times;
 }
 

@@ -32,6 +32,7 @@
 #include "collectives/buckets/bucket_plan.hpp"
 #include "collectives/buckets/gradient_averager.hpp"
 #include "collectives/buckets/gradient_exchange.hpp"
+#include "collectives/buckets/ready_negotiation.hpp"
 
 namespace sb {
 
@@ -81,7 +82,8 @@ class CycleExchange final : public GradientAverager {
   bool step_done_ = false;           // every gradient of this step is reduced
   bool stopping_ = false;
   double communication_s_ = 0;
-  size_t cycles_ = 0;
+  double negotiation_s_ = 0;  // of communication_s_
+  size_t cycles_ = 0;         // each with its negotiation, when overlapped
   std::vector<std::pair<double, double>> spans_;  // per bucket of plan_
   std::thread thread_;
 };

@@ -24,6 +24,10 @@ inline std::string carried_name(size_t bucket, const char* what) {
 struct ExchangeTimes {
   double communication_s = 0;  // inside allreduces (packing included); polled: while any bucket was in flight
   double wait_s = 0;           // communication not hidden by backward: the caller waited for it
+  // Of communication_s, the negotiations that agree what is ready on every rank (partition's, and
+  // the cycle strategy's once a cycle), and how many there were; 0 for the other strategies.
+  double negotiation_s = 0;
+  size_t negotiations = 0;
 };
 
 class GradientAverager {

@@ -84,6 +84,8 @@ void GradientExchange::begin_step() {
   taken_ = 0;
   done_ = 0;
   communication_s_ = 0;
+  negotiation_s_ = 0;
+  negotiations_ = 0;
   ++step_;
   step_start_ = std::chrono::steady_clock::now();
   std::fill(tensor_ready_.begin(), tensor_ready_.end(), 0);
@@ -240,7 +242,7 @@ void GradientExchange::run_thread() {
         SB_MPI_CHECK(MPI_Allreduce(mine.data(), everywhere.data(), static_cast<int>(mine.size()), MPI_UINT8_T, MPI_MIN,
                                    comm_));
         lock.lock();
-        communication_s_ += MPI_Wtime() - start;  // the negotiation is communication too
+        count_negotiation(MPI_Wtime() - start);
         bool found = false;
         for (size_t b = 0; b < everywhere.size(); ++b)
           if (everywhere[b] && (!found || plan_.buckets[b].priority < plan_.buckets[bucket].priority))
@@ -266,8 +268,7 @@ void GradientExchange::run_thread() {
 // takes, so a thread that falls behind its ticks runs them back to back.)
 void GradientExchange::run_cycles() {
   const size_t ticks = plan_ticks(plan_);
-  const bool negotiate = ranks_ > 1;
-  std::vector<uint64_t> mine(negotiation_words(plan_)), everywhere(mine.size());
+  ReadyNegotiation negotiation(negotiation_words(plan_));
   uint64_t steps_served = 0;
   for (;;) {
     {
@@ -282,16 +283,14 @@ void GradientExchange::run_cycles() {
         std::unique_lock lock(mutex_);
         const auto due = after_step_start(static_cast<double>(tick) * plan_.cycle_s);
         if (changed_.wait_until(lock, due, [&] { return stopping_; })) return;
-        std::fill(mine.begin(), mine.end(), 0);
+        negotiation.clear();
         for (size_t k = 0; k < tensor_ready_.size(); ++k)
-          if (tensor_ready_[k]) mine[k / 64] |= uint64_t{1} << (k % 64);
+          if (tensor_ready_[k]) negotiation.mark(k);
       }
-      if (negotiate) {
-        const double start = MPI_Wtime();
-        SB_MPI_CHECK(MPI_Allreduce(mine.data(), everywhere.data(), static_cast<int>(mine.size()), MPI_UINT64_T, MPI_BAND,
-                                   comm_));
+      const double seconds = negotiation.agree(comm_, ranks_);
+      {
         std::lock_guard lock(mutex_);
-        communication_s_ += MPI_Wtime() - start;  // the negotiation is communication too
+        count_negotiation(seconds);
       }
       for (; bucket < plan_.buckets.size() && plan_.buckets[bucket].tick == tick; ++bucket) {
         {
@@ -352,7 +351,15 @@ ExchangeTimes GradientExchange::finish() {
   times.wait_s = MPI_Wtime() - start;
   std::lock_guard lock(mutex_);
   times.communication_s = communication_s_;
+  times.negotiation_s = negotiation_s_;
+  times.negotiations = negotiations_;
   return times;
+}
+
+void GradientExchange::count_negotiation(double seconds) {
+  communication_s_ += seconds;  // the negotiation is communication too
+  negotiation_s_ += seconds;
+  ++negotiations_;
 }
 
 std::vector<NamedFloats> GradientExchange::carried_state() const {

@@ -36,6 +36,7 @@
 #include "collectives/allreduce_impl.hpp"
 #include "collectives/buckets/bucket_plan.hpp"
 #include "collectives/buckets/gradient_averager.hpp"
+#include "collectives/buckets/ready_negotiation.hpp"
 #include "collectives/compress/compressed_allreduce.hpp"
 
 namespace sb {
@@ -114,6 +115,7 @@ class GradientExchange final : public GradientAverager {
   std::vector<size_t>::iterator next_ready();
   size_t take(std::vector<size_t>::iterator ready);
   std::chrono::steady_clock::time_point after_step_start(double seconds) const;
+  void count_negotiation(double seconds);  // the caller holds mutex_
 
   BucketPlan plan_;
   std::vector<float*> gradients_;
@@ -140,6 +142,8 @@ class GradientExchange final : public GradientAverager {
   size_t done_ = 0;                  // buckets reduced this step
   bool stopping_ = false;
   double communication_s_ = 0;
+  double negotiation_s_ = 0;  // of communication_s_, with negotiations_ of them
+  size_t negotiations_ = 0;
   std::vector<double> bucket_start_, bucket_end_;
   std::thread thread_;
 };

@@ -63,7 +63,7 @@ const std::vector<TableSpec>& table_specs() {
       // The run's outcome, on /train, is train-runs' row; these join it by run_id.
       {.name = "train-epochs", .program = "sb-train", .path = "train/curve", .rows_like = "epoch", .settings = false},
       {.name = "train-steps", .program = "sb-train", .path = "train", .rows_like = "step_seconds",
-       .only = {"step_seconds"}, .settings = false},
+       .only = {"step_seconds", "step_buckets", "step_negotiations"}, .settings = false},
       {.name = "train-rank-steps", .program = "sb-train", .path = "train", .rows_like = "rank_compute_s",
        .indices = {"rank", "step"}, .settings = false, .samples = true},
       {.name = "train-ops", .program = "sb-train", .path = "train/op_profile", .rows_like = "calls",

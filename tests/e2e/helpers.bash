@@ -116,3 +116,8 @@ h5values() { h5dump -m '%.17g' -y -w 0 -d "$2" "$1" | sed -n '/DATA {/,/}/p' | g
 # when there is none to read); h5_status FILE: its /status.
 h5_attr() { h5dump -a "$2" "$1" 2>/dev/null | sed -n 's/.*(0): \(.*\)/\1/p' | tr -d '"'; }
 h5_status() { h5_attr "$1" /status; }
+# h5_values FILE DATASET: the dataset's values, one a line (h5dump's "(i):" positions taken off).
+h5_values() {
+  h5dump -d "$2" "$1" 2>/dev/null | sed -n '/^ *DATA {/,/^ *}/p' | sed 's/([0-9, ]*)://g; s/DATA {//; s/}//' |
+    tr ', ' '\n\n' | grep -v '^$'
+}

@@ -96,10 +96,17 @@ $TRAIN 2 $SB --epochs 1 --steps 20 --print-every 20 --seed 5 --bucket-strategy c
 check "a 2-rank run with --bucket-strategy cycle exits 0" test $? -eq 0
 check "it states its cycles" \
   grep -q '^\[config\] gradients: mpi allreduce on mpi, cycle buckets of up to 0.5 MiB, fused every 2 ms, overlap on$' "$WORK/cycle.txt"
-check "and the buckets they made a step" grep -qE '^\[buckets\] 2 ms cycles fused the gradients into [0-9]+ buckets a step \(median; [0-9]+ to [0-9]+\)$' "$WORK/cycle.txt"
+check "and the cycles and buckets a step" grep -qE '^\[buckets\] 2 ms cycles, [0-9]+ a step, fused the gradients into [0-9]+ buckets a step \(medians; buckets [0-9]+ to [0-9]+\)$' "$WORK/cycle.txt"
 cycle_loss=$(grep -E 'step 20/468 loss' "$WORK/cycle.txt" | sed 's/.* loss \([0-9.]*\) .*/\1/')
 check "the same loss after 20 steps as ddp's buckets ($cycle_loss vs $thread_loss)" \
   test -n "$cycle_loss" -a "$cycle_loss" = "$thread_loss"
+step_cycles=$(h5_values "$WORK/cycle.h5" /train/step_negotiations | sort -n)
+step_buckets=$(h5_values "$WORK/cycle.h5" /train/step_buckets | sort -n)
+check "each of the 20 steps records its cycles and buckets, at least one each (fewest: $(head -1 <<<"$step_cycles"), $(head -1 <<<"$step_buckets"))" \
+  test "$(wc -l <<<"$step_cycles")" -eq 20 -a "$(wc -l <<<"$step_buckets")" -eq 20 -a "$(head -1 <<<"$step_cycles")" -ge 1 -a "$(head -1 <<<"$step_buckets")" -ge 1
+check "ddp's run records its 2 buckets and no negotiation at each of its 20 steps" \
+  test "$(h5_values "$WORK/thread.h5" /train/step_buckets | sort -u)/$(h5_values "$WORK/thread.h5" /train/step_negotiations | sort -u)/$(h5_values "$WORK/thread.h5" /train/step_buckets | wc -l)" = 2/0/20
+check "and the ranks' time negotiating" grep -q 'DATASPACE  SIMPLE { ( 2, 20 )' <(h5dump -H -d /train/rank_negotiation_s "$WORK/cycle.h5")
 check "the strategy and cycle time are recorded" \
   test "$(h5_attr "$WORK/cycle.h5" /train/config/bucket_strategy)/$(h5_attr "$WORK/cycle.h5" /train/config/cycle_ms)" = cycle/2
 

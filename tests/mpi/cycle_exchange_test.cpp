@@ -80,7 +80,7 @@ TEST(CycleExchange, AGradientHeldBackOnOneRankWaitsForItWhileTheRestGoAhead) {
     if (late) std::this_thread::sleep_for(std::chrono::milliseconds(150));
     const double t0_reported = MPI_Wtime();
     exchange.tensor_ready(0);
-    exchange.finish();
+    const ExchangeTimes times = exchange.finish();
     for (size_t k = 0; k < tensors.size(); ++k)
       EXPECT_EQ(grads.values[k][0], (nranks + 1) / 2.0f) << "tensor " << k << ", step " << step;
     // t2 and t1, ready everywhere within a cycle or two, make the first bucket; t0 a later one.
@@ -93,6 +93,8 @@ TEST(CycleExchange, AGradientHeldBackOnOneRankWaitsForItWhileTheRestGoAhead) {
     EXPECT_GT(plan.buckets[1].tick, plan.buckets[0].tick);
     EXPECT_EQ(exchange.cycles(), plan.buckets[1].tick + 1) << "the step ends with the cycle that found its last gradient";
     EXPECT_TRUE(same_on_every_rank(static_cast<long long>(exchange.cycles())));
+    EXPECT_EQ(times.negotiations, exchange.cycles()) << "a negotiation a cycle";
+    EXPECT_LE(times.negotiation_s, times.communication_s) << "the negotiations are part of the communication";
     const auto spans = exchange.bucket_spans();
     ASSERT_EQ(spans.size(), 2u);
     if (late) {

@@ -129,6 +129,12 @@ TEST(GradientExchange, CycleBucketsWaitForTheirTickAndGoInThePlansOrder) {
         }
       }
     }
+    // The thread's loop negotiates once a tick, up to the last bucket's; polled, there is no loop.
+    exchange.begin_step();
+    for (size_t k = tensors.size(); k-- > 0;) exchange.tensor_ready(k);
+    const ExchangeTimes times = exchange.finish();
+    EXPECT_EQ(times.negotiations, progress == Progress::thread ? plan_ticks(plan) : 0u) << progress_name(progress);
+    EXPECT_LE(times.negotiation_s, times.communication_s) << progress_name(progress);
   }
 }
 

@@ -176,6 +176,7 @@ TEST_F(ReportTables, OnlyTheValuesTheSchemaSaysAreRowsBecomeColumnsHoweverLongTh
     train.set_attr("images_per_s", 123.0);
     train.create_group("config").set_attr("batch", int64_t{64});
     train.write("step_seconds", std::vector<double>{0.3, 0.4});
+    train.write("step_buckets", std::vector<int64_t>{7, 6});
     train.write("rank_peak_host_bytes", std::vector<int64_t>{5, 6});  // per rank, as many as the steps
     train.write("rank_compute_s", std::vector<double>{1, 2, 3, 4}, {2, 2});  // [rank][step]
     train.write("rank_wait_s", std::vector<double>{5, 6, 7, 8}, {2, 2});
@@ -198,6 +199,7 @@ TEST_F(ReportTables, OnlyTheValuesTheSchemaSaysAreRowsBecomeColumnsHoweverLongTh
   const report::CsvTable& steps = table(tables, "train-steps");
   ASSERT_EQ(steps.rows.size(), 2u);
   EXPECT_EQ(cell(steps, 1, "step_seconds"), "0.4");
+  EXPECT_EQ(cell(steps, 1, "step_buckets"), "6");
   EXPECT_FALSE(has_column(steps, "rank_peak_host_bytes"));
   // The run's outcome is train-runs' one row, with its configuration; the curve's images_per_s
   // is the epoch's, not the run's.
