@@ -6,7 +6,7 @@ namespace sb {
 namespace {
 
 void write_rows(const h5::Node& group, const std::vector<BucketRow>& rows) {
-  std::vector<double> mb, iteration, exposed, comm, overlap, starts, ends;
+  std::vector<double> mb, iteration, exposed, comm, negotiation, overlap, starts, ends;
   std::vector<int64_t> buckets;
   for (const BucketRow& r : rows) {
     mb.push_back(r.bucket_mb);
@@ -14,6 +14,7 @@ void write_rows(const h5::Node& group, const std::vector<BucketRow>& rows) {
     iteration.push_back(r.iteration_s);
     exposed.push_back(r.exposed_s);
     comm.push_back(r.communication_s);
+    negotiation.push_back(r.negotiation_s);
     overlap.push_back(r.overlap);
     starts.insert(starts.end(), r.bucket_start_s.begin(), r.bucket_start_s.end());
     ends.insert(ends.end(), r.bucket_end_s.begin(), r.bucket_end_s.end());
@@ -23,6 +24,7 @@ void write_rows(const h5::Node& group, const std::vector<BucketRow>& rows) {
   group.write("iteration_s", iteration);
   group.write("exposed_s", exposed);
   group.write("communication_s", comm);
+  group.write("negotiation_s", negotiation);
   group.write("overlap_fraction", overlap);
   group.write("bucket_start_s", starts);
   group.write("bucket_end_s", ends);

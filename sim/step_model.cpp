@@ -48,6 +48,7 @@ StepPrediction predict_step(const BackwardProfile& profile, const BucketPlan& pl
       for (; ticks_done <= plan.buckets[next].tick; ++ticks_done) {
         thread = std::max(thread, static_cast<double>(ticks_done) * plan.cycle_s) + cycle_negotiation;
         p.communication_s += cycle_negotiation;
+        p.negotiation_s += cycle_negotiation;
       }
       thread = std::max(thread, ready[next]);
     } else if (!negotiate) {
@@ -61,6 +62,7 @@ StepPrediction predict_step(const BackwardProfile& profile, const BucketPlan& pl
         if (!done[b]) soonest = std::min(soonest, ready[b]);
       thread = std::max(thread, soonest) + negotiation;
       p.communication_s += negotiation;
+      p.negotiation_s += negotiation;
       for (size_t b = 0; b < n; ++b)
         if (!done[b] && ready[b] <= thread && (next == n || plan.buckets[b].priority < plan.buckets[next].priority))
           next = b;

@@ -19,6 +19,7 @@ struct StepPrediction {
   double iteration_s = 0;      // backward start to every gradient averaged
   double exposed_s = 0;        // iteration_s - backward_s
   double communication_s = 0;  // inside the allreduces, packing and negotiations included
+  double negotiation_s = 0;    // of communication_s, the negotiations (partition's, the cycles')
   double overlap = 0;          // 1 - exposed / communication, in [0, 1]
   std::vector<double> bucket_start_s, bucket_end_s;  // by bucket
 };

@@ -36,6 +36,7 @@ ReplayResult replay_step(GradientExchange& exchange, const BackwardProfile& prof
   r.iteration_s = MPI_Wtime() - start;
   r.exposed_s = std::max(r.iteration_s - profile.backward_s, 0.0);
   r.communication_s = times.communication_s;
+  r.negotiation_s = times.negotiation_s;
   r.overlap = r.communication_s > 0 ? std::clamp(1.0 - r.exposed_s / r.communication_s, 0.0, 1.0) : 1.0;
   for (size_t b = 0; b < exchange.plan().buckets.size(); ++b) {
     r.bucket_start_s.push_back(exchange.bucket_start()[b] - start);

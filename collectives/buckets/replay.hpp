@@ -16,6 +16,7 @@ struct ReplayResult {
   double iteration_s = 0;      // backward start to every gradient averaged
   double exposed_s = 0;        // iteration_s - backward_s: communication not hidden
   double communication_s = 0;  // time inside the allreduces (negotiations included)
+  double negotiation_s = 0;    // of communication_s, the negotiations
   double overlap = 0;          // 1 - exposed / communication, in [0, 1]
   std::vector<double> bucket_start_s, bucket_end_s;  // per bucket, after backward start
   double start_wtime = 0;       // backward's start, in MPI_Wtime seconds

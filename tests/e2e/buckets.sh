@@ -58,6 +58,12 @@ check "--cycle-ms 2,50 exits 0 with a sweep each" \
   bash -c "test $? -eq 0 && grep -qE '^  cycle-2ms ' '$WORK/cycles.txt' && grep -qE '^  cycle-50ms ' '$WORK/cycles.txt'"
 check "each group records its cycle time" \
   test "$(h5_attr "$WORK/cycles.h5" /buckets/cycle-2ms/cycle_ms),$(h5_attr "$WORK/cycles.h5" /buckets/cycle-50ms/cycle_ms)" = 2,50
+# Each cycle negotiates, at 2 ranks an allreduce that takes time: part of communication_s, not all.
+negotiated=$(h5_values "$WORK/cycles.h5" /buckets/cycle-2ms/negotiation_s)
+communicated=$(h5_values "$WORK/cycles.h5" /buckets/cycle-2ms/communication_s)
+check "2 ms cycles spend part of their communication negotiating ($negotiated of $communicated s)" \
+  awk -v n="$negotiated" -v c="$communicated" 'BEGIN { exit !(n > 0 && n < c) }'
+check "the no-overlap baseline negotiates nothing" test "$(h5_values "$WORK/cycles.h5" /buckets/no-overlap/negotiation_s)" = 0
 buckets_at() { awk -v s="$1" '$1 == s { print $3 }' "$WORK/cycles.txt"; }
 check "50 ms cycles fuse into fewer buckets than 2 ms ($(buckets_at cycle-50ms) vs $(buckets_at cycle-2ms))" \
   test "$(buckets_at cycle-50ms)" -lt "$(buckets_at cycle-2ms)"

@@ -80,6 +80,9 @@ check "train --strategy cycle --cycle-ms 1,100 exits 0" test $? -eq 0
 cycles_file=$WORK/cycles/buckets-np8-ring-nccl.h5
 check "a group per cycle time, each with it" test "$(h5_attr "$cycles_file" /buckets/cycle-100ms/cycle_ms)" = 100
 exposed() { h5value "$cycles_file" "/buckets/cycle-$1ms/exposed_s"; }
+check "the 1 ms cycles' negotiations are priced, and part of the communication ($(h5value "$cycles_file" /buckets/cycle-1ms/negotiation_s) of $(h5value "$cycles_file" /buckets/cycle-1ms/communication_s) s)" \
+  awk -v n="$(h5value "$cycles_file" /buckets/cycle-1ms/negotiation_s)" -v c="$(h5value "$cycles_file" /buckets/cycle-1ms/communication_s)" \
+  'BEGIN { exit !(n > 0 && n < c) }'
 check "100 ms cycles expose more than 1 ms ones ($(exposed 100) vs $(exposed 1) s)" \
   awk -v a="$(exposed 100)" -v b="$(exposed 1)" 'BEGIN { exit !(a > b) }'
 check_schema "$cycles_file" cycle-1ms cycle-100ms  # SCHEMA.md names them cycle-<ms>ms

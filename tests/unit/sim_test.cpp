@@ -391,6 +391,8 @@ TEST(SimStep, CycleBucketsStartAfterTheirTicksNegotiation) {
     thread_free = p.bucket_end_s[b];
   }
   EXPECT_DOUBLE_EQ(p.bucket_start_s[0], 0.003 + negotiation);
+  EXPECT_DOUBLE_EQ(p.negotiation_s, 5 * negotiation) << "a negotiation a tick, and part of the communication";
+  EXPECT_GT(p.communication_s, p.negotiation_s);
   // The last tick (12 ms) is past backward's end: at least 2 ms exposed.
   EXPECT_GE(p.exposed_s, 0.002);
   // Cycles half as long as a negotiation: the negotiations run one after another, the last bucket
