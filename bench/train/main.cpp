@@ -16,6 +16,7 @@
 #include "bench/train/record.hpp"
 #include "common/check.hpp"
 #include "common/closed_stdout.hpp"
+#include "common/cpu_cores.hpp"
 #include "common/mpi_env.hpp"
 #include "common/peak_memory.hpp"
 #include "common/stats.hpp"
@@ -42,9 +43,7 @@ constexpr double kTimeoutGraceSeconds = 5;
 // beyond the cores a process may run on spin against each other, several times slower; and
 // ranks that leave cores of the node unused train slower than they could.
 void warn_about_binding(int threads, int ranks_on_node) {
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
-  const int cores = CPU_COUNT(&allowed);
+  const int cores = allowed_cores();
   const int online = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   const int wanted = threads > 0 ? threads : omp_get_max_threads();
   if (wanted > cores)

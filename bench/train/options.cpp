@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -9,6 +10,7 @@
 #include "collectives/compress/compressor.hpp"
 #include "common/atomic_file.hpp"
 #include "common/command_line.hpp"
+#include "common/cpu_cores.hpp"
 #include "common/distinct_files.hpp"
 #include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
@@ -34,6 +36,11 @@ std::string why_no_log_at(const std::string& path) {
   return "";
 }
 }  // namespace
+
+int auto_loader_workers(const std::string& backend, int cores) {
+  if (backend != "cudnn") return 2;
+  return std::clamp(cores - 1, 2, kMostAutoWorkers);
+}
 
 std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool print) {
   TrainOptions o;
@@ -91,7 +98,9 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   app.add_flag("--zero-init-residual", c.zero_init_residual, "start each residual block's last BN gamma at 0");
   app.add_option("--seed", c.seed, "initialisation, shuffling and augmentation seed [1]");
   app.add_option("--threads", c.threads, "compute threads [OMP_NUM_THREADS or all cores]");
-  app.add_option("--workers", c.workers, "data loader threads [2]");
+  std::string workers = "auto";
+  app.add_option("--workers", workers,
+                 "data loader threads, or auto: 2 on the host, the rank's cores but one with --backend cudnn [auto]");
   app.add_option("--checkpoint", c.checkpoint_dir, "directory for checkpoint.h5 (written atomically)");
   app.add_option("--checkpoint-every", c.checkpoint_every, "epochs between checkpoints [1]");
   app.add_option("--checkpoint-steps", c.checkpoint_steps, "also checkpoint every this many steps [0: off]");
@@ -212,7 +221,14 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv, bool prin
   if (c.threads < 0) throw UsageError("--threads must not be negative");
   if (c.print_every < 0) throw UsageError("--print-every must not be negative (0: no progress lines)");
   if (o.timeout_seconds < 0) throw UsageError("--timeout must not be negative");
-  if (c.workers < 1) throw UsageError("--workers must be at least 1");
+  if (workers == "auto") {
+    c.workers = auto_loader_workers(c.backend, allowed_cores());
+  } else {
+    const std::optional<int64_t> count = parse_whole_integer(workers);
+    if (!count || *count < 1 || *count > 1024)
+      throw UsageError("--workers is auto or 1 to 1024 threads, not '" + workers + "'");
+    c.workers = static_cast<int>(*count);
+  }
   if (c.checkpoint_every < 1 || c.checkpoint_steps < 0) throw UsageError("--checkpoint-every must be at least 1");
   if (c.optimizer.momentum < 0 || c.optimizer.momentum >= 1) throw UsageError("--momentum is in [0, 1)");
   if (c.optimizer.weight_decay < 0) throw UsageError("--weight-decay must not be negative");

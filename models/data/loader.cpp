@@ -80,7 +80,9 @@ Loader::Loader(const Dataset& dataset, Sampler sampler, int workers, int prefetc
     : dataset_(dataset),
       sampler_(std::move(sampler)),
       workers_(std::max(workers, 1)),
-      prefetch_(std::max(prefetch, 1)),
+      // Each worker builds a whole batch: a window of fewer batches than workers would leave the
+      // rest idle (eight workers had built batches four at a time under the default prefetch).
+      prefetch_(std::max({prefetch, workers_, 1})),
       memory_(memory) {}
 
 Loader::~Loader() { stop(); }

@@ -63,7 +63,8 @@ struct Batch {
 class Loader {
  public:
   // memory: where batches are built (a GPU backend's pinned pool), or nullptr for the heap; it
-  // must outlive the loader and its batches.
+  // must outlive the loader and its batches. Up to max(prefetch, workers) batches are built ahead
+  // of the one next() returns next: each worker builds a batch of its own.
   Loader(const Dataset& dataset, Sampler sampler, int workers, int prefetch, HostMemory* memory = nullptr);
   ~Loader();
   Loader(const Loader&) = delete;

@@ -321,6 +321,8 @@ check "which names the strategies that compress" grep -q 'compress with per-tens
 bad_input "the cycle strategy polled" --bucket-strategy cycle --progress poll
 bad_input "--cycle-ms without the cycle strategy" --cycle-ms 5
 bad_input "two cycle times" --bucket-strategy cycle --cycle-ms 1,5
+bad_input "no loader worker" --workers 0
+bad_input "loader workers neither a count nor auto" --workers many
 bad_input "a cycle time of 0" --bucket-strategy cycle --cycle-ms 0
 bad_input "a LARS trust coefficient of 0" --optimizer lars --lars-eta 0
 bad_input "a momentum correction neither 0, 1 nor auto" --momentum-correction yes

@@ -120,6 +120,7 @@ TEST_F(ResultsSaverTest, TrainACompleteSaveHasEveryRanksTimesAndPeakMemoryAndNoP
     RankRecords records;
     records.steps = 2;
     records.data = records.compute = records.wait = records.comm = {0.1, 0.2};
+    records.negotiation = {0.05, 0.0};
     records.peak_host_bytes = {int64_t{3} << 30};
     saver.save_complete(metadata_, complete, records);
     saver.save_partial(progress, "interrupted by SIGTERM while exiting");
@@ -129,6 +130,7 @@ TEST_F(ResultsSaverTest, TrainACompleteSaveHasEveryRanksTimesAndPeakMemoryAndNoP
   const h5::Node train = file.root().open_group("train");
   EXPECT_EQ(train.attr_int("steps"), 2);
   EXPECT_EQ(train.read_doubles("rank_wait_s"), (std::vector<double>{0.1, 0.2}));
+  EXPECT_EQ(train.read_doubles("rank_negotiation_s"), (std::vector<double>{0.05, 0.0}));
   EXPECT_EQ(train.read_ints("rank_peak_host_bytes"), (std::vector<int64_t>{int64_t{3} << 30}));
   EXPECT_EQ(train.attr_int("peak_host_bytes"), int64_t{3} << 30) << "rank 0's, as gathered";
   EXPECT_FALSE(train.has_attr("peak_device_bytes")) << "a host run has no device";

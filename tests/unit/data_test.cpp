@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "common/usage_error.hpp"
 #include "models/data/idx.hpp"
@@ -147,6 +150,42 @@ TEST(Loader, DeliversEveryBatchInOrderFromWorkerThreads) {
   // A resumed epoch starts at the batch it is told.
   loader.start_epoch(1, 12);
   EXPECT_EQ(loader.next()->index, 12);
+}
+
+// A data set whose images take a while each (a JPEG decode's stand-in), counting the loads at work.
+class SlowDataset final : public Dataset {
+ public:
+  std::string name() const override { return "slow"; }
+  int64_t size() const override { return 64; }
+  int64_t num_classes() const override { return 2; }
+  ImageShape image_shape() const override { return {1, 2, 2}; }
+  int32_t load(int64_t index, uint64_t, float* out) const override {
+    const int now = ++loading_;
+    for (int seen = most_.load(); now > seen && !most_.compare_exchange_weak(seen, now);) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::fill(out, out + 4, 0.0f);
+    --loading_;
+    return static_cast<int32_t>(index % 2);
+  }
+  uint64_t fingerprint() const override { return 0; }
+  int most_at_once() const { return most_; }
+
+ private:
+  mutable std::atomic<int> loading_{0}, most_{0};
+};
+
+// Each worker builds a batch of its own: 8 workers work at once even where the prefetch window is
+// smaller (it was 4 batches by default, and 8 workers built 4 at a time).
+TEST(Loader, EveryWorkerBuildsABatchAtOnceWhateverThePrefetch) {
+  SlowDataset data;
+  Loader loader(data, Sampler(64, 2, 0, 1, 5, false), 8, 1);
+  loader.start_epoch(0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // several loads' time: all have claimed one
+  int64_t batches = 0;
+  while (loader.next()) ++batches;
+  EXPECT_EQ(batches, 32);
+  EXPECT_EQ(data.most_at_once(), 8);
 }
 
 }  // namespace
