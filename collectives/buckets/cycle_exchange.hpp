@@ -54,7 +54,8 @@ class CycleExchange final : public GradientAverager {
   const BucketPlan& plan() const override { return plan_; }
   std::vector<std::pair<double, double>> bucket_spans() const override { return spans_; }
   void set_step(uint64_t /*steps_done*/) override {}  // nothing here depends on the step
-  // Cycles (negotiations) the last step took, up to the one that found its last gradient.
+  // The cycles the last step took, up to the one that found its last gradient: overlapped, each
+  // with its negotiation; without overlap, the one finish() ran.
   size_t cycles() const { return cycles_; }
 
  private:
@@ -83,7 +84,7 @@ class CycleExchange final : public GradientAverager {
   bool stopping_ = false;
   double communication_s_ = 0;
   double negotiation_s_ = 0;  // of communication_s_
-  size_t cycles_ = 0;         // each with its negotiation, when overlapped
+  size_t cycles_ = 0;         // cycles() 
   std::vector<std::pair<double, double>> spans_;  // per bucket of plan_
   std::thread thread_;
 };
