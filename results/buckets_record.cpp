@@ -38,6 +38,11 @@ std::string cycle_sweep_name(double cycle_ms, bool one_cycle_time, bool polled) 
   return std::string(name) + (polled ? "@poll" : "");
 }
 
+std::string sweep_name(BucketStrategy strategy, double cycle_ms, bool one_cycle_time, bool polled) {
+  if (strategy == BucketStrategy::cycle) return cycle_sweep_name(cycle_ms, one_cycle_time, polled);
+  return bucket_strategy_name(strategy) + (polled ? "@poll" : "");
+}
+
 std::string sweep_title(const std::string& name, double cycle_ms) {
   if (cycle_ms <= 0) return name;
   std::string title = name;

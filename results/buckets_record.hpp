@@ -30,6 +30,8 @@ struct BucketSweep {
 // The group name of a cycle sweep: "cycle" when the run sweeps one cycle time, else "cycle-<ms>ms"
 // (cycle-0.5ms, cycle-5ms); `polled` adds "@poll".
 std::string cycle_sweep_name(double cycle_ms, bool one_cycle_time, bool polled);
+// Any sweep's group name: cycle_sweep_name's for cycle, else the strategy's name ("@poll" added).
+std::string sweep_name(BucketStrategy strategy, double cycle_ms, bool one_cycle_time, bool polled);
 // A group's title in tables and plots: a cycle sweep's name without its "-<ms>ms", then its cycle
 // time ("cycle-5ms@poll" -> "cycle@poll (5 ms cycles)"); any other name as it is.
 std::string sweep_title(const std::string& name, double cycle_ms);

@@ -304,10 +304,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
     for (BucketStrategy strategy : o.strategies)
       for (double cycle_ms : strategy == BucketStrategy::cycle ? o.cycle_ms : std::vector<double>{0}) {
         const bool polled = progress == Progress::poll;
-        Sweep sweep{strategy, progress,
-                    strategy == BucketStrategy::cycle ? cycle_sweep_name(cycle_ms, o.cycle_ms.size() == 1, polled)
-                                                      : bucket_strategy_name(strategy) + (polled ? "@poll" : ""),
-                    {}};
+        Sweep sweep{strategy, progress, sweep_name(strategy, cycle_ms, o.cycle_ms.size() == 1, polled), {}};
         const std::vector<double> sizes =
             strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes();
         for (double mb : sizes) {

@@ -98,9 +98,7 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
       Best best{"fused", sweeps.back().rows.front()};
       for (const BucketStrategy strategy : o.strategies)
         for (const double cycle_ms : strategy == BucketStrategy::cycle ? o.cycle_ms : std::vector<double>{0}) {
-          BucketSweep sweep{strategy == BucketStrategy::cycle ? cycle_sweep_name(cycle_ms, o.cycle_ms.size() == 1, false)
-                                                              : bucket_strategy_name(strategy),
-                            {}, cycle_ms};
+          BucketSweep sweep{sweep_name(strategy, cycle_ms, o.cycle_ms.size() == 1, false), {}, cycle_ms};
           const std::vector<double> sizes =
               strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes_mb();
           for (const double mb : sizes) {

@@ -298,6 +298,9 @@ TEST(BucketsRecord, CycleSweepsAreNamedAndTitledForTheirCycleTime) {
   EXPECT_EQ(cycle_sweep_name(1, true, true), "cycle@poll");
   EXPECT_EQ(cycle_sweep_name(0.5, false, false), "cycle-0.5ms");
   EXPECT_EQ(cycle_sweep_name(5, false, true), "cycle-5ms@poll");
+  EXPECT_EQ(sweep_name(BucketStrategy::cycle, 5, false, true), "cycle-5ms@poll");
+  EXPECT_EQ(sweep_name(BucketStrategy::ddp, 0, true, true), "ddp@poll");
+  EXPECT_EQ(sweep_name(BucketStrategy::per_tensor, 0, true, false), "per-tensor");
   EXPECT_EQ(sweep_title("cycle", 1), "cycle (1 ms cycles)");
   EXPECT_EQ(sweep_title("cycle-0.5ms", 0.5), "cycle (0.5 ms cycles)");
   EXPECT_EQ(sweep_title("cycle-5ms@poll", 5), "cycle@poll (5 ms cycles)");
