@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "collectives/buckets/bucket_packing.hpp"
+#include "collectives/buckets/step_wait.hpp"
 #include "common/check.hpp"
 #include "common/nvtx.hpp"
 
@@ -82,12 +83,7 @@ void CycleExchange::reduce_from(size_t first) {
 void CycleExchange::run_loop() {
   uint64_t steps_served = 0;
   for (;;) {
-    {
-      std::unique_lock lock(mutex_);
-      changed_.wait(lock, [&] { return stopping_ || steps_begun_ > steps_served; });
-      if (stopping_) return;
-      steps_served = steps_begun_;
-    }
+    if (!wait_for_next_step(mutex_, changed_, stopping_, steps_begun_, steps_served)) return;
     if (!run_step_cycles()) return;
     {
       std::lock_guard lock(mutex_);

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "collectives/buckets/bucket_packing.hpp"
+#include "collectives/buckets/step_wait.hpp"
 #include "common/check.hpp"
 #include "common/nvtx.hpp"
 #include "common/usage_error.hpp"
@@ -271,12 +272,7 @@ void GradientExchange::run_cycles() {
   ReadyNegotiation negotiation(negotiation_words(plan_));
   uint64_t steps_served = 0;
   for (;;) {
-    {
-      std::unique_lock lock(mutex_);
-      changed_.wait(lock, [&] { return stopping_ || steps_begun_ > steps_served; });
-      if (stopping_) return;
-      steps_served = steps_begun_;
-    }
+    if (!wait_for_next_step(mutex_, changed_, stopping_, steps_begun_, steps_served)) return;
     size_t bucket = 0;
     for (size_t tick = 0; tick < ticks; ++tick) {
       {
