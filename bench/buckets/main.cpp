@@ -3,16 +3,19 @@
 // profile) are replayed on every rank against real allreduces, for each bucket strategy and
 // size: iteration time, exposed (non-overlapped) communication, overlap fraction and each
 // bucket's start and end, against two baselines after backward (no overlap: every tensor its own
-// allreduce; fused: one allreduce of all gradients). A table, the best size per strategy, and an
-// HDF5 file (/buckets, results/SCHEMA.md).
+// allreduce; fused: one allreduce of all gradients). The cycle strategy runs Horovod's loop live,
+// as sb-train does, so its buckets are what its cycles find. A table, the best size per strategy,
+// and an HDF5 file (/buckets, results/SCHEMA.md).
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <ranges>
 
 #include "bench/buckets/options.hpp"
 #include "bench/buckets/results_saver.hpp"
+#include "collectives/buckets/cycle_exchange.hpp"
 #include "collectives/buckets/replay.hpp"
 #include "collectives/buckets/replay_trace.hpp"
 #include "common/atomic_file.hpp"
@@ -57,6 +60,18 @@ std::string configuration_name(const std::string& sweep, BucketStrategy strategy
   return text;
 }
 
+// What measures a configuration: Horovod's loop live for cycle (its buckets are whatever its
+// cycles find, as in sb-train), else a GradientExchange of the strategy's plan for this profile.
+std::unique_ptr<GradientAverager> make_replayed_exchange(const ExchangeConfig& config, const BackwardProfile& profile,
+                                                         BucketStrategy strategy, double mb, double cycle_ms,
+                                                         std::vector<float*> gradients) {
+  if (strategy == BucketStrategy::cycle)
+    return std::make_unique<CycleExchange>(MPI_COMM_WORLD, config, profile.tensors, cycle_ms * 1e-3, mb,
+                                           std::move(gradients));
+  return std::make_unique<GradientExchange>(MPI_COMM_WORLD, config, plan_replayed_buckets(profile, strategy, mb, 0),
+                                            std::move(gradients));
+}
+
 // Median over steps of the slowest rank's iteration; the other figures from that same step, which
 // --trace draws (the same step on every rank: all sort the same slowest times).
 // cycle_ms: the cycle strategy's cycle time (0 for the others).
@@ -68,8 +83,9 @@ Row measure(const BucketsOptions& o, const BackwardProfile& profile, const std::
   ExchangeConfig config = o.exchange;
   config.overlap = overlap;
   config.progress = progress;
-  GradientExchange exchange(MPI_COMM_WORLD, config, plan_replayed_buckets(profile, strategy, mb, cycle_ms * 1e-3),
-                            pointers);
+  const std::unique_ptr<GradientAverager> owned =
+      make_replayed_exchange(config, profile, strategy, mb, cycle_ms, std::move(pointers));
+  GradientAverager& exchange = *owned;
   for (int i = 0; i < o.warmup_iters; ++i) {
     replay_step(exchange, profile, MPI_COMM_WORLD);
     watchdog.beat();
@@ -86,7 +102,7 @@ Row measure(const BucketsOptions& o, const BackwardProfile& profile, const std::
   const auto& [slowest, median] = steps[steps.size() / 2];
   Row row;
   row.bucket_mb = mb;
-  row.buckets = exchange.plan().buckets.size();
+  row.buckets = median.plan.buckets.size();  // a cycle loop's: the median step's
   row.iteration_s = slowest;
   row.exposed_s = std::max(slowest - profile.backward_s, 0.0);
   row.communication_s = median.communication_s;
@@ -100,8 +116,7 @@ Row measure(const BucketsOptions& o, const BackwardProfile& profile, const std::
                   "\"buckets\":%zu,\"bucket_mb\":%g,\"slowest_rank_iteration_ms\":%.4f,\"exposed_ms\":%.4f,"
                   "\"overlap\":%.4f",
                   row.buckets, mb, row.iteration_s * 1e3, row.exposed_s * 1e3, row.overlap);
-    trace_replayed_step(*trace, configuration_name(sweep, strategy, mb, cycle_ms), args, profile, exchange.plan(),
-                        median);
+    trace_replayed_step(*trace, configuration_name(sweep, strategy, mb, cycle_ms), args, profile, median);
   }
   return row;
 }
@@ -263,8 +278,11 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                 total * 4 / kBytesPerMiB, profile.backward_s * 1e3, o.compute_scale != 1 ? " (scaled)" : "", layout.nranks,
                 o.exchange.algorithm.c_str(), std::string(name_of(o.exchange.impl.transport)).c_str());
     if (sweeps_cycles)
-      std::printf("# cycle: Horovod's fusion of what each cycle (%s ms) finds ready, under the bucket size\n",
-                  join_list(o.cycle_ms | std::views::transform([](double ms) { return format_double(ms); })).c_str());
+      std::printf("# cycle: Horovod's loop, live: each cycle (%s ms) fuses what it finds ready, under the bucket size%s\n",
+                  join_list(o.cycle_ms | std::views::transform([](double ms) { return format_double(ms); })).c_str(),
+                  std::find(o.progress.begin(), o.progress.end(), Progress::poll) != o.progress.end()
+                      ? "; its own thread, never polled"
+                      : "");
     std::printf("# %-10s  %9s  %7s  %11s  %11s  %11s  %8s  %9s\n", "strategy", "bucket_MiB", "buckets", "iter(ms)",
                 "exposed(ms)", "comm(ms)", "overlap", "vs_fused");
     std::fflush(stdout);
@@ -290,8 +308,8 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   };
   print("no-overlap", no_overlap);
   print("fused", fused);
-  const size_t sweeps_per_mode = o.strategies.size() + (sweeps_cycles ? o.cycle_ms.size() - 1 : 0);  // one per cycle time
-  saver.plan_snapshots(1 + o.progress.size() * sweeps_per_mode);  // the baselines are the first
+  const std::vector<BucketsSweep> sweeps = o.sweeps();
+  saver.plan_snapshots(1 + sweeps.size());  // the baselines are the first
   auto snapshot = [&](const std::string& sweep) {
     if (!root) return;
     watchdog.phase("saving the results so far");
@@ -300,25 +318,24 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   snapshot("the baselines");
 
   std::vector<Sweep> results;
-  for (Progress progress : o.progress)
-    for (BucketStrategy strategy : o.strategies)
-      for (double cycle_ms : strategy == BucketStrategy::cycle ? o.cycle_ms : std::vector<double>{0}) {
-        const bool polled = progress == Progress::poll;
-        Sweep sweep{strategy, progress, sweep_name(strategy, cycle_ms, o.cycle_ms.size() == 1, polled), {}};
-        const std::vector<double> sizes =
-            strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes();
-        for (double mb : sizes) {
-          char phase[128];
-          std::snprintf(phase, sizeof phase, "measuring %s at %g MiB", sweep.name.c_str(), mb);
-          watchdog.phase(phase);
-          sweep.rows.push_back(
-              measure(o, profile, sweep.name, strategy, mb, true, gradients, watchdog, tracing, progress, cycle_ms));
-          saver.add(sweep.name, sweep.rows.back(), cycle_ms);
-          print(sweep.name.c_str(), sweep.rows.back());
-        }
-        results.push_back(std::move(sweep));
-        snapshot(results.back().name);
-      }
+  for (const BucketsSweep& planned : sweeps) {
+    const bool polled = planned.progress == Progress::poll;
+    Sweep sweep{planned.strategy, planned.progress,
+                sweep_name(planned.strategy, planned.cycle_ms, o.cycle_ms.size() == 1, polled), {}};
+    const std::vector<double> sizes =
+        planned.strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes();
+    for (double mb : sizes) {
+      char phase[128];
+      std::snprintf(phase, sizeof phase, "measuring %s at %g MiB", sweep.name.c_str(), mb);
+      watchdog.phase(phase);
+      sweep.rows.push_back(measure(o, profile, sweep.name, planned.strategy, mb, true, gradients, watchdog, tracing,
+                                   planned.progress, planned.cycle_ms));
+      saver.add(sweep.name, sweep.rows.back(), planned.cycle_ms);
+      print(sweep.name.c_str(), sweep.rows.back());
+    }
+    results.push_back(std::move(sweep));
+    snapshot(results.back().name);
+  }
   if (root) print_best_sizes(results, no_overlap, o.progress.size() > 1);
   saver.save("complete");  // before the trace, whose writing may fail
   if (tracing) {

@@ -17,6 +17,17 @@ std::vector<double> BucketsOptions::bucket_sizes() const {
   return bucket_size_sweep(min_mb, max_mb, factor, "-b, -e and -f");
 }
 
+std::vector<BucketsSweep> BucketsOptions::sweeps() const {
+  std::vector<BucketsSweep> sweeps;
+  for (Progress p : progress)
+    for (BucketStrategy strategy : strategies) {
+      if (strategy != BucketStrategy::cycle) sweeps.push_back({p, strategy, 0});
+      else if (p == Progress::thread)
+        for (double ms : cycle_ms) sweeps.push_back({p, strategy, ms});
+    }
+  return sweeps;
+}
+
 std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool print) {
   BucketsOptions o;
   std::string strategies = "all", transport = "mpi", progress = "thread", cycle_ms = "1";
@@ -43,7 +54,8 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   app.add_option("-f,--factor", o.factor, "bucket size step factor [2]");
   app.add_option("--progress", progress,
                  "thread: a communication thread runs each bucket's allreduce; poll: MPI_Iallreduce posted and\n"
-                 "tested between layers (--algo mpi); thread,poll: both, compared [thread]");
+                 "tested between layers (--algo mpi; not cycle, Horovod's loop is a thread); thread,poll: both,\n"
+                 "compared [thread]");
   app.add_option("--algo", o.exchange.algorithm, "allreduce: mpi or a schedule (ring, rd, ...) [mpi]");
   app.add_option("--transport", transport, "a schedule's transport: mpi or shm [mpi]");
   app.add_option("-n,--iters", o.iters, "timed steps per configuration (median of the slowest rank) [3]");
@@ -80,6 +92,8 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   for (const std::string& name : split_list(progress)) o.progress.push_back(parse_progress(name));
   if (std::find(o.progress.begin(), o.progress.end(), Progress::poll) != o.progress.end() && o.exchange.algorithm != "mpi")
     throw UsageError("--progress poll posts MPI_Iallreduce: it needs --algo mpi");
+  if (o.sweeps().empty())
+    throw UsageError("--progress poll: the cycle strategy is Horovod's loop, a thread of its own: it has no polled sweep");
   for (const std::string& label : label_texts) add_label(o.labels, label);
   return o;
 }

@@ -9,6 +9,13 @@
 
 namespace sb {
 
+// One sweep over the bucket sizes: a strategy (with a cycle time, for cycle) under a progress mode.
+struct BucketsSweep {
+  Progress progress = Progress::thread;
+  BucketStrategy strategy = BucketStrategy::ddp;
+  double cycle_ms = 0;  // the cycle strategy's; 0 for the others
+};
+
 struct BucketsOptions {
   std::string model = "resnet50";
   int64_t batch = 32;        // per rank, for the measured profile
@@ -31,6 +38,9 @@ struct BucketsOptions {
   std::map<std::string, std::string> labels;
 
   std::vector<double> bucket_sizes() const;  // -b, -e, -f
+  // Every progress mode by every strategy, a sweep per cycle time for cycle, in that order; none
+  // for cycle polled (Horovod's loop is a thread of its own: there is no polled one).
+  std::vector<BucketsSweep> sweeps() const;
 };
 
 // Throws UsageError for bad input; nullopt after --help.

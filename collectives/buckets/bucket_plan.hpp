@@ -10,9 +10,9 @@
 //               1 ms by default since Horovod 0.21, 5 ms before) the gradients that became ready
 //               since the last one are fused, in the order they became ready, into buckets under
 //               the threshold, and reduced from that tick on. The buckets depend on when backward
-//               produces each gradient: sb-buckets and sb-dryrun plan them from a profile's times
-//               (plan_cycle_buckets) to replay or price them; sb-train fuses what each cycle of a
-//               live loop finds ready everywhere (cycle_exchange.hpp);
+//               produces each gradient: sb-train and sb-buckets fuse what each cycle of a live
+//               loop finds ready everywhere (cycle_exchange.hpp); sb-dryrun plans them from a
+//               profile's times (plan_cycle_buckets) to price them;
 //   ddp         PyTorch DDP: reverse order, a small first bucket (1 MiB) so that communication
 //               starts early, then buckets capped at --bucket-mb (25 MiB by default in DDP);
 //   partition   ByteScheduler: every tensor cut into partitions of about partition_elements
@@ -60,8 +60,9 @@ struct Bucket {
   std::vector<BucketPiece> pieces;
   size_t count = 0;      // fp32 elements in all
   size_t priority = 0;   // the smallest tensor index in it: lower is nearer the input, sent first
-  // cycle: the tick that takes it, numbered from 0 at backward's start, and its time (tick x
-  // cycle_s, seconds after backward starts): it is not reduced before. 0 for every other strategy.
+  // cycle: the tick that takes it, numbered from 0 at backward's start, and its time on the grid of
+  // ticks (tick x cycle_s, seconds after backward starts): it is not reduced before (a live loop's
+  // late cycles fall later still). 0 for every other strategy.
   size_t tick = 0;
   double start_at_s = 0;
 };
@@ -94,12 +95,12 @@ BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrate
 // and takes every later one of the tick that still fits under threshold_mb (0: no fusion); a
 // gradient larger than the threshold is a bucket alone. Tensors are never cut. Each bucket's
 // start_at_s is its tick. Each tick is one cycle of Horovod's loop, which first negotiates: the
-// exchange and the step model spend it at every tick up to the last bucket's (plan_ticks), idle or not.
+// step model spends it at every tick up to the last bucket's (plan_ticks), idle or not.
 // The order backward hands tensors over, given when each is ready: by time, ties in backward order
 // (the later tensor first). The replay reports them so, and the cycle plan fuses them so.
 std::vector<size_t> readiness_order(const std::vector<double>& ready_s);
-// More ticks in a step are refused (UsageError): each is replayed and priced, and a cycle of
-// nanoseconds would run for hours.
+// More ticks in a step are refused (UsageError): each is priced, and a cycle of nanoseconds would
+// run for hours.
 inline constexpr double kMostCycles = 1e6;
 BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const std::vector<double>& ready_s,
                               double cycle_s, double threshold_mb);

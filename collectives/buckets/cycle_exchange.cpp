@@ -4,7 +4,6 @@
 #include <stdexcept>
 
 #include "collectives/buckets/bucket_packing.hpp"
-#include "collectives/buckets/step_wait.hpp"
 #include "common/check.hpp"
 #include "common/nvtx.hpp"
 
@@ -83,7 +82,12 @@ void CycleExchange::reduce_from(size_t first) {
 void CycleExchange::run_loop() {
   uint64_t steps_served = 0;
   for (;;) {
-    if (!wait_for_next_step(mutex_, changed_, stopping_, steps_begun_, steps_served)) return;
+    {
+      std::unique_lock lock(mutex_);  // the next step begun
+      changed_.wait(lock, [&] { return stopping_ || steps_begun_ > steps_served; });
+      if (stopping_) return;
+      steps_served = steps_begun_;
+    }
     if (!run_step_cycles()) return;
     {
       std::lock_guard lock(mutex_);

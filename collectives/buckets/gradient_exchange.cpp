@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <climits>
 #include <stdexcept>
-#include <thread>
 
 #include "collectives/buckets/bucket_packing.hpp"
-#include "collectives/buckets/step_wait.hpp"
 #include "common/check.hpp"
 #include "common/nvtx.hpp"
 #include "common/usage_error.hpp"
@@ -38,6 +36,8 @@ GradientExchange::GradientExchange(MPI_Comm comm, const ExchangeConfig& config, 
                                    std::vector<float*> gradients)
     : plan_(std::move(plan)), gradients_(std::move(gradients)), overlap_(config.overlap), progress_(config.progress) {
   SB_CHECK(gradients_.size() == plan_.buckets_of_tensor.size(), "one gradient per planned tensor");
+  if (plan_.strategy == BucketStrategy::cycle)
+    throw std::invalid_argument("the cycle strategy's buckets are fused live, cycle by cycle: CycleExchange");
   if (progress_ == Progress::poll && (config.algorithm != "mpi" || config.compressor != "none"))
     throw UsageError("polled progress posts MPI_Iallreduce: it needs the mpi allreduce and no compressor");
   impl_ = make_host_allreduce(comm, config, comm_);
@@ -61,9 +61,7 @@ GradientExchange::GradientExchange(MPI_Comm comm, const ExchangeConfig& config, 
   bucket_start_.assign(plan_.buckets.size(), 0);
   bucket_end_.assign(plan_.buckets.size(), 0);
   requests_.assign(plan_.buckets.size(), MPI_REQUEST_NULL);
-  tensor_ready_.assign(plan_.tensors.size(), 0);
-  if (overlap_ && progress_ == Progress::thread)
-    thread_ = std::thread([this] { plan_.strategy == BucketStrategy::cycle ? run_cycles() : run_thread(); });
+  if (overlap_ && progress_ == Progress::thread) thread_ = std::thread([this] { run_thread(); });
 }
 
 GradientExchange::~GradientExchange() {
@@ -82,28 +80,17 @@ void GradientExchange::begin_step() {
   std::lock_guard lock(mutex_);
   for (size_t b = 0; b < plan_.buckets.size(); ++b) pieces_left_[b] = plan_.buckets[b].pieces.size();
   ready_.clear();
-  taken_ = 0;
   done_ = 0;
   communication_s_ = 0;
   negotiation_s_ = 0;
   negotiations_ = 0;
   ++step_;
-  step_start_ = std::chrono::steady_clock::now();
-  std::fill(tensor_ready_.begin(), tensor_ready_.end(), 0);
-  ++steps_begun_;
-  changed_.notify_all();
-}
-
-std::chrono::steady_clock::time_point GradientExchange::after_step_start(double seconds) const {
-  return step_start_ +
-         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 void GradientExchange::tensor_ready(size_t tensor) {
   bool any = false;  // a bucket became ready
   {
     std::lock_guard lock(mutex_);
-    tensor_ready_[tensor] = 1;
     for (size_t b : plan_.buckets_of_tensor[tensor]) {
       size_t pieces = 0;
       for (const BucketPiece& piece : plan_.buckets[b].pieces) pieces += piece.tensor == tensor;
@@ -116,8 +103,8 @@ void GradientExchange::tensor_ready(size_t tensor) {
     }
   }
   if (overlap_ && progress_ == Progress::poll) {
-    // A layer boundary: post what is ready and due, progress what is posted.
-    post_due(false);
+    // A layer boundary: post what is ready, progress what is posted.
+    post_ready();
     test_posted();
     return;
   }
@@ -125,18 +112,16 @@ void GradientExchange::tensor_ready(size_t tensor) {
 }
 
 // Every rank posts the buckets in one order: the order backward completes them, which is the same
-// on every rank, or cycle's plan order; a later bucket's start time is never earlier.
-void GradientExchange::post_due(bool wait) {
+// on every rank.
+void GradientExchange::post_ready() {
   for (;;) {
     size_t bucket = 0;
     {
       std::lock_guard lock(mutex_);
-      const auto next = next_ready();
-      if (next == ready_.end()) return;
-      if (!wait && std::chrono::steady_clock::now() < after_step_start(plan_.buckets[*next].start_at_s)) return;
-      bucket = take(next);
+      if (ready_.empty()) return;
+      bucket = ready_.front();
+      ready_.erase(ready_.begin());
     }
-    if (wait) std::this_thread::sleep_until(after_step_start(plan_.buckets[bucket].start_at_s));
     post(bucket);
   }
 }
@@ -202,19 +187,7 @@ void GradientExchange::test_posted() {
   }
 }
 
-std::vector<size_t>::iterator GradientExchange::next_ready() {
-  if (plan_.strategy != BucketStrategy::cycle) return ready_.begin();
-  return std::find(ready_.begin(), ready_.end(), taken_);
-}
-
-size_t GradientExchange::take(std::vector<size_t>::iterator ready) {
-  const size_t bucket = *ready;
-  ready_.erase(ready);
-  ++taken_;
-  return bucket;
-}
-
-// Takes ready buckets one at a time (cycle's have a loop of their own, run_cycles). Every rank
+// Takes ready buckets one at a time. Every rank
 // must start the same allreduces in the same order. In the order backward completes them
 // (per-tensor, fixed, ddp) that holds by itself: backward reports gradients in the same order on
 // every rank. Priority order (partition) depends on what is ready when, which differs between
@@ -229,11 +202,12 @@ void GradientExchange::run_thread() {
     {
       std::unique_lock lock(mutex_);
       changed_.wait(lock, [&] {
-        return stopping_ || (negotiate ? ready_.size() > ready_seen : next_ready() != ready_.end());
+        return stopping_ || (negotiate ? ready_.size() > ready_seen : !ready_.empty());
       });
       if (stopping_) return;
       if (!negotiate) {
-        bucket = take(next_ready());
+        bucket = ready_.front();  // the first to have become ready
+        ready_.erase(ready_.begin());
       } else {
         std::fill(mine.begin(), mine.end(), 0);
         for (size_t b : ready_) mine[b] = 1;
@@ -254,51 +228,12 @@ void GradientExchange::run_thread() {
           ready_seen = seen;
           continue;
         }
-        take(std::find(ready_.begin(), ready_.end(), bucket));
+        ready_.erase(std::find(ready_.begin(), ready_.end(), bucket));
       }
       ready_seen = 0;
     }
     reduce(bucket);
     changed_.notify_all();
-  }
-}
-
-// One pass of Horovod's loop per tick of the plan. The ranks make the same collectives in the
-// same order: a negotiation per tick, then that tick's buckets in the plan's order. (Horovod's loop
-// runs without end and fuses whatever its late cycles find; here the plan fixes what each tick
-// takes, so a thread that falls behind its ticks runs them back to back.)
-void GradientExchange::run_cycles() {
-  const size_t ticks = plan_ticks(plan_);
-  ReadyNegotiation negotiation(negotiation_words(plan_));
-  uint64_t steps_served = 0;
-  for (;;) {
-    if (!wait_for_next_step(mutex_, changed_, stopping_, steps_begun_, steps_served)) return;
-    size_t bucket = 0;
-    for (size_t tick = 0; tick < ticks; ++tick) {
-      {
-        std::unique_lock lock(mutex_);
-        const auto due = after_step_start(static_cast<double>(tick) * plan_.cycle_s);
-        if (changed_.wait_until(lock, due, [&] { return stopping_; })) return;
-        negotiation.clear();
-        for (size_t k = 0; k < tensor_ready_.size(); ++k)
-          if (tensor_ready_[k]) negotiation.mark(k);
-      }
-      const double seconds = negotiation.agree(comm_, ranks_);
-      {
-        std::lock_guard lock(mutex_);
-        count_negotiation(seconds);
-      }
-      for (; bucket < plan_.buckets.size() && plan_.buckets[bucket].tick == tick; ++bucket) {
-        {
-          std::unique_lock lock(mutex_);  // the next in the plan's order, once ready
-          changed_.wait(lock, [&] { return stopping_ || next_ready() != ready_.end(); });
-          if (stopping_) return;
-          take(next_ready());
-        }
-        reduce(bucket);
-        changed_.notify_all();
-      }
-    }
   }
 }
 
@@ -321,7 +256,7 @@ ExchangeTimes GradientExchange::finish() {
   } else if (progress_ == Progress::poll) {
     SB_CHECK(std::all_of(pieces_left_.begin(), pieces_left_.end(), [](size_t n) { return n == 0; }),
              "finish() before every gradient was reported ready");
-    post_due(true);
+    post_ready();
     for (const size_t bucket : std::vector<size_t>(posted_)) {
       SB_MPI_CHECK(MPI_Wait(&requests_[bucket], MPI_STATUS_IGNORE));
       take_in(bucket);

@@ -6,12 +6,8 @@
 // transport), and unpacked scaled by 1/ranks. Without overlap the same buckets are reduced in the
 // same way after backward, so both paths give bit-identical gradients.
 //
-// The cycle strategy's buckets are reduced as Horovod's background loop reduces them: the thread
-// runs one cycle per tick of the plan, counted from begin_step(); a cycle starts at its tick (or
-// when the last one ended, if later), negotiates (an MPI_BAND allreduce of a bit per tensor ready
-// here, as Horovod's response cache does each cycle, idle or not), then reduces the buckets of its
-// tick in the plan's order. Polled, there is no loop and no negotiation: a bucket is posted at a
-// layer boundary once its tick has come.
+// The cycle strategy has no plan to follow: Horovod's loop fuses what each cycle finds ready, live
+// (cycle_exchange.hpp). A cycle plan here is refused (std::invalid_argument).
 //
 // Progress: by default a communication thread drives each bucket's (blocking) allreduce. With
 // Progress::poll there is no thread: a ready bucket's MPI_Iallreduce is posted by the caller's
@@ -24,9 +20,7 @@
 // initialised with MPI_THREAD_SERIALIZED or more.
 #include <mpi.h>
 
-#include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,7 +30,6 @@
 #include "collectives/allreduce_impl.hpp"
 #include "collectives/buckets/bucket_plan.hpp"
 #include "collectives/buckets/gradient_averager.hpp"
-#include "collectives/buckets/ready_negotiation.hpp"
 #include "collectives/compress/compressed_allreduce.hpp"
 
 namespace sb {
@@ -97,7 +90,6 @@ class GradientExchange final : public GradientAverager {
 
  private:
   void run_thread();
-  void run_cycles();  // the cycle strategy's thread
   void reduce(size_t bucket);
   // The pieces of reduce(), for the polled path: pack into the fused buffer; unpack it averaged.
   void pack(size_t bucket);
@@ -106,15 +98,8 @@ class GradientExchange final : public GradientAverager {
   void post(size_t bucket);
   void test_posted();
   void take_in(size_t bucket);  // a completed posted bucket: averaged back into the gradients
-  // Polled path: posts the ready buckets whose start time has come, in the order they became
-  // ready; with `wait`, sleeps until each one's start time instead.
-  void post_due(bool wait);
-  // The caller holds mutex_. The next bucket to reduce or post among ready_ (its end if none): the
-  // first to have become ready; cycle: the next in the plan's order, once ready, as one tick's
-  // buckets may become ready in another order than they are fused. take() removes it.
-  std::vector<size_t>::iterator next_ready();
-  size_t take(std::vector<size_t>::iterator ready);
-  std::chrono::steady_clock::time_point after_step_start(double seconds) const;
+  // Polled path: posts the ready buckets, in the order they became ready.
+  void post_ready();
   void count_negotiation(double seconds);  // the caller holds mutex_
 
   BucketPlan plan_;
@@ -134,12 +119,9 @@ class GradientExchange final : public GradientAverager {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<size_t> pieces_left_;  // per bucket, this step
-  std::vector<size_t> ready_;        // buckets ready and not yet taken (polled: not yet posted)
-  size_t taken_ = 0;                 // buckets taken from ready_ this step (the thread or the polled path)
-  std::chrono::steady_clock::time_point step_start_;  // begin_step()'s moment
-  uint64_t steps_begun_ = 0;                          // begin_step() calls (run_cycles waits for the next)
-  std::vector<uint8_t> tensor_ready_;                 // this step, per tensor (the cycles' negotiation)
-  size_t done_ = 0;                  // buckets reduced this step
+  // Buckets ready and not yet taken (polled: not yet posted), in the order they became ready.
+  std::vector<size_t> ready_;
+  size_t done_ = 0;  // buckets reduced this step
   bool stopping_ = false;
   double communication_s_ = 0;
   double negotiation_s_ = 0;  // of communication_s_, with negotiations_ of them

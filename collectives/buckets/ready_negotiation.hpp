@@ -1,7 +1,7 @@
 #pragma once
 // A cycle's negotiation in Horovod's loop: which gradients every rank has ready, agreed as a bit
-// per tensor allreduced with MPI_BAND (its response cache's way, every cycle, idle or not). The
-// cycle exchanges (gradient_exchange.hpp's planned one, cycle_exchange.hpp's live one) hold one.
+// per tensor allreduced with MPI_BAND (its response cache's way, every cycle, idle or not), as
+// cycle_exchange.hpp's loop does once a cycle.
 #include <mpi.h>
 
 #include <algorithm>

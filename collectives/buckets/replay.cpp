@@ -17,7 +17,7 @@ void sleep_until(double start, double offset) {
 
 }  // namespace
 
-ReplayResult replay_step(GradientExchange& exchange, const BackwardProfile& profile, MPI_Comm comm) {
+ReplayResult replay_step(GradientAverager& exchange, const BackwardProfile& profile, MPI_Comm comm) {
   const std::vector<size_t> order = readiness_order(profile.ready_s);
   SB_MPI_CHECK(MPI_Barrier(comm));
   exchange.begin_step();
@@ -38,9 +38,10 @@ ReplayResult replay_step(GradientExchange& exchange, const BackwardProfile& prof
   r.communication_s = times.communication_s;
   r.negotiation_s = times.negotiation_s;
   r.overlap = r.communication_s > 0 ? std::clamp(1.0 - r.exposed_s / r.communication_s, 0.0, 1.0) : 1.0;
-  for (size_t b = 0; b < exchange.plan().buckets.size(); ++b) {
-    r.bucket_start_s.push_back(exchange.bucket_start()[b] - start);
-    r.bucket_end_s.push_back(exchange.bucket_end()[b] - start);
+  r.plan = exchange.plan();
+  for (const auto& [begin, end] : exchange.bucket_spans()) {
+    r.bucket_start_s.push_back(begin - start);
+    r.bucket_end_s.push_back(end - start);
   }
   return r;
 }

@@ -8,7 +8,7 @@
 namespace sb {
 
 void trace_replayed_step(TraceRecorder& trace, const std::string& configuration, const std::string& args_json,
-                         const BackwardProfile& profile, const BucketPlan& plan, const ReplayResult& step) {
+                         const BackwardProfile& profile, const ReplayResult& step) {
   const double start = step.start_wtime;
   const double backward_end = start + profile.backward_s;
   const double end = start + step.iteration_s;
@@ -21,7 +21,7 @@ void trace_replayed_step(TraceRecorder& trace, const std::string& configuration,
   std::vector<std::pair<double, double>> spans;
   for (size_t b = 0; b < step.bucket_start_s.size() && b < step.bucket_end_s.size(); ++b)
     spans.emplace_back(start + step.bucket_start_s[b], start + step.bucket_end_s[b]);
-  trace_bucket_spans(trace, kReplayCommunicationTrack, plan, spans);
+  trace_bucket_spans(trace, kReplayCommunicationTrack, step.plan, spans);
 }
 
 }  // namespace sb

@@ -9,7 +9,6 @@
 #include <string>
 
 #include "collectives/buckets/backward_profile.hpp"
-#include "collectives/buckets/bucket_plan.hpp"
 #include "collectives/buckets/replay.hpp"
 #include "common/trace_events.hpp"
 
@@ -21,6 +20,6 @@ constexpr int kReplayCommunicationTrack = 1;
 // configuration: what the step ran ("fixed, 4 MiB buckets"); args_json: its figures, the members
 // of a JSON object without braces.
 void trace_replayed_step(TraceRecorder& trace, const std::string& configuration, const std::string& args_json,
-                         const BackwardProfile& profile, const BucketPlan& plan, const ReplayResult& step);
+                         const BackwardProfile& profile, const ReplayResult& step);
 
 }  // namespace sb

@@ -26,20 +26,24 @@ node_args=(--profile profile.txt --strategy ddp -b 1 -e 1 -n 1 --threads 1 --out
 $MPIRUN -np 1 --wdir "$WORK/node-a" "$buckets_bin" "${node_args[@]}" : -np 1 --wdir "$WORK/node-b" "$buckets_bin" \
   "${node_args[@]}" >"$WORK/node.txt" 2>&1
 check "a profile on rank 0's node alone is replayed by both ranks (exit $?)" grep -qE '^  ddp +1\.00 ' "$WORK/node.txt"
-# Both progress modes in one run: the polled sweeps beside the threaded ones, compared.
-$MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy ddp,partition -b 0.5 -e 1 -n 1 \
+# Both progress modes in one run: the polled sweeps beside the threaded ones, compared; the cycle
+# strategy, Horovod's loop, is a thread of its own, swept once.
+$MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy ddp,partition,cycle -b 0.5 -e 1 -n 1 \
   --progress thread,poll --out "$WORK/poll.h5" >"$WORK/poll.txt" 2>&1
 check "--progress thread,poll exits 0" test $? -eq 0
 check "polled rows for each strategy and size" test "$(grep -cE '^  (ddp|partition)@poll ' "$WORK/poll.txt")" -eq 4
 check "the polled best is compared with the thread's" test "$(grep -c "x the thread's best" "$WORK/poll.txt")" -eq 2
 check "the file has the polled groups" bash -c "h5ls '$WORK/poll.h5/buckets' | grep -q '^ddp@poll '"
+check "cycle is swept by its own thread alone, and the table says so" bash -c \
+  "grep -qE '^  cycle ' '$WORK/poll.txt' && ! grep -q 'cycle@poll' '$WORK/poll.txt' && grep -q 'never polled' '$WORK/poll.txt' &&
+   ! h5ls '$WORK/poll.h5/buckets' | grep -q '^cycle@poll '"
 # A schedule on the shm transport: the buckets' fused buffers must be in shared windows (they were
 # not, and the first reduction ended the job).
 $MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy ddp,per-tensor -b 1 -e 1 -n 1 \
   --algo ring --transport shm --out "$WORK/shm.h5" >"$WORK/shm.txt" 2>&1
 check "--algo ring --transport shm exits 0" test $? -eq 0
 check "with a row for each strategy" test "$(grep -cE '^  (ddp|per-tensor) ' "$WORK/shm.txt")" -eq 2
-# The cycle strategy, Horovod's background loop: nothing is reduced before the first tick, and a
+# The cycle strategy, Horovod's background loop, live: nothing is reduced before its second cycle, and a
 # longer cycle fuses more gradients per bucket.
 $MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/profile.txt" --strategy cycle -b 1 -e 1 -n 1 --cycle-ms 2 \
   --out "$WORK/cycle.h5" >"$WORK/cycle.txt" 2>&1
@@ -125,6 +129,7 @@ bad_input "an allreduce on device buffers" --algo mpi-cuda
 bad_input "unknown model" --model vgg16
 bad_input "unknown progress mode" --progress spin
 bad_input "polled progress with a schedule" --progress poll --algo ring
+bad_input "the cycle strategy polled alone: nothing to sweep" --strategy cycle --progress poll
 bad_input "a profile to write where no file can be" --write-profile "$WORK/nowhere/profile.txt"
 # The results written as the profile ended in a fault (exit 3) after the whole sweep.
 bad_input "--trace naming the results file" --trace "$WORK/bad.h5"

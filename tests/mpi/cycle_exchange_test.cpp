@@ -1,6 +1,7 @@
 // Horovod's loop live (CycleExchange, sb-train --bucket-strategy cycle) at 1..5 ranks: exact
 // averages overlapped or not and weighted; buckets under the threshold; every rank fusing the same
-// buckets in the same number of cycles; and a gradient held back on one rank reduced only after
+// buckets in the same number of cycles; a bucket reduced no sooner than the cycle that found it,
+// after its gradients were handed over; and a gradient held back on one rank reduced only after
 // that rank reported it, while the others' buckets went ahead.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -59,6 +60,47 @@ TEST(CycleExchange, EveryRankGetsTheAverageInBucketsUnderTheThreshold) {
         }
       }
     }
+  }
+}
+
+// Backward hands over t4, t3, t2 at 1, 2, 3 ms and t1, t0 at 9, 10 ms, as sb-buckets replays a
+// profile; 4 ms cycles. Cycle k starts no sooner than k cycle times after begin_step(), later when
+// the one before ran long, so every bucket waits for its cycle, and none holds a gradient handed
+// over after the bucket started.
+TEST(CycleExchange, ABucketWaitsForTheCycleThatFoundItsGradients) {
+  const std::vector<GradientTensor> tensors = {{"t0", 50}, {"t1", 100}, {"t2", 30}, {"t3", 300}, {"t4", 200}};
+  const double handed_at[] = {0.010, 0.009, 0.003, 0.002, 0.001};  // per tensor, after the step begins
+  const double cycle_s = 0.004;
+  ExchangeConfig config;
+  Gradients grads(tensors);
+  CycleExchange exchange(MPI_COMM_WORLD, config, tensors, cycle_s, 240.0 * sizeof(float) / kMiB, grads.pointers);
+  for (int step = 0; step < 3; ++step) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double begin = MPI_Wtime();
+    exchange.begin_step();
+    std::vector<double> handed(tensors.size());
+    for (size_t k = tensors.size(); k-- > 0;) {
+      const double wait = begin + handed_at[k] - MPI_Wtime();
+      if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+      handed[k] = MPI_Wtime();
+      exchange.tensor_ready(k);
+    }
+    exchange.finish();
+    const BucketPlan& plan = exchange.plan();
+    const auto spans = exchange.bucket_spans();
+    ASSERT_EQ(spans.size(), plan.buckets.size());
+    for (size_t b = 0; b < plan.buckets.size(); ++b) {
+      EXPECT_GE(spans[b].first - begin, static_cast<double>(plan.buckets[b].tick) * cycle_s - 1e-4)
+          << "step " << step << ": bucket " << b << " reduced before its cycle";
+      for (const BucketPiece& piece : plan.buckets[b].pieces)
+        EXPECT_GE(spans[b].first, handed[piece.tensor]) << "step " << step << ": bucket " << b << " holds tensor "
+                                                        << piece.tensor << ", handed over after it started";
+      if (b > 0) {
+        EXPECT_GE(plan.buckets[b].tick, plan.buckets[b - 1].tick) << "step " << step;
+        EXPECT_GE(spans[b].first, spans[b - 1].second) << "step " << step << ": one bucket at a time";
+      }
+    }
+    EXPECT_TRUE(same_on_every_rank(static_cast<long long>(plan.buckets.size())));
   }
 }
 
