@@ -1,6 +1,10 @@
 #include "sim/step_model.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+#include "common/usage_error.hpp"
 
 namespace sb::sim {
 namespace {
@@ -13,6 +17,18 @@ std::vector<double> bucket_ready_s(const BackwardProfile& profile, const BucketP
   return ready;
 }
 
+// One bucket on the communication thread: pack, allreduce in place, unpack scaled.
+double bucket_seconds(size_t count, StepModel& model) {
+  if (model.nranks == 1) return 0.0;
+  const double bytes = static_cast<double>(count) * sizeof(float);
+  return 2 * bytes / model.copy_rate + model.allreduce.seconds(count);
+}
+
+// A cycle's negotiation: an MPI_Allreduce of a bit per tensor, in 64-bit words.
+double cycle_negotiation_seconds(const BucketPlan& plan, StepModel& model) {
+  return model.nranks > 1 ? model.flags.seconds(negotiation_words(plan) * sizeof(uint64_t) / sizeof(float)) : 0.0;
+}
+
 }  // namespace
 
 StepPrediction predict_step(const BackwardProfile& profile, const BucketPlan& plan, StepModel& model, bool overlap) {
@@ -22,36 +38,16 @@ StepPrediction predict_step(const BackwardProfile& profile, const BucketPlan& pl
   p.bucket_end_s.assign(n, 0.0);
   std::vector<double> ready = bucket_ready_s(profile, plan);
   if (!overlap) std::fill(ready.begin(), ready.end(), profile.backward_s);
+  if (plan.strategy == BucketStrategy::cycle && overlap)
+    throw std::invalid_argument("the cycle strategy's buckets are what its cycles find: predict_cycle_step");
   const bool negotiate = plan.strategy == BucketStrategy::partition && model.nranks > 1;
-  // The cost of one bucket on the thread: pack, allreduce in place, unpack scaled.
-  auto cost = [&](size_t b) {
-    const double bytes = static_cast<double>(plan.buckets[b].count) * sizeof(float);
-    const double copies = model.nranks > 1 ? 2 * bytes / model.copy_rate : 0.0;
-    return copies + (model.nranks > 1 ? model.allreduce.seconds(plan.buckets[b].count) : 0.0);
-  };
   const double negotiation = negotiate ? model.flags.seconds((n + 3) / 4) : 0.0;
-
-  // cycle: Horovod's loop, as GradientExchange runs it, one cycle per tick, each starting at its
-  // tick or when the last one ended and negotiating (an allreduce of a bit per tensor) before it
-  // reduces its tick's buckets.
-  const bool cycles = plan.strategy == BucketStrategy::cycle && overlap;
-  const double cycle_negotiation =
-      cycles && model.nranks > 1 ? model.flags.seconds(negotiation_words(plan) * sizeof(uint64_t) / sizeof(float)) : 0.0;
-  size_t ticks_done = 0;
 
   std::vector<char> done(n, 0);
   double thread = 0;  // when the communication thread is next free
   for (size_t taken = 0; taken < n; ++taken) {
     size_t next = n;
-    if (cycles) {
-      next = taken;  // the plan's order, tick by tick; every tick up to this bucket's a cycle
-      for (; ticks_done <= plan.buckets[next].tick; ++ticks_done) {
-        thread = std::max(thread, static_cast<double>(ticks_done) * plan.cycle_s) + cycle_negotiation;
-        p.communication_s += cycle_negotiation;
-        p.negotiation_s += cycle_negotiation;
-      }
-      thread = std::max(thread, ready[next]);
-    } else if (!negotiate) {
+    if (!negotiate) {
       next = taken;  // backward's completion order
       thread = std::max(thread, ready[next]);
     } else {
@@ -69,7 +65,7 @@ StepPrediction predict_step(const BackwardProfile& profile, const BucketPlan& pl
     }
     done[next] = 1;
     p.bucket_start_s[next] = thread;
-    thread += cost(next);
+    thread += bucket_seconds(plan.buckets[next].count, model);
     p.bucket_end_s[next] = thread;
     p.communication_s += p.bucket_end_s[next] - p.bucket_start_s[next];
   }
@@ -77,6 +73,61 @@ StepPrediction predict_step(const BackwardProfile& profile, const BucketPlan& pl
   p.exposed_s = p.iteration_s - profile.backward_s;
   p.overlap = p.communication_s > 0 ? std::clamp(1 - p.exposed_s / p.communication_s, 0.0, 1.0) : 1.0;
   return p;
+}
+
+CyclePrediction predict_cycle_step(const BackwardProfile& profile, double cycle_s, double threshold_mb,
+                                   StepModel& model) {
+  CyclePrediction c;
+  if (threshold_mb < 0) throw UsageError("--bucket-mb must not be negative");
+  c.plan = empty_cycle_plan(profile.tensors, cycle_s);
+  if (!(profile.backward_s / cycle_s <= kMostCycles)) {
+    char why[160];
+    std::snprintf(why, sizeof why, "cycles of %g ms make the %g s of backward more than %g cycles: lengthen them",
+                  cycle_s * 1e3, profile.backward_s, kMostCycles);
+    throw UsageError(why);
+  }
+  const std::vector<size_t> order = readiness_order(profile.ready_s);
+  const double negotiation = cycle_negotiation_seconds(c.plan, model);
+  StepPrediction& p = c.step;
+  size_t taken = 0;        // of order: handed over and fused by an earlier cycle
+  double thread = 0;       // when this cycle's work ends
+  double anchor = 0;       // the loop's cycles fall cycle_s apart from this start, that of cycle
+  size_t anchor_cycle = 0; // anchor_cycle (the last to start late), so that no rounding piles up
+  for (; taken < order.size(); ++c.cycles) {
+    const double begin = anchor + static_cast<double>(c.cycles - anchor_cycle) * cycle_s;
+    // What backward had handed over when the cycle began: a prefix of the order. The tolerance
+    // keeps a gradient ready a whole number of cycles in (2 ms, at 1 ms cycles) on its own cycle.
+    size_t handed = taken;
+    while (handed < order.size() && profile.ready_s[order[handed]] <= begin + 1e-9 * cycle_s) ++handed;
+    thread = begin + negotiation;
+    p.communication_s += negotiation;
+    p.negotiation_s += negotiation;
+    const size_t first = c.plan.buckets.size();
+    if (handed > taken)
+      fuse_cycle(c.plan,
+                 std::vector<size_t>(order.begin() + static_cast<std::ptrdiff_t>(taken),
+                                     order.begin() + static_cast<std::ptrdiff_t>(handed)),
+                 c.cycles, threshold_mb);
+    for (size_t b = first; b < c.plan.buckets.size(); ++b) {
+      p.bucket_start_s.push_back(thread);
+      thread += bucket_seconds(c.plan.buckets[b].count, model);
+      p.bucket_end_s.push_back(thread);
+      p.communication_s += p.bucket_end_s.back() - p.bucket_start_s.back();
+    }
+    taken = handed;
+    // The next cycle starts cycle_s after this one began, or when this one's work ends if later.
+    if (thread > begin + cycle_s) anchor = thread, anchor_cycle = c.cycles + 1;
+  }
+  p.iteration_s = std::max(profile.backward_s, thread);
+  p.exposed_s = p.iteration_s - profile.backward_s;
+  p.overlap = p.communication_s > 0 ? std::clamp(1 - p.exposed_s / p.communication_s, 0.0, 1.0) : 1.0;
+  return c;
+}
+
+StepPrediction predict_swept_step(const BackwardProfile& profile, BucketStrategy strategy, double bucket_mb,
+                                  double cycle_s, StepModel& model, bool overlap) {
+  if (strategy == BucketStrategy::cycle && overlap) return predict_cycle_step(profile, cycle_s, bucket_mb, model).step;
+  return predict_step(profile, plan_buckets_swept(profile.tensors, strategy, bucket_mb), model, overlap);
 }
 
 }  // namespace sb::sim

@@ -1,11 +1,11 @@
 #pragma once
-// A training step's gradient exchange, simulated as GradientExchange runs it: backward produces
+// A training step's gradient exchange, simulated as the host exchanges run it: backward produces
 // each gradient at its time in the profile; one communication thread takes the buckets one at a
 // time, each as soon as its last piece is ready (in backward's completion order; partition: the
-// most urgent bucket ready, after a small allreduce of readiness flags, as the exchange
-// negotiates; cycle: a cycle of Horovod's loop per tick, each negotiating, then reducing its
-// tick's buckets), packs it, allreduces it and unpacks it scaled. Or, without overlap, the same
-// allreduces after backward ends.
+// most urgent bucket ready, after a small allreduce of readiness flags, as GradientExchange
+// negotiates), packs it, allreduces it and unpacks it scaled. Or, without overlap, the same
+// allreduces after backward ends. The cycle strategy's buckets are not planned but found, cycle by
+// cycle, by Horovod's loop (CycleExchange): predict_cycle_step runs that loop on the model.
 #include <cstddef>
 #include <vector>
 
@@ -42,6 +42,30 @@ struct StepModel {
   }
 };
 
+// A plan's step; std::invalid_argument for a cycle plan overlapped (its cycles make its buckets).
 StepPrediction predict_step(const BackwardProfile& profile, const BucketPlan& plan, StepModel& model, bool overlap);
+
+// Horovod's loop as CycleExchange runs it, overlapped: the first cycle starts with backward; each
+// negotiates (an allreduce of a bit per tensor), fuses first-fit under threshold_mb the gradients
+// handed over since the last, by its start, in backward's order (fuse_cycle), and reduces them one
+// after the other; the next starts cycle_s after this one began, or when this one's work ends if
+// later, so a loop that falls behind fuses more at once. The step ends with the cycle that finds
+// the last gradient. The profile stands for every rank: what one has handed over, all have.
+struct CyclePrediction {
+  StepPrediction step;
+  BucketPlan plan;  // the buckets the cycles fused, each with its cycle (Bucket::tick)
+  size_t cycles = 0;
+};
+// More cycles in a backward pass are refused (UsageError): each is priced, and cycles of
+// nanoseconds would run for hours.
+inline constexpr double kMostCycles = 1e6;
+// UsageError for a negative threshold, or where backward would last more than kMostCycles cycles.
+CyclePrediction predict_cycle_step(const BackwardProfile& profile, double cycle_s, double threshold_mb,
+                                   StepModel& model);
+
+// One row of a sweep, as sb-buckets measures it: the cycle strategy's live loop (cycle_s apart),
+// any other strategy's plan at bucket_mb (plan_buckets_swept).
+StepPrediction predict_swept_step(const BackwardProfile& profile, BucketStrategy strategy, double bucket_mb,
+                                  double cycle_s, StepModel& model, bool overlap);
 
 }  // namespace sb::sim

@@ -68,7 +68,7 @@ std::unique_ptr<GradientAverager> make_replayed_exchange(const ExchangeConfig& c
   if (strategy == BucketStrategy::cycle)
     return std::make_unique<CycleExchange>(MPI_COMM_WORLD, config, profile.tensors, cycle_ms * 1e-3, mb,
                                            std::move(gradients));
-  return std::make_unique<GradientExchange>(MPI_COMM_WORLD, config, plan_replayed_buckets(profile, strategy, mb, 0),
+  return std::make_unique<GradientExchange>(MPI_COMM_WORLD, config, plan_buckets_swept(profile.tensors, strategy, mb),
                                             std::move(gradients));
 }
 

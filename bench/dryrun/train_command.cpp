@@ -102,8 +102,8 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
           const std::vector<double> sizes =
               strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes_mb();
           for (const double mb : sizes) {
-            const BucketPlan plan = plan_replayed_buckets(profile, strategy, mb, cycle_ms * 1e-3);
-            sweep.rows.push_back(row_of(sim::predict_step(profile, plan, model, true), mb, plan.buckets.size()));
+            const sim::StepPrediction p = sim::predict_swept_step(profile, strategy, mb, cycle_ms * 1e-3, model, true);
+            sweep.rows.push_back(row_of(p, mb, p.bucket_start_s.size()));
             if (sweep.rows.back().iteration_s < best.row.iteration_s) best = {sweep.name, sweep.rows.back()};
           }
           sweeps.push_back(std::move(sweep));

@@ -145,10 +145,9 @@ void validate_buckets(const Run& run, const sim::Machine& machine, std::vector<C
       require_plausible(std::isfinite(mb[i]) && mb[i] >= 0, group + ": bucket_mb is not a bucket size");  // 0: per tensor
       // fused was planned as one bucket twice the gradients' size.
       const double planned_mb = group == "fused" ? 1e9 : mb[i];
-      // A cycle plan of too many cycles is refused as a file sb-buckets could not have written.
-      const BucketPlan plan =
-          parsed_from_file([&] { return plan_replayed_buckets(profile, strategy, planned_mb, cycle_ms * 1e-3); });
-      const sim::StepPrediction p = sim::predict_step(profile, plan, model, overlap);
+      // Cycles too many to price are refused as a file sb-buckets could not have written.
+      const sim::StepPrediction p = parsed_from_file(
+          [&] { return sim::predict_swept_step(profile, strategy, planned_mb, cycle_ms * 1e-3, model, overlap); });
       cases.push_back({run.name, "buckets:" + group, run.ranks, mb[i], measured[i], p.iteration_s, run.run_id});
     }
   }

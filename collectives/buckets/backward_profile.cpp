@@ -62,10 +62,4 @@ void write_backward_profile(const std::string& path, const BackwardProfile& prof
   file.commit();
 }
 
-BucketPlan plan_replayed_buckets(const BackwardProfile& profile, BucketStrategy strategy, double bucket_mb,
-                                 double cycle_s) {
-  if (strategy == BucketStrategy::cycle) return plan_cycle_buckets(profile.tensors, profile.ready_s, cycle_s, bucket_mb);
-  return plan_buckets_swept(profile.tensors, strategy, bucket_mb);
-}
-
 }  // namespace sb

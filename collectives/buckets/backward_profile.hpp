@@ -28,10 +28,4 @@ BackwardProfile read_backward_profile(const std::string& path);
 BackwardProfile parse_backward_profile(const std::string& text, const std::string& path);
 void write_backward_profile(const std::string& path, const BackwardProfile& profile);
 
-// The plan of a strategy at one swept size, as sb-buckets replays it (not cycle: Horovod's loop,
-// live) and sb-dryrun prices it: the cycle strategy's from this profile's times, cycle_s apart
-// (plan_cycle_buckets); any other's from its tensors alone (plan_buckets_swept).
-BucketPlan plan_replayed_buckets(const BackwardProfile& profile, BucketStrategy strategy, double bucket_mb,
-                                 double cycle_s);
-
 }  // namespace sb

@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <numeric>
 #include <stdexcept>
 #include <string>
 
-#include "common/check.hpp"
 #include "common/sizes.hpp"
 #include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
@@ -181,35 +179,6 @@ BucketPlan empty_cycle_plan(const std::vector<GradientTensor>& tensors, double c
   return plan;
 }
 
-BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const std::vector<double>& ready_s,
-                              double cycle_s, double threshold_mb) {
-  if (threshold_mb < 0) throw UsageError("--bucket-mb must not be negative");
-  SB_CHECK(ready_s.size() == tensors.size(), "one ready time per tensor");
-  BucketPlan plan = empty_cycle_plan(tensors, cycle_s);
-  const std::vector<size_t> order = readiness_order(ready_s);
-  // Every tick up to the last is a cycle with its negotiation, replayed or priced one by one.
-  const double last = ready_s.empty() ? 0.0 : *std::max_element(ready_s.begin(), ready_s.end());
-  if (!(last / cycle_s <= kMostCycles)) {
-    char why[160];
-    std::snprintf(why, sizeof why, "cycles of %g ms make the %g s of backward more than %g cycles: lengthen them",
-                  cycle_s * 1e3, last, kMostCycles);
-    throw UsageError(why);
-  }
-  // A gradient ready at t is taken by the first tick at or after it. The tolerance keeps a time
-  // that is a whole number of cycles (2 ms at 1 ms cycles) on its own tick despite rounding.
-  auto tick_of = [&](double t) { return static_cast<size_t>(std::max(std::ceil(t / cycle_s - 1e-9), 0.0)); };
-  for (size_t first = 0; first < order.size();) {
-    const size_t tick = tick_of(ready_s[order[first]]);
-    size_t end = first;
-    while (end < order.size() && tick_of(ready_s[order[end]]) == tick) ++end;
-    fuse_cycle(plan, std::vector<size_t>(order.begin() + static_cast<std::ptrdiff_t>(first),
-                                         order.begin() + static_cast<std::ptrdiff_t>(end)),
-               tick, threshold_mb);
-    first = end;
-  }
-  return plan;
-}
-
 void fuse_cycle(BucketPlan& plan, const std::vector<size_t>& ready, size_t tick, double threshold_mb) {
   const size_t cap = float_elements_in(threshold_mb);
   const size_t first_bucket = plan.buckets.size();
@@ -240,11 +209,6 @@ std::vector<size_t> readiness_order(const std::vector<double>& ready_s) {
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return ready_s[a] != ready_s[b] ? ready_s[a] < ready_s[b] : a > b; });
   return order;
-}
-
-size_t plan_ticks(const BucketPlan& plan) {
-  if (plan.strategy != BucketStrategy::cycle || plan.buckets.empty()) return 0;
-  return plan.buckets.back().tick + 1;
 }
 
 std::vector<TensorView> bucket_tensor_views(const BucketPlan& plan, size_t bucket) {

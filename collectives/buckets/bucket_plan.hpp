@@ -10,9 +10,10 @@
 //               1 ms by default since Horovod 0.21, 5 ms before) the gradients that became ready
 //               since the last one are fused, in the order they became ready, into buckets under
 //               the threshold, and reduced from that tick on. The buckets depend on when backward
-//               produces each gradient: sb-train and sb-buckets fuse what each cycle of a live
-//               loop finds ready everywhere (cycle_exchange.hpp); sb-dryrun plans them from a
-//               profile's times (plan_cycle_buckets) to price them;
+//               produces each gradient and on how long each cycle's work takes: sb-train and
+//               sb-buckets fuse what each cycle of a live loop finds ready everywhere
+//               (cycle_exchange.hpp), and sb-dryrun runs that loop on its model of the machine
+//               (sim/step_model.hpp's predict_cycle_step);
 //   ddp         PyTorch DDP: reverse order, a small first bucket (1 MiB) so that communication
 //               starts early, then buckets capped at --bucket-mb (25 MiB by default in DDP);
 //   partition   ByteScheduler: every tensor cut into partitions of about partition_elements
@@ -60,9 +61,9 @@ struct Bucket {
   std::vector<BucketPiece> pieces;
   size_t count = 0;      // fp32 elements in all
   size_t priority = 0;   // the smallest tensor index in it: lower is nearer the input, sent first
-  // cycle: the tick that takes it, numbered from 0 at backward's start, and its time on the grid of
-  // ticks (tick x cycle_s, seconds after backward starts): it is not reduced before (a live loop's
-  // late cycles fall later still). 0 for every other strategy.
+  // cycle: the cycle that took it, numbered from 0 at backward's start, and that cycle's earliest
+  // start (tick x cycle_s, seconds after backward starts): it is not reduced before (a cycle
+  // starts later when the one before it ran long). 0 for every other strategy.
   size_t tick = 0;
   double start_at_s = 0;
 };
@@ -74,39 +75,28 @@ struct BucketPlan {
   std::vector<std::vector<size_t>> buckets_of_tensor;
   size_t total_count = 0;
   std::vector<GradientTensor> tensors;  // forward order, as planned
-  double cycle_s = 0;                   // cycle: the time between ticks; 0 for every other strategy
+  double cycle_s = 0;                   // cycle: the time between cycles; 0 for every other strategy
 };
 
-// cycle: the ticks of a step, up to the last bucket's (its buckets' ticks are in order); 0 for every
-// other strategy. Every one of them is a cycle of Horovod's loop, with its negotiation.
-size_t plan_ticks(const BucketPlan& plan);
 // The 64-bit words of a cycle's negotiation, a bit per tensor, as Horovod's response cache
 // allreduces them (MPI_BAND) every cycle to agree on what is ready everywhere.
 inline size_t negotiation_words(const BucketPlan& plan) { return (plan.tensors.size() + 63) / 64; }
 
 // tensors in forward (model) order; backward order is the reverse. bucket_mb in MiB of fp32.
-// Throws UsageError for cycle, which needs the times (plan_cycle_buckets).
+// Throws UsageError for cycle: its buckets are what its cycles find (empty_cycle_plan, fuse_cycle).
 BucketPlan plan_buckets(const std::vector<GradientTensor>& tensors, BucketStrategy strategy, double bucket_mb,
                         size_t partition_elements = size_t{1} << 20);
-// Horovod's cycles over a backward pass: ready_s[k] is when tensor k's gradient is produced,
-// seconds after backward starts. Ticks fall every cycle_s from backward's start; the gradients
-// ready since the last tick (one ready on a tick is taken by it) are fused in the order they became
-// ready, as Horovod fuses its responses: each bucket starts with the first gradient not yet taken
-// and takes every later one of the tick that still fits under threshold_mb (0: no fusion); a
-// gradient larger than the threshold is a bucket alone. Tensors are never cut. Each bucket's
-// start_at_s is its tick. Each tick is one cycle of Horovod's loop, which first negotiates: the
-// step model spends it at every tick up to the last bucket's (plan_ticks), idle or not.
-// The order backward hands tensors over, given when each is ready: by time, ties in backward order
-// (the later tensor first). The replay reports them so, and the cycle plan fuses them so.
+// The order backward hands tensors over, given when each is ready (ready_s[k], seconds after
+// backward starts): by time, ties in backward order (the later tensor first). The replay reports
+// them so, and the simulated cycles fuse them so.
 std::vector<size_t> readiness_order(const std::vector<double>& ready_s);
-// More ticks in a step are refused (UsageError): each is priced, and a cycle of nanoseconds would
-// run for hours.
-inline constexpr double kMostCycles = 1e6;
-BucketPlan plan_cycle_buckets(const std::vector<GradientTensor>& tensors, const std::vector<double>& ready_s,
-                              double cycle_s, double threshold_mb);
-// The two halves of plan_cycle_buckets, for an exchange that fuses what its cycles find as they
-// go (cycle_exchange.hpp): a cycle plan with no bucket yet, and one tick's fusion of the gradients
-// `ready` (in the order they became ready) appended to it, buckets_of_tensor kept up to date.
+// The cycle strategy's buckets, made as Horovod's loop goes (cycle_exchange.hpp, and the
+// simulator's predict_cycle_step): a cycle plan with no bucket yet (UsageError unless cycle_s > 0),
+// then each cycle's fusion of the gradients newly `ready` everywhere, in the order backward handed
+// them over, appended to it, buckets_of_tensor kept up to date. As Horovod fuses its responses,
+// first fit: each bucket starts with the first gradient not yet taken and takes every later one
+// of the cycle that still fits under threshold_mb (0: no fusion); a gradient larger than the
+// threshold is a bucket alone; tensors are never cut. Each bucket's tick is `tick`.
 BucketPlan empty_cycle_plan(const std::vector<GradientTensor>& tensors, double cycle_s);
 void fuse_cycle(BucketPlan& plan, const std::vector<size_t>& ready, size_t tick, double threshold_mb);
 // The tensors of a bucket in its fused buffer's order, as the compressors that work tensor by

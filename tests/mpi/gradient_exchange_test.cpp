@@ -102,7 +102,8 @@ TEST(GradientExchange, PolledProgressGivesTheSameAverages) {
 // (CycleExchange). A cycle plan given here is refused, not replayed on a grid of ticks.
 TEST(GradientExchange, RefusesACyclePlan) {
   const std::vector<GradientTensor> tensors = {{"t0", 50}, {"t1", 100}};
-  const BucketPlan plan = plan_cycle_buckets(tensors, {0.002, 0.001}, 0.001, 1.0);
+  BucketPlan plan = empty_cycle_plan(tensors, 0.001);
+  fuse_cycle(plan, {1, 0}, 1, 1.0);  // one cycle found both
   Gradients grads(tensors);
   EXPECT_THROW(GradientExchange(MPI_COMM_WORLD, ExchangeConfig{}, plan, grads.pointers), std::invalid_argument);
 }

@@ -8,6 +8,7 @@
 
 #include "collectives/buckets/bucket_plan.hpp"
 #include "common/usage_error.hpp"
+#include "tests/unit/cycle_grid.hpp"
 
 namespace sb {
 namespace {
@@ -127,15 +128,6 @@ namespace cycle_plans {
 // Elements in a threshold of `elements` fp32 values, as --bucket-mb gives it.
 double mb_of(size_t elements) { return static_cast<double>(elements) * sizeof(float) / (1024.0 * 1024.0); }
 
-std::vector<std::vector<size_t>> tensors_of(const BucketPlan& plan) {
-  std::vector<std::vector<size_t>> buckets;
-  for (const Bucket& b : plan.buckets) {
-    buckets.emplace_back();
-    for (const BucketPiece& p : b.pieces) buckets.back().push_back(p.tensor);
-  }
-  return buckets;
-}
-
 }  // namespace cycle_plans
 
 TEST(CyclePlan, EachTickFusesWhatItFindsReadyFirstFitUnderTheThreshold) {
@@ -146,7 +138,7 @@ TEST(CyclePlan, EachTickFusesWhatItFindsReadyFirstFitUnderTheThreshold) {
   const std::vector<double> ready = {0.003, 0.0019, 0.0012, 0.0008, 0.0002};
   // Threshold 320 values: tick 1 fuses t4 + t3 (250); tick 2 finds t2 (300) then t1 (100), which
   // does not fit beside it and starts the next bucket; tick 3 takes t0.
-  const BucketPlan plan = plan_cycle_buckets(t, ready, 0.001, mb_of(320));
+  const BucketPlan plan = cycle_grid(t, ready, 0.001, mb_of(320)).plan;
   EXPECT_EQ(tensors_of(plan), (std::vector<std::vector<size_t>>{{4, 3}, {2}, {1}, {0}}));
   ASSERT_EQ(plan.buckets.size(), 4u);
   EXPECT_DOUBLE_EQ(plan.buckets[0].start_at_s, 0.001);
@@ -159,22 +151,23 @@ TEST(CyclePlan, EachTickFusesWhatItFindsReadyFirstFitUnderTheThreshold) {
   // later one of the same tick that does joins the bucket (u2 then u0; u1 alone).
   const std::vector<GradientTensor> u = {{"u0", 30}, {"u1", 300}, {"u2", 200}};
   const std::vector<double> together = {0.0005, 0.0004, 0.0003};  // u2, u1, u0 all in tick 1
-  EXPECT_EQ(tensors_of(plan_cycle_buckets(u, together, 0.001, mb_of(240))), (std::vector<std::vector<size_t>>{{2, 0}, {1}}));
+  EXPECT_EQ(tensors_of(cycle_grid(u, together, 0.001, mb_of(240)).plan),
+            (std::vector<std::vector<size_t>>{{2, 0}, {1}}));
   // Threshold 0: no fusion, a bucket per gradient; one long cycle with room: one bucket on its tick.
-  EXPECT_EQ(plan_cycle_buckets(t, ready, 0.001, 0).buckets.size(), t.size());
-  const BucketPlan one = plan_cycle_buckets(t, ready, 0.5, 128);
+  EXPECT_EQ(cycle_grid(t, ready, 0.001, 0).plan.buckets.size(), t.size());
+  const BucketPlan one = cycle_grid(t, ready, 0.5, 128).plan;
   ASSERT_EQ(one.buckets.size(), 1u);
   EXPECT_DOUBLE_EQ(one.buckets[0].start_at_s, 0.5);
   // A gradient ready at backward's start is taken by the tick at 0.
-  EXPECT_DOUBLE_EQ(plan_cycle_buckets({{"a", 4}}, {0.0}, 0.001, 1).buckets[0].start_at_s, 0.0);
+  EXPECT_DOUBLE_EQ(cycle_grid({{"a", 4}}, {0.0}, 0.001, 1).plan.buckets[0].start_at_s, 0.0);
 }
 
-// The live exchange's way, cycle by cycle (empty_cycle_plan, then fuse_cycle with what each
-// cycle found), gives the plan made from the whole step's times.
+// Fusing cycle by cycle by hand (empty_cycle_plan, then fuse_cycle with what each cycle found)
+// gives the grid's plan of the whole step.
 TEST(CyclePlan, FusingCycleByCycleGivesTheWholeStepsPlan) {
   using namespace cycle_plans;
   const std::vector<GradientTensor> t = {{"t0", 10}, {"t1", 100}, {"t2", 300}, {"t3", 200}, {"t4", 50}};
-  const BucketPlan whole = plan_cycle_buckets(t, {0.003, 0.0019, 0.0012, 0.0008, 0.0002}, 0.001, mb_of(320));
+  const BucketPlan whole = cycle_grid(t, {0.003, 0.0019, 0.0012, 0.0008, 0.0002}, 0.001, mb_of(320)).plan;
   BucketPlan live = empty_cycle_plan(t, 0.001);
   EXPECT_TRUE(live.buckets.empty());
   EXPECT_EQ(live.total_count, 660u);
@@ -199,7 +192,7 @@ TEST(CyclePlan, EveryTensorIsInOneBucketTakenByTheFirstTickAtOrAfterIt) {
   for (size_t k = 0; k < t.size(); ++k) ready[k] = 0.0004 * static_cast<double>(t.size() - k) + 1e-5 * (k % 3);
   for (double cycle_s : {0.0001, 0.001, 0.0035, 1.0})
     for (double mb : {0.0, 0.01, 1.0, 25.0, 256.0}) {
-      const BucketPlan plan = plan_cycle_buckets(t, ready, cycle_s, mb);
+      const BucketPlan plan = cycle_grid(t, ready, cycle_s, mb).plan;
       std::vector<int> seen(t.size(), 0);
       double last_tick = 0;
       for (const Bucket& b : plan.buckets) {
@@ -225,12 +218,12 @@ TEST(CyclePlan, NeedsTimesAndAPositiveCycle) {
   const std::vector<GradientTensor> t = tensors();
   EXPECT_THROW(plan_buckets(t, BucketStrategy::cycle, 128), UsageError);
   const std::vector<double> ready(t.size(), 0.001);
-  EXPECT_THROW(plan_cycle_buckets(t, ready, 0, 128), UsageError);
-  EXPECT_THROW(plan_cycle_buckets(t, ready, -1, 128), UsageError);
-  EXPECT_THROW(plan_cycle_buckets(t, ready, 0.001, -1), UsageError);
-  // A millisecond of backward at 0.1 ns cycles: ten million cycles, each replayed, refused.
-  EXPECT_THROW(plan_cycle_buckets(t, ready, 1e-10, 128), UsageError);
-  EXPECT_EQ(plan_ticks(plan_cycle_buckets(t, ready, 1e-6, 128)), 1001u);
+  EXPECT_THROW(cycle_grid(t, ready, 0, 128), UsageError);
+  EXPECT_THROW(cycle_grid(t, ready, -1, 128), UsageError);
+  EXPECT_THROW(cycle_grid(t, ready, 0.001, -1), UsageError);
+  // A millisecond of backward at 0.1 ns cycles: ten million cycles, each priced, refused.
+  EXPECT_THROW(cycle_grid(t, ready, 1e-10, 128), UsageError);
+  EXPECT_EQ(cycle_grid(t, ready, 1e-6, 128).cycles, 1001u);
   EXPECT_EQ(parse_cycle_times("0.5,1,5"), (std::vector<double>{0.5, 1, 5}));
   for (const char* bad : {"0", "0.001", "1001", "nan", "inf", "1ms", "", "1,,2", "1,2,1"})
     EXPECT_THROW(parse_cycle_times(bad), UsageError) << bad;

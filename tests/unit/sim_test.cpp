@@ -17,6 +17,7 @@
 #include "sim/nccl_rings.hpp"
 #include "sim/schedule_sim.hpp"
 #include "sim/step_model.hpp"
+#include "tests/unit/cycle_grid.hpp"
 
 namespace sb::sim {
 namespace {
@@ -365,44 +366,101 @@ TEST(SimMachine, FiguresPastAnyMachinesAreRefused) {
   EXPECT_EQ(level("size 1073741824 alpha 1s bandwidth 1KB/s links 1073741824"), "(accepted)");
 }
 
-// The cycle strategy in the step model: a cycle per tick, each negotiating first; a bucket starts
-// after its tick's negotiation, or when the thread is free, never earlier. Cycles so short that
-// their negotiations outlast them fall behind. Without overlap the ticks do not matter.
-TEST(SimStep, CycleBucketsStartAfterTheirTicksNegotiation) {
+// A step model of ring allreduces on flat_machine(), which it prices on, and so holds.
+struct FlatStepModel {
+  explicit FlatStepModel(int nranks) : machine(flat_machine()), model(machine, ring_at(nranks)) {}
+  static AllreduceCase ring_at(int nranks) {
+    AllreduceCase c;
+    c.impl = "ring";
+    c.nranks = nranks;
+    return c;
+  }
+  const Machine machine;
+  StepModel model;
+};
+
+// Backward of 10 ms handing over t3, t2, t1, t0 at 0.4, 2.1, 7 and 9.5 ms.
+BackwardProfile four_tensor_profile() {
   BackwardProfile profile;
   profile.backward_s = 0.010;
   profile.tensors = {{"t0", 1000}, {"t1", 250000}, {"t2", 4000}, {"t3", 1000000}};
   profile.ready_s = {0.0095, 0.007, 0.0021, 0.0004};
-  const Machine machine = flat_machine();
-  AllreduceCase c;
-  c.impl = "ring";
-  c.nranks = 4;
-  StepModel model(machine, c);
+  return profile;
+}
+
+// Horovod's loop whose cycles cost nothing (one rank: no negotiation, no allreduce) keeps to its
+// grid of ticks: each gradient is taken by the first tick at or after it.
+TEST(SimStep, LiveCyclesThatCostNothingKeepToTheirTicks) {
+  const BackwardProfile profile = four_tensor_profile();
+  FlatStepModel flat(1);
+  StepModel& model = flat.model;
+  const CyclePrediction live = predict_cycle_step(profile, 0.003, 128, model);
+  // Cycles at 0, 3, 6, 9, 12 ms: 3 ms takes t3 and t2, 9 ms t1, 12 ms t0.
+  EXPECT_EQ(tensors_of(live.plan), (std::vector<std::vector<size_t>>{{3, 2}, {1}, {0}}));
+  EXPECT_EQ(live.cycles, 5u) << "the step ends with the cycle that finds the last gradient";
+  const size_t ticks[] = {1, 3, 4};
+  for (size_t b = 0; b < 3 && b < live.plan.buckets.size(); ++b) {
+    EXPECT_EQ(live.plan.buckets[b].tick, ticks[b]) << "bucket " << b;
+    EXPECT_NEAR(live.step.bucket_start_s[b], 0.003 * static_cast<double>(ticks[b]), 1e-15) << "bucket " << b;
+  }
+  EXPECT_NEAR(live.step.iteration_s, 0.012, 1e-15) << "the last gradient waits for the 12 ms cycle";
+  EXPECT_EQ(live.step.negotiation_s, 0);
+  EXPECT_THROW(predict_step(profile, live.plan, model, true), std::invalid_argument) << "a cycle plan is not replayed";
+  EXPECT_THROW(predict_cycle_step(profile, profile.backward_s / kMostCycles / 2, 128, model), UsageError);
+}
+
+// At 4 ranks every cycle negotiates first, then reduces what it found; a bucket starts no sooner
+// than its tick on the grid, after its cycle's negotiation, once the one before has ended, and
+// holds only gradients handed over before its cycle began.
+TEST(SimStep, EachLiveCycleNegotiatesThenReducesWhatItFound) {
+  const BackwardProfile profile = four_tensor_profile();
+  FlatStepModel flat(4);
+  StepModel& model = flat.model;
   const double negotiation = model.flags.seconds(2);  // one 64-bit word: a bit for each of the 4 tensors
   EXPECT_GT(negotiation, 0);
-  const BucketPlan plan = plan_cycle_buckets(profile.tensors, profile.ready_s, 0.003, 128);
-  ASSERT_EQ(plan.buckets.size(), 3u);  // ticks 3 ms {t3, t2}, 9 ms {t1}, 12 ms {t0}
-  EXPECT_EQ(plan_ticks(plan), 5u);
-  const StepPrediction p = predict_step(profile, plan, model, true);
+  const CyclePrediction live = predict_cycle_step(profile, 0.003, 128, model);
+  const StepPrediction& p = live.step;
+  ASSERT_EQ(p.bucket_start_s.size(), live.plan.buckets.size());
+  ASSERT_GE(live.plan.buckets.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.bucket_start_s[0], 0.003 + negotiation) << "the 0 ms cycle finds nothing; the 3 ms one t3 and t2";
   double thread_free = 0;
-  for (size_t b = 0; b < plan.buckets.size(); ++b) {
-    EXPECT_GE(p.bucket_start_s[b], plan.buckets[b].start_at_s + negotiation - 1e-15) << "bucket " << b;
+  for (size_t b = 0; b < live.plan.buckets.size(); ++b) {
+    const Bucket& bucket = live.plan.buckets[b];
+    EXPECT_GE(p.bucket_start_s[b], static_cast<double>(bucket.tick) * 0.003 + negotiation - 1e-15) << "bucket " << b;
     EXPECT_GE(p.bucket_start_s[b], thread_free) << "bucket " << b;
+    for (const BucketPiece& piece : bucket.pieces)
+      EXPECT_LE(profile.ready_s[piece.tensor], p.bucket_start_s[b] - negotiation) << "bucket " << b;
     thread_free = p.bucket_end_s[b];
   }
-  EXPECT_DOUBLE_EQ(p.bucket_start_s[0], 0.003 + negotiation);
-  EXPECT_DOUBLE_EQ(p.negotiation_s, 5 * negotiation) << "a negotiation a tick, and part of the communication";
-  EXPECT_GT(p.communication_s, p.negotiation_s);
-  // The last tick (12 ms) is past backward's end: at least 2 ms exposed.
-  EXPECT_GE(p.exposed_s, 0.002);
-  // Cycles half as long as a negotiation: the negotiations run one after another, the last bucket
-  // after all of them.
-  const BucketPlan rushed_plan = plan_cycle_buckets(profile.tensors, profile.ready_s, negotiation / 2, 128);
-  const StepPrediction rushed = predict_step(profile, rushed_plan, model, true);
-  EXPECT_GT(plan_ticks(rushed_plan), 1000u);
-  EXPECT_GE(rushed.iteration_s, static_cast<double>(plan_ticks(rushed_plan)) * negotiation * (1 - 1e-9));
-  const StepPrediction after = predict_step(profile, plan, model, false);
+  EXPECT_NEAR(p.negotiation_s, static_cast<double>(live.cycles) * negotiation, 1e-15) << "a negotiation a cycle";
+  EXPECT_GT(p.communication_s, p.negotiation_s) << "the negotiations are part of the communication";
+  EXPECT_GT(p.exposed_s, negotiation) << "t0, handed over at 9.5 ms, waits for a cycle, its negotiation and allreduce";
+  // Without overlap the cycle strategy's plan is reduced after backward, as any plan is.
+  const StepPrediction after = predict_step(profile, live.plan, model, false);
   EXPECT_DOUBLE_EQ(after.bucket_start_s[0], profile.backward_s);
+}
+
+// Buckets that take longer than the cycles: the next cycle starts when the last one's work ends
+// and fuses everything handed over meanwhile, so the loop fuses fewer, larger buckets than its
+// grid of ticks would, and negotiates less often than every cycle time.
+TEST(SimStep, ALiveLoopThatFallsBehindFusesWhatItFindsAtOnce) {
+  BackwardProfile profile;
+  profile.backward_s = 0.010;
+  for (int k = 0; k < 8; ++k) {
+    profile.tensors.push_back({std::string("t").append(std::to_string(k)), 1000000});  // 4 MB: ms each at 2 GB/s
+    profile.ready_s.push_back(0.0095 - 0.001 * k);  // t7 first, at 2.5 ms
+  }
+  FlatStepModel flat(4);
+  StepModel& model = flat.model;
+  const CyclePrediction live = predict_cycle_step(profile, 0.001, 128, model);
+  const CyclePrediction grid = cycle_grid(profile.tensors, profile.ready_s, 0.001, 128);  // the same, at no cost
+  EXPECT_EQ(grid.plan.buckets.size(), 8u) << "one gradient a tick";
+  EXPECT_LT(live.plan.buckets.size(), grid.plan.buckets.size());
+  EXPECT_GT(live.plan.buckets.back().pieces.size(), 1u) << "the late cycles take several gradients at once";
+  EXPECT_LT(live.cycles, grid.cycles) << "fewer cycles than ticks: the late ones started when the work ended";
+  size_t fused = 0;
+  for (const Bucket& b : live.plan.buckets) fused += b.pieces.size();
+  EXPECT_EQ(fused, profile.tensors.size()) << "every gradient once";
 }
 
 }  // namespace
