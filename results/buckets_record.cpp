@@ -7,7 +7,7 @@ namespace {
 
 void write_rows(const h5::Node& group, const std::vector<BucketRow>& rows) {
   std::vector<double> mb, iteration, exposed, comm, negotiation, overlap, starts, ends;
-  std::vector<int64_t> buckets;
+  std::vector<int64_t> buckets, negotiations;
   for (const BucketRow& r : rows) {
     mb.push_back(r.bucket_mb);
     buckets.push_back(static_cast<int64_t>(r.buckets));
@@ -15,6 +15,7 @@ void write_rows(const h5::Node& group, const std::vector<BucketRow>& rows) {
     exposed.push_back(r.exposed_s);
     comm.push_back(r.communication_s);
     negotiation.push_back(r.negotiation_s);
+    negotiations.push_back(static_cast<int64_t>(r.negotiations));
     overlap.push_back(r.overlap);
     starts.insert(starts.end(), r.bucket_start_s.begin(), r.bucket_start_s.end());
     ends.insert(ends.end(), r.bucket_end_s.begin(), r.bucket_end_s.end());
@@ -25,6 +26,7 @@ void write_rows(const h5::Node& group, const std::vector<BucketRow>& rows) {
   group.write("exposed_s", exposed);
   group.write("communication_s", comm);
   group.write("negotiation_s", negotiation);
+  group.write("negotiations", negotiations);
   group.write("overlap_fraction", overlap);
   group.write("bucket_start_s", starts);
   group.write("bucket_end_s", ends);

@@ -18,6 +18,7 @@ struct BucketRow {
   double iteration_s = 0, exposed_s = 0, communication_s = 0, overlap = 0;
   std::vector<double> bucket_start_s, bucket_end_s;  // of one step, rank 0
   double negotiation_s = 0;  // of communication_s, the negotiations (partition's, the cycles')
+  size_t negotiations = 0;   // in the step: partition's, or the cycle loop's cycles
 };
 
 // A strategy's rows under its group name (per-tensor, ddp, ddp@poll, cycle-5ms, no-overlap, fused, ...).

@@ -59,6 +59,7 @@ StepPrediction predict_step(const BackwardProfile& profile, const BucketPlan& pl
       thread = std::max(thread, soonest) + negotiation;
       p.communication_s += negotiation;
       p.negotiation_s += negotiation;
+      ++p.negotiations;
       for (size_t b = 0; b < n; ++b)
         if (!done[b] && ready[b] <= thread && (next == n || plan.buckets[b].priority < plan.buckets[next].priority))
           next = b;
@@ -93,8 +94,8 @@ CyclePrediction predict_cycle_step(const BackwardProfile& profile, double cycle_
   double thread = 0;       // when this cycle's work ends
   double anchor = 0;       // the loop's cycles fall cycle_s apart from this start, that of cycle
   size_t anchor_cycle = 0; // anchor_cycle (the last to start late), so that no rounding piles up
-  for (; taken < order.size(); ++c.cycles) {
-    const double begin = anchor + static_cast<double>(c.cycles - anchor_cycle) * cycle_s;
+  for (size_t cycle = 0; taken < order.size(); ++cycle) {
+    const double begin = anchor + static_cast<double>(cycle - anchor_cycle) * cycle_s;
     // What backward had handed over when the cycle began: a prefix of the order. The tolerance
     // keeps a gradient ready a whole number of cycles in (2 ms, at 1 ms cycles) on its own cycle.
     size_t handed = taken;
@@ -102,12 +103,13 @@ CyclePrediction predict_cycle_step(const BackwardProfile& profile, double cycle_
     thread = begin + negotiation;
     p.communication_s += negotiation;
     p.negotiation_s += negotiation;
+    ++p.negotiations;
     const size_t first = c.plan.buckets.size();
     if (handed > taken)
       fuse_cycle(c.plan,
                  std::vector<size_t>(order.begin() + static_cast<std::ptrdiff_t>(taken),
                                      order.begin() + static_cast<std::ptrdiff_t>(handed)),
-                 c.cycles, threshold_mb);
+                 cycle, threshold_mb);
     for (size_t b = first; b < c.plan.buckets.size(); ++b) {
       p.bucket_start_s.push_back(thread);
       thread += bucket_seconds(c.plan.buckets[b].count, model);
@@ -116,7 +118,7 @@ CyclePrediction predict_cycle_step(const BackwardProfile& profile, double cycle_
     }
     taken = handed;
     // The next cycle starts cycle_s after this one began, or when this one's work ends if later.
-    if (thread > begin + cycle_s) anchor = thread, anchor_cycle = c.cycles + 1;
+    if (thread > begin + cycle_s) anchor = thread, anchor_cycle = cycle + 1;
   }
   p.iteration_s = std::max(profile.backward_s, thread);
   p.exposed_s = p.iteration_s - profile.backward_s;

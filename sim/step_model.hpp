@@ -20,6 +20,7 @@ struct StepPrediction {
   double exposed_s = 0;        // iteration_s - backward_s
   double communication_s = 0;  // inside the allreduces, packing and negotiations included
   double negotiation_s = 0;    // of communication_s, the negotiations (partition's, the cycles')
+  size_t negotiations = 0;     // partition's (more than one rank), or the cycle loop's, one a cycle
   double overlap = 0;          // 1 - exposed / communication, in [0, 1]
   std::vector<double> bucket_start_s, bucket_end_s;  // by bucket
 };
@@ -54,7 +55,7 @@ StepPrediction predict_step(const BackwardProfile& profile, const BucketPlan& pl
 struct CyclePrediction {
   StepPrediction step;
   BucketPlan plan;  // the buckets the cycles fused, each with its cycle (Bucket::tick)
-  size_t cycles = 0;
+  size_t cycles() const { return step.negotiations; }  // up to the one that found the last gradient
 };
 // More cycles in a backward pass are refused (UsageError): each is priced, and cycles of
 // nanoseconds would run for hours.

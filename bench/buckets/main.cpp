@@ -107,6 +107,7 @@ Row measure(const BucketsOptions& o, const BackwardProfile& profile, const std::
   row.exposed_s = std::max(slowest - profile.backward_s, 0.0);
   row.communication_s = median.communication_s;
   row.negotiation_s = median.negotiation_s;
+  row.negotiations = median.negotiations;
   row.overlap = row.communication_s > 0 ? std::clamp(1.0 - row.exposed_s / row.communication_s, 0.0, 1.0) : 1.0;
   row.bucket_start_s = median.bucket_start_s;
   row.bucket_end_s = median.bucket_end_s;

@@ -35,6 +35,7 @@ BackwardProfile scaled_profile(BackwardProfile profile, const sim::ComputeRate& 
 BucketRow row_of(const sim::StepPrediction& p, double mb, size_t buckets) {
   BucketRow row{mb, buckets, p.iteration_s, p.exposed_s, p.communication_s, p.overlap, p.bucket_start_s, p.bucket_end_s};
   row.negotiation_s = p.negotiation_s;
+  row.negotiations = p.negotiations;
   return row;
 }
 

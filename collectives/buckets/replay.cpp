@@ -37,6 +37,7 @@ ReplayResult replay_step(GradientAverager& exchange, const BackwardProfile& prof
   r.exposed_s = std::max(r.iteration_s - profile.backward_s, 0.0);
   r.communication_s = times.communication_s;
   r.negotiation_s = times.negotiation_s;
+  r.negotiations = times.negotiations;
   r.overlap = r.communication_s > 0 ? std::clamp(1.0 - r.exposed_s / r.communication_s, 0.0, 1.0) : 1.0;
   r.plan = exchange.plan();
   for (const auto& [begin, end] : exchange.bucket_spans()) {

@@ -18,6 +18,7 @@ struct ReplayResult {
   double exposed_s = 0;        // iteration_s - backward_s: communication not hidden
   double communication_s = 0;  // time inside the allreduces (negotiations included)
   double negotiation_s = 0;    // of communication_s, the negotiations
+  size_t negotiations = 0;     // partition's, or the cycle loop's, one a cycle
   double overlap = 0;          // 1 - exposed / communication, in [0, 1]
   std::vector<double> bucket_start_s, bucket_end_s;  // per bucket, after backward start
   double start_wtime = 0;       // backward's start, in MPI_Wtime seconds

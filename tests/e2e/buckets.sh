@@ -68,6 +68,11 @@ communicated=$(h5_values "$WORK/cycles.h5" /buckets/cycle-2ms/communication_s)
 check "2 ms cycles spend part of their communication negotiating ($negotiated of $communicated s)" \
   awk -v n="$negotiated" -v c="$communicated" 'BEGIN { exit !(n > 0 && n < c) }'
 check "the no-overlap baseline negotiates nothing" test "$(h5_values "$WORK/cycles.h5" /buckets/no-overlap/negotiation_s)" = 0
+# A negotiation a cycle: 2 ms cycles make more of them in a step than 50 ms ones, and at least one.
+cycles_of() { h5_values "$WORK/cycles.h5" "/buckets/$1/negotiations"; }
+check "2 ms cycles negotiate more often than 50 ms ones ($(cycles_of cycle-2ms) vs $(cycles_of cycle-50ms) a step), no-overlap never" \
+  bash -c "test '$(cycles_of cycle-2ms)' -gt '$(cycles_of cycle-50ms)' && test '$(cycles_of cycle-50ms)' -ge 1 &&
+           test '$(cycles_of no-overlap)' = 0"
 buckets_at() { awk -v s="$1" '$1 == s { print $3 }' "$WORK/cycles.txt"; }
 check "50 ms cycles fuse into fewer buckets than 2 ms ($(buckets_at cycle-50ms) vs $(buckets_at cycle-2ms))" \
   test "$(buckets_at cycle-50ms)" -lt "$(buckets_at cycle-2ms)"

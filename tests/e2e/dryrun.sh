@@ -83,6 +83,8 @@ exposed() { h5value "$cycles_file" "/buckets/cycle-$1ms/exposed_s"; }
 check "the 1 ms cycles' negotiations are priced, and part of the communication ($(h5value "$cycles_file" /buckets/cycle-1ms/negotiation_s) of $(h5value "$cycles_file" /buckets/cycle-1ms/communication_s) s)" \
   awk -v n="$(h5value "$cycles_file" /buckets/cycle-1ms/negotiation_s)" -v c="$(h5value "$cycles_file" /buckets/cycle-1ms/communication_s)" \
   'BEGIN { exit !(n > 0 && n < c) }'
+check "a negotiation a cycle: more for 1 ms cycles than 100 ms ones ($(h5value "$cycles_file" /buckets/cycle-1ms/negotiations) vs $(h5value "$cycles_file" /buckets/cycle-100ms/negotiations))" \
+  test "$(h5value "$cycles_file" /buckets/cycle-1ms/negotiations)" -gt "$(h5value "$cycles_file" /buckets/cycle-100ms/negotiations)"
 check "100 ms cycles expose more than 1 ms ones ($(exposed 100) vs $(exposed 1) s)" \
   awk -v a="$(exposed 100)" -v b="$(exposed 1)" 'BEGIN { exit !(a > b) }'
 check_schema "$cycles_file" cycle-1ms cycle-100ms  # SCHEMA.md names them cycle-<ms>ms

@@ -223,7 +223,7 @@ TEST(CyclePlan, NeedsTimesAndAPositiveCycle) {
   EXPECT_THROW(cycle_grid(t, ready, 0.001, -1), UsageError);
   // A millisecond of backward at 0.1 ns cycles: ten million cycles, each priced, refused.
   EXPECT_THROW(cycle_grid(t, ready, 1e-10, 128), UsageError);
-  EXPECT_EQ(cycle_grid(t, ready, 1e-6, 128).cycles, 1001u);
+  EXPECT_EQ(cycle_grid(t, ready, 1e-6, 128).cycles(), 1001u);
   EXPECT_EQ(parse_cycle_times("0.5,1,5"), (std::vector<double>{0.5, 1, 5}));
   for (const char* bad : {"0", "0.001", "1001", "nan", "inf", "1ms", "", "1,,2", "1,2,1"})
     EXPECT_THROW(parse_cycle_times(bad), UsageError) << bad;

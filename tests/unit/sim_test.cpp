@@ -397,7 +397,7 @@ TEST(SimStep, LiveCyclesThatCostNothingKeepToTheirTicks) {
   const CyclePrediction live = predict_cycle_step(profile, 0.003, 128, model);
   // Cycles at 0, 3, 6, 9, 12 ms: 3 ms takes t3 and t2, 9 ms t1, 12 ms t0.
   EXPECT_EQ(tensors_of(live.plan), (std::vector<std::vector<size_t>>{{3, 2}, {1}, {0}}));
-  EXPECT_EQ(live.cycles, 5u) << "the step ends with the cycle that finds the last gradient";
+  EXPECT_EQ(live.cycles(), 5u) << "the step ends with the cycle that finds the last gradient";
   const size_t ticks[] = {1, 3, 4};
   for (size_t b = 0; b < 3 && b < live.plan.buckets.size(); ++b) {
     EXPECT_EQ(live.plan.buckets[b].tick, ticks[b]) << "bucket " << b;
@@ -432,7 +432,7 @@ TEST(SimStep, EachLiveCycleNegotiatesThenReducesWhatItFound) {
       EXPECT_LE(profile.ready_s[piece.tensor], p.bucket_start_s[b] - negotiation) << "bucket " << b;
     thread_free = p.bucket_end_s[b];
   }
-  EXPECT_NEAR(p.negotiation_s, static_cast<double>(live.cycles) * negotiation, 1e-15) << "a negotiation a cycle";
+  EXPECT_NEAR(p.negotiation_s, static_cast<double>(live.cycles()) * negotiation, 1e-15) << "a negotiation a cycle";
   EXPECT_GT(p.communication_s, p.negotiation_s) << "the negotiations are part of the communication";
   EXPECT_GT(p.exposed_s, negotiation) << "t0, handed over at 9.5 ms, waits for a cycle, its negotiation and allreduce";
   // Without overlap the cycle strategy's plan is reduced after backward, as any plan is.
@@ -457,7 +457,7 @@ TEST(SimStep, ALiveLoopThatFallsBehindFusesWhatItFindsAtOnce) {
   EXPECT_EQ(grid.plan.buckets.size(), 8u) << "one gradient a tick";
   EXPECT_LT(live.plan.buckets.size(), grid.plan.buckets.size());
   EXPECT_GT(live.plan.buckets.back().pieces.size(), 1u) << "the late cycles take several gradients at once";
-  EXPECT_LT(live.cycles, grid.cycles) << "fewer cycles than ticks: the late ones started when the work ended";
+  EXPECT_LT(live.cycles(), grid.cycles()) << "fewer cycles than ticks: the late ones started when the work ended";
   size_t fused = 0;
   for (const Bucket& b : live.plan.buckets) fused += b.pieces.size();
   EXPECT_EQ(fused, profile.tensors.size()) << "every gradient once";
