@@ -68,6 +68,8 @@ bool is_known_allreduce(const std::string& impl);
 class AllreduceTimes {
  public:
   AllreduceTimes(const Machine& machine, AllreduceCase base) : machine_(machine), base_(std::move(base)) {}
+  // It prices on the machine it is given, later: a temporary one would be gone by then.
+  AllreduceTimes(Machine&& machine, AllreduceCase base) = delete;
   double seconds(size_t count);
 
  private:

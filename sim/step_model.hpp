@@ -31,6 +31,7 @@ struct StepPrediction {
 struct StepModel {
   StepModel(const Machine& machine, const AllreduceCase& buckets)
       : allreduce(machine, buckets), flags(machine, as_mpi(buckets)), copy_rate(machine.copy), nranks(buckets.nranks) {}
+  StepModel(Machine&& machine, const AllreduceCase& buckets) = delete;  // it prices on the machine, later
 
   AllreduceTimes allreduce, flags;
   double copy_rate = 0;  // bytes/s

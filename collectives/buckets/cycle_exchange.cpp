@@ -46,6 +46,7 @@ void CycleExchange::begin_step() {
   plan_.buckets_of_tensor.assign(plan_.tensors.size(), {});
   spans_.clear();
   handed_over_.clear();
+  was_handed_.assign(plan_.tensors.size(), 0);
   step_done_ = false;
   communication_s_ = 0;
   negotiation_s_ = 0;
@@ -57,9 +58,9 @@ void CycleExchange::begin_step() {
 
 void CycleExchange::tensor_ready(size_t tensor) {
   std::lock_guard lock(mutex_);
-  SB_CHECK(tensor < plan_.tensors.size(), "a tensor the exchange does not hold");
-  SB_CHECK(std::find(handed_over_.begin(), handed_over_.end(), tensor) == handed_over_.end(),
-           "a tensor reported ready twice in one step");
+  SB_CHECK(tensor < was_handed_.size(), "a tensor the exchange does not hold (or no step begun)");
+  SB_CHECK(!was_handed_[tensor], "a tensor reported ready twice in one step");
+  was_handed_[tensor] = 1;
   handed_over_.push_back(tensor);  // the loop looks at its next cycle: nothing to wake
 }
 

@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -80,6 +81,7 @@ class CycleExchange final : public GradientAverager {
   std::chrono::steady_clock::time_point step_start_;
   uint64_t steps_begun_ = 0;
   std::vector<size_t> handed_over_;  // this step's tensors in the order backward reported them
+  std::vector<uint8_t> was_handed_;  // per tensor: in handed_over_ (a second report is a bug)
   bool step_done_ = false;           // every gradient of this step is reduced
   bool stopping_ = false;
   double communication_s_ = 0;
