@@ -183,6 +183,8 @@ void print_best_sizes(const std::vector<Sweep>& results, const Row& no_overlap, 
     if (const Sweep* per_tensor = find(polled ? "per-tensor@poll" : "per-tensor"))
       std::printf(", %.2fx per-tensor", per_tensor->rows.front().iteration_s / best.iteration_s);
     std::printf(", %.2fx no overlap", no_overlap.iteration_s / best.iteration_s);
+    // Fewer cycles than backward's length over the cycle time: the loop fell behind.
+    if (sweep.strategy == BucketStrategy::cycle) std::printf(", %zu cycles a step", best.negotiations);
     // A polled sweep's threaded one has its name without "@poll".
     if (const Sweep* threaded = polled ? find(sweep.name.substr(0, sweep.name.rfind('@'))) : nullptr)
       std::printf(", %.2fx the thread's best (%.2f ms)", best_of(threaded->rows).iteration_s / best.iteration_s,

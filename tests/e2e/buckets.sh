@@ -73,6 +73,8 @@ cycles_of() { h5_values "$WORK/cycles.h5" "/buckets/$1/negotiations"; }
 check "2 ms cycles negotiate more often than 50 ms ones ($(cycles_of cycle-2ms) vs $(cycles_of cycle-50ms) a step), no-overlap never" \
   bash -c "test '$(cycles_of cycle-2ms)' -gt '$(cycles_of cycle-50ms)' && test '$(cycles_of cycle-50ms)' -ge 1 &&
            test '$(cycles_of no-overlap)' = 0"
+check "the best sizes' lines say the cycles a step, as the file does" \
+  grep -qE "^#   cycle-2ms .*, $(cycles_of cycle-2ms) cycles a step$" "$WORK/cycles.txt"
 buckets_at() { awk -v s="$1" '$1 == s { print $3 }' "$WORK/cycles.txt"; }
 check "50 ms cycles fuse into fewer buckets than 2 ms ($(buckets_at cycle-50ms) vs $(buckets_at cycle-2ms))" \
   test "$(buckets_at cycle-50ms)" -lt "$(buckets_at cycle-2ms)"
