@@ -92,10 +92,7 @@ class Builder {
     b.priority = std::min(b.priority, tensor);
   }
   void close() { open_ = false; }
-  void start_at(size_t tick, double cycle_s) {
-    plan_.buckets.back().tick = tick;
-    plan_.buckets.back().start_at_s = static_cast<double>(tick) * cycle_s;
-  }
+  void take_at(size_t tick) { plan_.buckets.back().tick = tick; }
   size_t open_count() const { return open_ && !plan_.buckets.empty() ? plan_.buckets.back().count : 0; }
 
  private:
@@ -187,7 +184,7 @@ void fuse_cycle(BucketPlan& plan, const std::vector<size_t>& ready, size_t tick,
   for (size_t i = 0; i < taken.size(); ++i) {
     if (taken[i]) continue;
     builder.add(ready[i], 0, plan.tensors.at(ready[i]).count);
-    builder.start_at(tick, plan.cycle_s);
+    builder.take_at(tick);
     taken[i] = true;
     for (size_t j = i + 1; j < taken.size(); ++j) {
       const size_t count = plan.tensors.at(ready[j]).count;

@@ -61,11 +61,9 @@ struct Bucket {
   std::vector<BucketPiece> pieces;
   size_t count = 0;      // fp32 elements in all
   size_t priority = 0;   // the smallest tensor index in it: lower is nearer the input, sent first
-  // cycle: the cycle that took it, numbered from 0 at backward's start, and that cycle's earliest
-  // start (tick x cycle_s, seconds after backward starts): it is not reduced before (a cycle
-  // starts later when the one before it ran long). 0 for every other strategy.
+  // cycle: the cycle that took it, numbered from 0 at backward's start (it starts no sooner than
+  // tick x cycle_s after it, later when a cycle before it ran long); 0 for every other strategy.
   size_t tick = 0;
-  double start_at_s = 0;
 };
 
 struct BucketPlan {

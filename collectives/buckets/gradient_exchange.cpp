@@ -187,12 +187,12 @@ void GradientExchange::test_posted() {
   }
 }
 
-// Takes ready buckets one at a time. Every rank
-// must start the same allreduces in the same order. In the order backward completes them
-// (per-tensor, fixed, ddp) that holds by itself: backward reports gradients in the same order on
-// every rank. Priority order (partition) depends on what is ready when, which differs between
-// ranks, so the ranks first agree on the buckets ready everywhere (a small allreduce of readiness
-// flags, as Horovod's coordinator does) and all take the most urgent of those.
+// Takes ready buckets one at a time. Every rank must start the same allreduces in the same order.
+// In the order backward completes them (per-tensor, fixed, ddp) that holds by itself: backward
+// reports gradients in the same order on every rank. Priority order (partition) depends on what is
+// ready when, which differs between ranks, so the ranks first agree on the buckets ready
+// everywhere (a small allreduce of readiness flags, as Horovod's coordinator does) and all take
+// the most urgent of those.
 void GradientExchange::run_thread() {
   const bool negotiate = plan_.strategy == BucketStrategy::partition && ranks_ > 1;
   std::vector<uint8_t> mine(plan_.buckets.size()), everywhere(plan_.buckets.size());
