@@ -90,10 +90,10 @@ CyclePrediction predict_cycle_step(const BackwardProfile& profile, double cycle_
   const std::vector<size_t> order = readiness_order(profile.ready_s);
   const double negotiation = cycle_negotiation_seconds(c.plan, model);
   StepPrediction& p = c.step;
-  size_t taken = 0;        // of order: handed over and fused by an earlier cycle
-  double thread = 0;       // when this cycle's work ends
-  double anchor = 0;       // the loop's cycles fall cycle_s apart from this start, that of cycle
-  size_t anchor_cycle = 0; // anchor_cycle (the last to start late), so that no rounding piles up
+  size_t taken = 0;         // of order: handed over and fused by an earlier cycle
+  double thread = 0;        // when this cycle's work ends
+  double anchor = 0;        // cycles fall cycle_s apart from this, the start of cycle anchor_cycle,
+  size_t anchor_cycle = 0;  // the last to start late (counted from it, no rounding piles up)
   for (size_t cycle = 0; taken < order.size(); ++cycle) {
     const double begin = anchor + static_cast<double>(cycle - anchor_cycle) * cycle_s;
     // What backward had handed over when the cycle began: a prefix of the order. The tolerance
