@@ -148,10 +148,10 @@ BackwardProfile obtain_profile(const BucketsOptions& o, const WorldLayout& layou
   return profile;
 }
 
-// One sweep per strategy and progress mode; the polled ones are named <strategy>@poll.
+// A sweep measured: what it ran (BucketsOptions::sweeps), its group name (the polled ones
+// <strategy>@poll) and its rows.
 struct Sweep {
-  BucketStrategy strategy;
-  Progress progress;
+  BucketsSweep planned;
   std::string name;
   std::vector<Row> rows;
 };
@@ -179,12 +179,12 @@ void print_best_sizes(const std::vector<Sweep>& results, const Row& no_overlap, 
   for (const Sweep& sweep : results) {
     const Row& best = best_of(sweep.rows);
     std::printf("#   %-15s %8.2f MiB: %.2f ms", sweep.name.c_str(), best.bucket_mb, best.iteration_s * 1e3);
-    const bool polled = sweep.progress == Progress::poll;
+    const bool polled = sweep.planned.progress == Progress::poll;
     if (const Sweep* per_tensor = find(polled ? "per-tensor@poll" : "per-tensor"))
       std::printf(", %.2fx per-tensor", per_tensor->rows.front().iteration_s / best.iteration_s);
     std::printf(", %.2fx no overlap", no_overlap.iteration_s / best.iteration_s);
     // Fewer cycles than backward's length over the cycle time: the loop fell behind.
-    if (sweep.strategy == BucketStrategy::cycle) std::printf(", %zu cycles a step", best.negotiations);
+    if (sweep.planned.strategy == BucketStrategy::cycle) std::printf(", %zu cycles a step", best.negotiations);
     // A polled sweep's threaded one has its name without "@poll".
     if (const Sweep* threaded = polled ? find(sweep.name.substr(0, sweep.name.rfind('@'))) : nullptr)
       std::printf(", %.2fx the thread's best (%.2f ms)", best_of(threaded->rows).iteration_s / best.iteration_s,
@@ -323,8 +323,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   std::vector<Sweep> results;
   for (const BucketsSweep& planned : sweeps) {
     const bool polled = planned.progress == Progress::poll;
-    Sweep sweep{planned.strategy, planned.progress,
-                sweep_name(planned.strategy, planned.cycle_ms, o.cycle_ms.size() == 1, polled), {}};
+    Sweep sweep{planned, sweep_name(planned.strategy, planned.cycle_ms, o.cycle_ms.size() == 1, polled), {}};
     const std::vector<double> sizes =
         planned.strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes();
     for (double mb : sizes) {

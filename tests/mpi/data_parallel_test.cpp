@@ -84,6 +84,9 @@ std::vector<float> read_group(const std::string& file, const std::string& group)
   return all;
 }
 
+// The checkpoint a run that wrote into `dir` leaves there.
+std::string checkpoint_in(const std::string& dir) { return (std::filesystem::path(dir) / "checkpoint.h5").string(); }
+
 double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
   double diff = 0, scale = 0;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -93,6 +96,11 @@ double max_relative_difference(const std::vector<float>& a, const std::vector<fl
   return diff / scale;
 }
 
+// max_relative_difference of one checkpoint group between the runs that wrote into dirs a and b.
+double checkpoint_difference(const std::string& a, const std::string& b, const std::string& group) {
+  return max_relative_difference(read_group(checkpoint_in(a), group), read_group(checkpoint_in(b), group));
+}
+
 TEST(DataParallel, NRanksTakeTheStepsOfOneRankAccumulatingNMicroBatches) {
   int rank = 0, nranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -100,8 +108,7 @@ TEST(DataParallel, NRanksTakeTheStepsOfOneRankAccumulatingNMicroBatches) {
   SharedDir dir;
   const std::string parallel = dir.sub("parallel"), single = dir.sub("single");
   train(small_run(parallel), nullptr, MPI_COMM_WORLD);
-  const std::string parallel_file = (std::filesystem::path(parallel) / "checkpoint.h5").string();
-  const std::string single_file = (std::filesystem::path(single) / "checkpoint.h5").string();
+  const std::string parallel_file = checkpoint_in(parallel), single_file = checkpoint_in(single);
   if (rank == 0) {
     TrainConfig one = small_run(single);
     one.accumulate = nranks;
@@ -127,12 +134,9 @@ TEST(DataParallel, NRanksTakeTheStepsOfOneRankAccumulatingNMicroBatches) {
     one.max_steps = 1;
     one.accumulate = nranks;
     train(one, nullptr, MPI_COMM_SELF);
-    auto file = [](const std::string& d) { return (std::filesystem::path(d) / "checkpoint.h5").string(); };
-    const double momentum =
-        max_relative_difference(read_group(file(parallel1), "optimizer"), read_group(file(single1), "optimizer"));
+    const double momentum = checkpoint_difference(parallel1, single1, "optimizer");
     EXPECT_LT(momentum, 1e-5) << nranks << " ranks vs one rank accumulating " << nranks << " micro-batches, 1 step";
-    EXPECT_LT(max_relative_difference(read_group(file(parallel1), "parameters"), read_group(file(single1), "parameters")),
-              1e-6);
+    EXPECT_LT(checkpoint_difference(parallel1, single1, "parameters"), 1e-6);
   }
 }
 
@@ -150,7 +154,6 @@ TEST(DataParallel, BnSpanOfAllRanksMatchesOneRankOverTheWholeBatch) {
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   if (nranks == 1) GTEST_SKIP() << "one rank: --bn-span 1 is local batch norm";
   SharedDir dir;
-  auto file = [](const std::string& d) { return (std::filesystem::path(d) / "checkpoint.h5").string(); };
   const std::string synced = dir.sub("synced"), local = dir.sub("local"), single = dir.sub("single"),
                     threads = dir.sub("threads");
   TrainConfig a = small_run(synced), b = small_run(local);
@@ -165,10 +168,10 @@ TEST(DataParallel, BnSpanOfAllRanksMatchesOneRankOverTheWholeBatch) {
     two_threads.threads = 2;
     train(one, nullptr, MPI_COMM_SELF);
     train(two_threads, nullptr, MPI_COMM_SELF);
-    const std::vector<float> reference = read_group(file(single), "optimizer");
-    const double floor = max_relative_difference(read_group(file(threads), "optimizer"), reference);
-    const double synced_diff = max_relative_difference(read_group(file(synced), "optimizer"), reference);
-    const double local_diff = max_relative_difference(read_group(file(local), "optimizer"), reference);
+    const std::vector<float> reference = read_group(checkpoint_in(single), "optimizer");
+    const double floor = max_relative_difference(read_group(checkpoint_in(threads), "optimizer"), reference);
+    const double synced_diff = max_relative_difference(read_group(checkpoint_in(synced), "optimizer"), reference);
+    const double local_diff = max_relative_difference(read_group(checkpoint_in(local), "optimizer"), reference);
     EXPECT_LT(synced_diff, 3 * floor) << nranks << " ranks, --bn-span " << nranks << " vs one rank; rounding floor "
                                       << floor;
     EXPECT_GT(local_diff, 5 * floor) << "local batch norm vs one rank; rounding floor " << floor;
@@ -190,8 +193,7 @@ void expect_overlap_changes_no_weight(const Configure& configure, const std::str
   train(a, nullptr, MPI_COMM_WORLD);
   train(b, nullptr, MPI_COMM_WORLD);
   if (rank == 0) {
-    EXPECT_EQ(read_group((std::filesystem::path(overlapped) / "checkpoint.h5").string(), "parameters"),
-              read_group((std::filesystem::path(sequential) / "checkpoint.h5").string(), "parameters"))
+    EXPECT_EQ(read_group(checkpoint_in(overlapped), "parameters"), read_group(checkpoint_in(sequential), "parameters"))
         << what;
   }
 }
@@ -218,9 +220,7 @@ TEST(DataParallel, TheCycleLoopAveragesTheGradientsAsDdpsBucketsDo) {
   train(a, nullptr, MPI_COMM_WORLD);
   train(b, nullptr, MPI_COMM_WORLD);
   if (rank == 0) {
-    auto file = [](const std::string& d) { return (std::filesystem::path(d) / "checkpoint.h5").string(); };
-    const double momentum =
-        max_relative_difference(read_group(file(cycle), "optimizer"), read_group(file(ddp), "optimizer"));
+    const double momentum = checkpoint_difference(cycle, ddp, "optimizer");
     if (nranks <= 2) {
       EXPECT_EQ(momentum, 0.0) << nranks << " ranks";
     } else {
