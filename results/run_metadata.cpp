@@ -29,7 +29,7 @@ std::string shell_quote(const std::string& word) {
 }
 
 bool is_recorded_setting(const std::string& name) {
-  for (const char* prefix : {"OMPI_MCA_", "NCCL_", "UCX_", "CUDA_VISIBLE_DEVICES"})
+  for (const char* prefix : {"OMPI_MCA_", "NCCL_", "UCX_", "OMP_", "CUDA_VISIBLE_DEVICES"})
     if (name.rfind(prefix, 0) == 0) return true;
   return false;
 }
@@ -119,6 +119,7 @@ void write_run_metadata(const h5::Node& root, const RunMetadata& m) {
   for (const auto& [key, value] : m.labels) labels.set_attr(key, value);
   const h5::Node environment = root.create_group("environment");
   for (const auto& [key, value] : m.environment) environment.set_attr(key, value);
+  if (!m.environment_differences.empty()) root.set_attr("environment_differences", m.environment_differences);
 }
 
 void write_run_end(const h5::Node& root, const std::string& status) {

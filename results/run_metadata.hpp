@@ -21,7 +21,9 @@ struct RunMetadata {
   std::vector<std::string> devices;  // per rank; empty when the run uses no device
   std::vector<std::pair<std::string, std::string>> libraries;  // name, version
   std::map<std::string, std::string> labels;
-  std::map<std::string, std::string> environment;  // the MCA / NCCL / UCX settings in force
+  std::map<std::string, std::string> environment;  // rank 0's MCA / NCCL / UCX / OpenMP settings
+  // Which of them differ between ranks (environment_agreement.hpp), one line each; rank 0 only.
+  std::vector<std::string> environment_differences;
 };
 
 // Everything that needs no communication; the caller fills in layout and devices.

@@ -22,6 +22,7 @@
 #include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
 #include "common/watchdog.hpp"
+#include "results/environment_agreement.hpp"
 #include "results/program_start.hpp"
 #include "results/results_file.hpp"
 #include "results/save_once.hpp"
@@ -209,6 +210,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
 
   RunMetadata metadata = describe_run(kProgram, argc, argv);
   metadata.layout = layout;
+  compare_environments(metadata);
   metadata.labels = options.labels;
   std::vector<int> pids(static_cast<size_t>(layout.nranks));
   const int pid = ::getpid();

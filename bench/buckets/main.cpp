@@ -32,6 +32,7 @@
 #include "models/backward_timing.hpp"
 #include "models/onednn_backend.hpp"
 #include "results/buckets_record.hpp"
+#include "results/environment_agreement.hpp"
 #include "results/program_start.hpp"
 #include "results/results_file.hpp"
 #include "results/run_metadata.hpp"
@@ -234,6 +235,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   const BucketsOptions& o = *start.options;
   RunMetadata metadata = describe_run(kProgram, argc, argv);
   metadata.layout = layout;
+  compare_environments(metadata);
   metadata.labels = o.labels;
   BucketsSettings settings;
   settings.model = o.profile.empty() ? o.model : std::string("profile:") + o.profile;

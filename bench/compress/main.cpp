@@ -25,6 +25,7 @@
 #include "common/stats.hpp"
 #include "common/usage_error.hpp"
 #include "common/watchdog.hpp"
+#include "results/environment_agreement.hpp"
 #include "results/program_start.hpp"
 #include "results/results_file.hpp"
 #include "results/run_metadata.hpp"
@@ -136,6 +137,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   const CompressOptions& o = *start.options;
   RunMetadata metadata = describe_run(kProgram, argc, argv);
   metadata.layout = layout;
+  compare_environments(metadata);
   metadata.labels = o.labels;
   CompressResultsSaver saver(std::move(start.file), metadata, o);
   // A rank that hangs (or a peer lost without the launcher noticing) ends the job after

@@ -28,6 +28,7 @@
 #include "models/cudnn_backend.hpp"
 #endif
 #include "models/trainer.hpp"
+#include "results/environment_agreement.hpp"
 #include "results/program_start.hpp"
 #include "results/results_file.hpp"
 #include "results/run_metadata.hpp"
@@ -163,6 +164,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   try {
     RunMetadata metadata = describe_run(kProgram, argc, argv);
     metadata.layout = layout;
+    compare_environments(metadata);
     metadata.labels = parsed->labels;
     metadata.libraries.emplace_back("oneDNN", models::OnednnBackend::library_version());
     const bool on_gpu = parsed->config.backend == "cudnn";

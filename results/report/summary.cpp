@@ -40,6 +40,16 @@ std::string resumes_text(const Run& run) {
   return text + (gap < 0 ? ", wall time lost not known" : ", " + cell(gap) + " s of wall time beyond its run time");
 }
 
+// What the run's ranks ran with differently (environment_agreement.hpp; schema 23 on), which
+// its figures may owe something to.
+std::string differences_text(const Run& run) {
+  if (!run.root->has_attr("environment_differences")) return "";
+  std::string text = "; the ranks' settings differ: ";
+  const std::vector<std::string> lines = run.root->attr_strings("environment_differences");
+  for (size_t i = 0; i < lines.size(); ++i) text += (i ? " | " : "") + lines[i];
+  return text;
+}
+
 // Where the run's --trace is, for summary.txt: the file found, or the path it recorded and that it
 // is not there.
 std::string trace_text(const RunTrace& trace) {
@@ -72,7 +82,7 @@ void write_summary(const std::vector<Plot>& plots, const Campaign& campaign, con
     out << "# run " << run.name << ": " << run.program << ", " << ranks_text(run.ranks) << (run.labels.empty() ? "" : ", ")
         << run.labels_text(" ") << " (" << run.source << ")"
         << (run.status == "complete" ? "" : "; ended early: " + run.status) << resumes_text(run)
-        << trace_text(trace_of(run)) << "\n";
+        << differences_text(run) << trace_text(trace_of(run)) << "\n";
   for (const SkippedFile& skipped : campaign.skipped) out << "# skipped " << skipped.path << ": " << skipped.reason << "\n";
   for (const RepeatedRun& again : campaign.repeated)
     out << "# read again, counted once: " << again.source << " (the same run as " << again.same_as << ")\n";
@@ -136,7 +146,7 @@ void write_index(const std::vector<Plot>& plots, const Campaign& campaign, const
   for (size_t i = 0; i < campaign.runs.size(); ++i) {
     const Run& run = campaign.runs[i];
     out << "<tr><td>" << html(run.name) << "</td><td>" << html(run.program) << "</td><td>" << run.ranks << "</td><td>"
-        << html(run.labels_text(" ")) << "</td><td>" << html(run.source) << "</td><td>" << html(run.status + resumes_text(run))
+        << html(run.labels_text(" ")) << "</td><td>" << html(run.source) << "</td><td>" << html(run.status + resumes_text(run) + differences_text(run))
         << "</td>" << (any_trace ? "<td>" + trace_cell(traces[i], dir) + "</td>" : "") << "</tr>\n";
   }
   out << "</table>\n";

@@ -43,6 +43,31 @@ for name in $(sed -n 's/^| `\([a-z_0-9A-Z]*\)` .*| always |.*/\1/p' "$schema"); 
 done
 check "every always-present name of SCHEMA.md is in the file${missing:+ (missing:$missing)}" test -z "$missing"
 
+# ---- settings that differ between ranks: warned about and recorded ------------------------------
+check "a run whose ranks' settings agree warns of none and records none" \
+  bash -c "! grep -q warning '$WORK/run.err' && ! grep -q environment_differences '$WORK/header.txt'"
+# Rank 1 runs with another NCCL_ALGO and alone with OMP_NUM_THREADS (Open MPI names each rank).
+$MPIRUN -np 3 bash -c 'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then export NCCL_ALGO=Tree OMP_NUM_THREADS=1;
+                       else export NCCL_ALGO=Ring; fi; exec "$0" "$@"' \
+  "$BIN/sb-allreduce" --impl ring -b 8 -e 64 -n 2 -w 1 --out "$WORK/env.h5" >"$WORK/env.txt" 2>"$WORK/env.err"
+check "a run whose ranks' settings differ still runs" test $? -eq 0
+check "rank 0 warns once per differing variable" test "$(grep -c 'sb-allreduce: warning: ' "$WORK/env.err")" -eq 2
+check "the warning names each value's ranks" \
+  grep -qx "sb-allreduce: warning: the ranks' settings differ: NCCL_ALGO: Ring on ranks 0,2; Tree on rank 1" "$WORK/env.err"
+check "environment_differences holds both lines" \
+  bash -c "h5dump -a /environment_differences '$WORK/env.h5' | grep -q 'OMP_NUM_THREADS: unset on ranks 0,2; 1 on rank 1' &&
+           h5dump -a /environment_differences '$WORK/env.h5' | grep -q 'NCCL_ALGO: Ring on ranks 0,2; Tree on rank 1'"
+check "environment records rank 0's OMP and NCCL settings" \
+  bash -c "h5dump -a /environment/NCCL_ALGO '$WORK/env.h5' | grep -q '\"Ring\"' &&
+           ! h5dump -a /environment/OMP_NUM_THREADS '$WORK/env.h5' >/dev/null 2>&1"
+check_schema "$WORK/env.h5" ring@mpi
+mkdir -p "$WORK/env" && mv "$WORK/env.h5" "$WORK/env/"
+"$BIN/sb-report" --out "$WORK/env/report" "$WORK/env" >/dev/null 2>&1
+check "sb-report's summary says the run's settings differ" \
+  grep -q "^# run env: .*; the ranks' settings differ: NCCL_ALGO: Ring on ranks 0,2; Tree on rank 1 | OMP_NUM_THREADS" \
+  "$WORK/env/report/summary.txt"
+rm -rf "$WORK/env"
+
 # ---- other types and operations, other rank counts ---------------------------------------------
 for case in "3 half avg" "4 bfloat16 prod" "5 int8 min" "1 double max" "3 int32 sum"; do
   set -- $case

@@ -27,7 +27,7 @@ check_schema() {
   local header undocumented="" name skip
   header=$(h5dump -H "$file" 2>&1)
   for name in $(grep -oE '(ATTRIBUTE|DATASET|GROUP) "[^"]+"' <<<"$header" | sed 's/.*"\(.*\)"/\1/' | sort -u); do
-    [[ $name == / || $name == OMPI_MCA_* || $name == NCCL_* || $name == UCX_* ]] && continue
+    [[ $name == / || $name == OMPI_MCA_* || $name == NCCL_* || $name == UCX_* || $name == OMP_* ]] && continue
     skip=0
     for s in "$@"; do [[ $name == "$s" ]] && skip=1; done
     [[ $skip -eq 1 ]] && continue
