@@ -261,6 +261,7 @@ int validate_campaign(const DryrunOptions& o, const RunMetadata& metadata) {
   const h5::Node group = file.root().create_group("validate");
   group.set_attr("machine_name", machine.name);
   group.set_attr("machine", sim::format_machine(machine));
+  if (!o.reference.empty()) group.set_attr("reference", o.reference);  // predicted_s is measured again
   std::vector<std::string> runs, whats;
   std::vector<int64_t> ranks;
   std::vector<double> sizes, measured, predicted, errors;

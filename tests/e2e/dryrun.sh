@@ -110,6 +110,16 @@ $MPIRUN -np 2 "$BIN/sb-allreduce" --impl mpi,ring --transport mpi,shm -b 64K -e 
   >"$WORK/ref.out" 2>&1
 check "validate --reference compares each of the 9 rows with its second measurement (exit status $?)" \
   grep -qE '^# all 9 rows: median \|error\| [0-9.]+%' "$WORK/ref.out"
+check "validate --reference records its reference inputs" \
+  bash -c "h5dump -a /validate/reference '$WORK/ref.h5' | grep -q '\"$WORK/again\"' &&
+           ! h5dump -a /validate/reference '$WORK/v.h5' >/dev/null 2>&1"
+check_schema "$WORK/ref.h5"
+mkdir -p "$WORK/noise" && cp "$WORK/ref.h5" "$WORK/v.h5" "$WORK/noise/"
+"$BIN/sb-report" --no-render --out "$WORK/noise/report" "$WORK/noise" >/dev/null 2>&1
+check "sb-report titles the noise floor as measured again, the prediction as predicted" \
+  bash -c "grep -q 'Measured again vs measured (ref): median |difference|' '$WORK/noise/report/validate-ref.gp' &&
+           grep -q 'measured again (us)' '$WORK/noise/report/validate-ref.gp' &&
+           grep -q 'Predicted vs measured on ' '$WORK/noise/report/validate-v.gp'"
 # The inputs' own runs as the reference had matched every row with itself: a 0.0% noise floor.
 "$BIN/sb-dryrun" validate --machine "$WORK/here.machine" "$WORK/meas" --reference "$WORK/meas" --out "$WORK/ref2.h5" \
   >"$WORK/ref2.out" 2>&1
