@@ -12,6 +12,7 @@
 #include "common/usage_error.hpp"
 #include "results/run_metadata.hpp"
 #include "sim/allreduce_model.hpp"
+#include "sim/jitter.hpp"
 
 namespace sb {
 
@@ -97,6 +98,9 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
   train->add_option("--min-mb", o.min_mb, "smallest bucket, MiB [0.25]");
   train->add_option("--max-mb", o.max_mb, "largest bucket, MiB [256]");
   train->add_option("--mb-factor", o.mb_factor, "bucket size step factor [2]");
+  train->add_option("--jitter", o.jitter,
+                    "each rank's compute time per step varies as 1 + CV z (z normal): the step waits for the slowest, "
+                    "0 to 0.25 [0]");
   train->add_option("--out", o.out, "results folder: one buckets-np<N>-<algo>.h5 per scale and allreduce [out/dryrun-<time>]");
 
   CLI::App* validate = app.add_subcommand("validate", "re-predict the measured runs of a campaign and report the error");
@@ -174,6 +178,8 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
     throw UsageError("buckets: need 0 < --min-mb <= --max-mb and --mb-factor > 1");
   o.bucket_sizes_mb();  // too many: UsageError
   if (o.batch < 0) throw UsageError("--batch must be positive");
+  if (!(o.jitter >= 0 && o.jitter <= sim::kMostJitter))
+    throw UsageError("--jitter must be from 0 to 0.25 (a coefficient of variation: 0.02 is 2%)");
   if (!calibrate_max.empty()) o.calibrate_max_bytes = parse_size(calibrate_max, "--max-bytes");
   // Its ping-pong sends the largest size in one message, which MPI counts in int: 8G had failed
   // in MPI_Send (exit 3), 2^63 had thrown bad_alloc past main.

@@ -5,6 +5,7 @@
 // (images/s, speedup and efficiency against one rank) and written as one sb-buckets results file per
 // scale and allreduce (simulated = 1, with forward_s), which sb-report turns into scaling plots.
 #include <cstdio>
+#include <functional>
 #include <ranges>
 
 #include "bench/dryrun/commands.hpp"
@@ -14,6 +15,7 @@
 #include "common/usage_error.hpp"
 #include "results/buckets_record.hpp"
 #include "results/results_file.hpp"
+#include "sim/jitter.hpp"
 #include "sim/step_model.hpp"
 
 namespace sb {
@@ -26,11 +28,14 @@ BackwardProfile scaled_profile(BackwardProfile profile, const sim::ComputeRate& 
   if (profile.forward_s <= 0) profile.forward_s = profile.backward_s / 2;
   const double step_s = batch / rate.images_per_s;
   scale = step_s / (profile.forward_s + profile.backward_s);
-  profile.forward_s *= scale;
-  profile.backward_s *= scale;
-  for (double& t : profile.ready_s) t *= scale;
-  return profile;
+  return sim::slowed_profile(std::move(profile), scale);
 }
+
+// Steps drawn per scale for --jitter, and the width of the bins of the slowest rank's factor
+// (each bin priced once) as a share of the coefficient: a quarter of it keeps the step's expected
+// time within about a tenth of a percent of pricing every draw.
+constexpr int kJitterSteps = 4000;
+constexpr double kJitterBinShare = 0.25;
 
 BucketRow row_of(const sim::StepPrediction& p, double mb, size_t buckets) {
   BucketRow row{mb, buckets, p.iteration_s, p.exposed_s, p.communication_s, p.overlap, p.bucket_start_s, p.bucket_end_s};
@@ -75,6 +80,10 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
               "%zu tensors, %.1f MiB of fp32 gradients\n",
               o.model.c_str(), machine.name.c_str(), batch, profile.forward_s * 1e3, profile.backward_s * 1e3, scale,
               profile.tensors.size(), total * 4 / kBytesPerMiB);
+  if (o.jitter > 0)
+    std::printf("# jitter %.3g: each rank's compute time per step x (1 + %.3g z), z normal; each step waits for its "
+                "slowest rank (the mean over %d steps; slowest x is its mean factor)\n",
+                o.jitter, o.jitter, kJitterSteps);
   // The baselines' plans, the same at every scale: every tensor its own allreduce, and one bucket
   // of everything (twice the gradients' size, as sb-buckets plans it).
   const BucketPlan per_tensor = plan_buckets_swept(profile.tensors, BucketStrategy::per_tensor, 0);
@@ -89,13 +98,23 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
     }
   const std::string folder = results_folder(o);
   for (const ImplVariant& variant : impl_variants(o)) {
-    std::printf("# %s\n%8s  %-22s %12s %12s %12s %9s %10s\n", variant.name.c_str(), "ranks", "best bucketing",
-                "step(ms)", "exposed(ms)", "images/s", "speedup", "efficiency");
+    std::printf("# %s\n%8s  %-22s %12s %12s %12s %9s %10s%s\n", variant.name.c_str(), "ranks", "best bucketing",
+                "step(ms)", "exposed(ms)", "images/s", "speedup", "efficiency", o.jitter > 0 ? "  slowest x" : "");
     for (const int nranks : o.ranks) {
       sim::StepModel model(machine, allreduce_case(o, machine, variant, nranks));
+      // Without jitter, one bin at 1.0: each row priced once, on the profile as it is.
+      const sim::SlowestRankFactors slowest = sim::slowest_rank_factors(
+          o.jitter, nranks, kJitterSteps, static_cast<uint64_t>(nranks), kJitterBinShare * o.jitter);
+      const auto expected = [&](const std::function<sim::StepPrediction(const BackwardProfile&)>& predict) {
+        return sim::expected_step(slowest, profile, predict);
+      };
       std::vector<BucketSweep> sweeps;
-      sweeps.push_back({"no-overlap", {row_of(sim::predict_step(profile, per_tensor, model, false), 0, per_tensor.buckets.size())}});
-      sweeps.push_back({"fused", {row_of(sim::predict_step(profile, fused, model, false), total * 4 / kBytesPerMiB, 1)}});
+      const sim::StepPrediction no_overlap =
+          expected([&](const BackwardProfile& p) { return sim::predict_step(p, per_tensor, model, false); });
+      sweeps.push_back({"no-overlap", {row_of(no_overlap, 0, per_tensor.buckets.size())}});
+      const sim::StepPrediction all_fused =
+          expected([&](const BackwardProfile& p) { return sim::predict_step(p, fused, model, false); });
+      sweeps.push_back({"fused", {row_of(all_fused, total * 4 / kBytesPerMiB, 1)}});
       Best best{"fused", sweeps.back().rows.front()};
       for (const BucketStrategy strategy : o.strategies)
         for (const double cycle_ms : strategy == BucketStrategy::cycle ? o.cycle_ms : std::vector<double>{0}) {
@@ -103,18 +122,25 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
           const std::vector<double> sizes =
               strategy == BucketStrategy::per_tensor ? std::vector<double>{0} : o.bucket_sizes_mb();
           for (const double mb : sizes) {
-            const sim::StepPrediction p = sim::predict_swept_step(profile, strategy, mb, cycle_ms * 1e-3, model, true);
+            const sim::StepPrediction p = expected([&](const BackwardProfile& slowed) {
+              return sim::predict_swept_step(slowed, strategy, mb, cycle_ms * 1e-3, model, true);
+            });
             sweep.rows.push_back(row_of(p, mb, p.bucket_start_s.size()));
             if (sweep.rows.back().iteration_s < best.row.iteration_s) best = {sweep.name, sweep.rows.back()};
           }
           sweeps.push_back(std::move(sweep));
         }
-      const double step_s = profile.forward_s + best.row.iteration_s;
+      // The forward pass waits for nobody, but takes the slowest rank's time too: the step's
+      // first bucket can start no earlier.
+      const BackwardProfile as_expected = sim::slowed_profile(profile, slowest.mean);
+      const double step_s = as_expected.forward_s + best.row.iteration_s;
       const double speedup = nranks * compute_s / step_s;
       char bucketing[64];
       std::snprintf(bucketing, sizeof bucketing, "%s %.2f MiB", best.strategy.c_str(), best.row.bucket_mb);
-      std::printf("%8d  %-22s %12.2f %12.2f %12.0f %9.2f %9.1f%%\n", nranks, bucketing, step_s * 1e3,
+      std::printf("%8d  %-22s %12.2f %12.2f %12.0f %9.2f %9.1f%%", nranks, bucketing, step_s * 1e3,
                   best.row.exposed_s * 1e3, nranks * batch / step_s, speedup, 100 * speedup / nranks);
+      if (o.jitter > 0) std::printf("  %10.4f", slowest.mean);
+      std::printf("\n");
 
       BucketsSettings settings;
       settings.model = o.model;
@@ -124,8 +150,14 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
       ResultsFile file(folder + "/buckets-np" + std::to_string(nranks) + "-" + variant.impl +
                        (variant.library ? "" : "-" + std::string(name_of(variant.transport))) + ".h5");
       write_run_metadata(file.root(), simulated_metadata(metadata, "sb-buckets", machine, nranks));
-      write_buckets_results(file.root(), settings, profile, sweeps);
+      // Forward, backward and ready times as the mean step's, so that forward_s + iteration_s is
+      // the step above.
+      write_buckets_results(file.root(), settings, as_expected, sweeps);
       file.root().open_group("buckets").set_attr("batch_per_rank", static_cast<int64_t>(batch));
+      if (o.jitter > 0) {
+        file.root().open_group("buckets").set_attr("jitter_cv", o.jitter);
+        file.root().open_group("buckets").set_attr("slowest_rank_factor", slowest.mean);
+      }
       mark_simulated(file.root(), machine, o.machine);
       file.commit();
     }

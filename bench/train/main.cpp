@@ -32,6 +32,7 @@
 #include "results/program_start.hpp"
 #include "results/results_file.hpp"
 #include "results/run_metadata.hpp"
+#include "sim/jitter.hpp"
 
 namespace sb {
 namespace {
@@ -72,6 +73,12 @@ void print_rank_times(const RankRecords& t, int nranks) {
     if (negotiated) std::printf(" (%.1f)", median_row(t.negotiation, r));
   }
   std::printf("\n");
+  // The spread sb-dryrun train --jitter takes, to price it at other scales.
+  const double cv = sim::between_rank_cv(t.compute, nranks, t.steps);
+  std::printf("[ranks] compute time per step differs between ranks by %.2f%% (coefficient of variation within a step",
+              100 * cv);
+  if (cv <= sim::kMostJitter) std::printf("; sb-dryrun train --jitter %.4f)\n", cv);
+  else std::printf(": more a straggler than noise, past what sb-dryrun train --jitter prices)\n");
 }
 
 // The cycle strategy fuses what each cycle finds: how many buckets that made, step by step.

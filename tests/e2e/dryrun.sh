@@ -92,6 +92,37 @@ check_schema "$cycles_file" cycle-1ms cycle-100ms  # SCHEMA.md names them cycle-
   --out "$WORK/x" >"$WORK/bad.out" 2>&1
 check "train --cycle-ms 0 exits 2" bash -c "test $? -eq 2 && grep -q \"cycle-ms: '0' is not a cycle time of 0.01 to 1000 ms\" '$WORK/bad.out'"
 
+# --jitter: each step waits for its slowest rank, about 1 + 2.6 cv slower than the profile at 128
+# ranks; one rank waits for nobody. Without it the step is the profile's.
+"$BIN/sb-dryrun" train --machine sim/machines/ethernet-100g.machine --profile "$WORK/p.profile" --ranks 1,128 \
+  --algo ring --transport nccl --strategy fixed --min-mb 4 --max-mb 4 --jitter 0.02 --out "$WORK/jitter" \
+  >"$WORK/jitter.out" 2>&1
+check "train --jitter 0.02 exits 0" test $? -eq 0
+"$BIN/sb-dryrun" train --machine sim/machines/ethernet-100g.machine --profile "$WORK/p.profile" --ranks 1,128 \
+  --algo ring --transport nccl --strategy fixed --min-mb 4 --max-mb 4 --out "$WORK/steady" >"$WORK/steady.out" 2>&1
+slowest=$(awk '$1 == 128 { print $NF }' "$WORK/jitter.out")
+check "128 ranks wait for a slowest rank about 1 + 2.6 x 0.02 slower ($slowest)" \
+  awk -v f="$slowest" 'BEGIN { exit !(f > 1.047 && f < 1.057) }'
+check "one rank's mean factor is 1 ($(awk '$1 == 1 { print $NF }' "$WORK/jitter.out"))" \
+  awk -v f="$(awk '$1 == 1 { print $NF }' "$WORK/jitter.out")" 'BEGIN { exit !(f > 0.999 && f < 1.001) }'
+step_ms() { awk -v n="$2" '$1 == n { print $5 }' "$1"; }
+# The step is forward + backward + what is exposed; jitter stretches the compute alone here.
+check "the 128-rank step grows by its compute times the factor ($(step_ms "$WORK/steady.out" 128) -> $(step_ms "$WORK/jitter.out" 128) ms)" \
+  awk -v a="$(step_ms "$WORK/steady.out" 128)" -v b="$(step_ms "$WORK/jitter.out" 128)" -v f="$slowest" \
+      -v e="$(awk '$1 == 128 { print $6 }' "$WORK/jitter.out")" 'BEGIN { exit !(b > a && (b - e) / (a - e) > f - 0.002 && (b - e) / (a - e) < f + 0.002) }'
+jitter_file=$WORK/jitter/buckets-np128-ring-nccl.h5
+check "the file records jitter_cv and slowest_rank_factor" \
+  bash -c "test '$(h5_attr "$jitter_file" /buckets/jitter_cv)' = 0.02 &&
+           awk -v f='$(h5_attr "$jitter_file" /buckets/slowest_rank_factor)' 'BEGIN { exit !(f > 1.047 && f < 1.057) }'"
+check "a steady run's file has neither" bash -c "! h5dump -a /buckets/jitter_cv '$WORK/steady/buckets-np128-ring-nccl.h5' >/dev/null 2>&1"
+check_schema "$jitter_file"
+for bad in -0.1 0.3 nan; do
+  "$BIN/sb-dryrun" train --machine sim/machines/ethernet-100g.machine --profile "$WORK/p.profile" --jitter "$bad" \
+    --out "$WORK/x" >"$WORK/bad.out" 2>&1
+  check "train --jitter $bad exits 2 ($?), saying so" \
+    bash -c "test $? -eq 2 && grep -qE '^sb-dryrun: error: --jitter(: .nan. is not a finite number| must be from 0 to 0.25)' '$WORK/bad.out' && test ! -e '$WORK/x'"
+done
+
 # validate: measured runs re-predicted, each with a row.
 mkdir -p "$WORK/meas"
 $MPIRUN -np 2 "$BIN/sb-allreduce" --impl mpi,ring --transport mpi,shm -b 64K -e 1M -f 4 -n 3 -w 1 \

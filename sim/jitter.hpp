@@ -1,0 +1,55 @@
+#pragma once
+// Compute jitter between ranks, which synchronous data-parallel training pays for at every step:
+// a bucket's allreduce starts when its last rank has the bucket's gradients, so the step runs at
+// the pace of its slowest rank, and the more ranks, the slower the slowest. Each rank's forward
+// and backward of a step take f times their profile's times, f = 1 + cv z with z a standard
+// normal drawn per rank and step; the step is then the profile's step with every time multiplied
+// by F, the largest f over the ranks (ranks leave a step's last allreduce together, so steps do
+// not carry lag over). E[F] grows as cv sqrt(2 ln N): about 1 + 2.6 cv at 128 ranks.
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "collectives/buckets/backward_profile.hpp"
+#include "sim/step_model.hpp"
+
+namespace sb::sim {
+
+// The largest cv sb-dryrun accepts: beyond it, f = 1 + cv z would be negative too often to mean
+// anything (at 0.25, once in 30,000 draws; such f are taken as kSmallestFactor).
+inline constexpr double kMostJitter = 0.25;
+inline constexpr double kSmallestFactor = 0.01;
+
+// The slowest rank's factor F over simulated steps, binned: the step is priced once per bin, at
+// the bin's mean F, and weighted by its share of the steps.
+struct SlowestRankFactors {
+  struct Bin {
+    double factor = 1;  // the mean F of the steps in this bin
+    double weight = 1;  // their share of the steps
+  };
+  std::vector<Bin> bins;  // ascending factor; one bin at 1.0 when cv is 0
+  double mean = 1;        // E[F] over the steps
+  double median = 1;      // the factor of the bin holding the median step
+};
+
+// F for `steps` steps of `nranks` ranks (a fixed seed: the same draws every run), binned in
+// widths of bin_width (> 0). cv = 0 gives F = 1 exactly.
+SlowestRankFactors slowest_rank_factors(double cv, int nranks, int steps, uint64_t seed, double bin_width);
+
+// The coefficient to give --jitter, from measured compute times by rank and step
+// (`times[rank * steps + step]`, as sb-train's rank_compute_s): each time as a share of its step's
+// mean over the ranks, so that what every rank shares (a slower batch) does not count, pooled over
+// the steps (the first left out: warm-up) as a standard deviation with nranks - 1 degrees of
+// freedom a step. 0 for fewer than 2 ranks or no usable step.
+double between_rank_cv(const std::vector<double>& times, int nranks, size_t steps);
+
+// The profile with its forward, backward and every gradient's ready time multiplied by factor.
+BackwardProfile slowed_profile(BackwardProfile profile, double factor);
+
+// The step to expect: `predict` run once per bin on the profile slowed by the bin's factor, its
+// times averaged by the bins' weights; its buckets, bucket times and negotiations are those of the
+// median step's bin.
+StepPrediction expected_step(const SlowestRankFactors& slowest, const BackwardProfile& profile,
+                             const std::function<StepPrediction(const BackwardProfile&)>& predict);
+
+}  // namespace sb::sim
