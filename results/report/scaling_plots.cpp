@@ -11,6 +11,7 @@
 // training's rates, its memory: each scale's peak host memory per rank, and on GPUs its peak GPU
 // memory (the largest rank's, the median over repeated runs), as they are, no rate.
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -195,8 +196,15 @@ void buckets_scaling(const std::vector<Run>& runs, const ReportOptions& options,
     }
     if (best == 0) continue;
     const double forward = buckets.has_attr("forward_s") ? buckets.attr_double("forward_s") : 0.0;
-    const std::string what = buckets.attr_string("model") + " " + buckets.attr_string("algo") + "@" +
-                             buckets.attr_string("transport");
+    std::string what = buckets.attr_string("model") + " " + buckets.attr_string("algo") + "@" +
+                       buckets.attr_string("transport");
+    // Predictions with compute jitter (sb-dryrun train --jitter) are their own line, beside the
+    // same allreduce's without.
+    if (buckets.has_attr("jitter_cv")) {
+      char jitter[32];
+      std::snprintf(jitter, sizeof jitter, " jitter %.3g", buckets.attr_double("jitter_cv"));
+      what += jitter;
+    }
     lines[line_title(what, run, options)][run.ranks].push_back(static_cast<double>(run.ranks) / (forward + best));
   }
   ScalingPlots scaling("buckets-step", "training step, best bucketing (rate: ranks / step time, fixed batch per rank)");

@@ -116,6 +116,10 @@ check "the file records jitter_cv and slowest_rank_factor" \
            awk -v f='$(h5_attr "$jitter_file" /buckets/slowest_rank_factor)' 'BEGIN { exit !(f > 1.047 && f < 1.057) }'"
 check "a steady run's file has neither" bash -c "! h5dump -a /buckets/jitter_cv '$WORK/steady/buckets-np128-ring-nccl.h5' >/dev/null 2>&1"
 check_schema "$jitter_file"
+"$BIN/sb-report" --no-render --out "$WORK/jitter-report" "$WORK/steady" "$WORK/jitter" >/dev/null 2>&1
+check "sb-report draws the prediction with jitter as its own line beside the one without" \
+  bash -c "grep -q '^### resnet50 ring@nccl jitter 0.02 (predicted)' '$WORK/jitter-report/summary.txt' &&
+           grep -q '^### resnet50 ring@nccl (predicted)' '$WORK/jitter-report/summary.txt'"
 for bad in -0.1 0.3 nan; do
   "$BIN/sb-dryrun" train --machine sim/machines/ethernet-100g.machine --profile "$WORK/p.profile" --jitter "$bad" \
     --out "$WORK/x" >"$WORK/bad.out" 2>&1
