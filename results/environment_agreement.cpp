@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <set>
 #include <span>
 
 #include "common/check.hpp"
@@ -105,12 +106,12 @@ std::string rank_ranges(const std::vector<int>& ranks) {
 }
 
 std::vector<std::string> setting_differences(const std::vector<Settings>& by_rank) {
-  std::map<std::string, bool> names;
+  std::set<std::string> names;
   for (const Settings& settings : by_rank)
-    for (const auto& entry : settings) names[entry.first] = true;
+    for (const auto& entry : settings) names.insert(entry.first);
   std::vector<std::string> lines;
-  for (const auto& [name, unused] : names) {
-    // Each value met (unset as nullopt) with the ranks that have it, in order of first rank.
+  for (const std::string& name : names) {
+    // Each value met (unset as a null pointer) with the ranks that have it, in order of first rank.
     std::vector<std::pair<const std::string*, std::vector<int>>> groups;
     for (size_t r = 0; r < by_rank.size(); ++r) {
       const auto it = by_rank[r].find(name);
