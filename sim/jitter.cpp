@@ -18,7 +18,7 @@ SlowestRankFactors slowest_rank_factors(double cv, int nranks, int steps, uint64
   std::vector<double> slowest(static_cast<size_t>(steps));
   for (double& step : slowest) {
     step = 0;
-    for (int r = 0; r < nranks; ++r) step = std::max(step, std::max(kSmallestFactor, 1 + cv * z(engine)));
+    for (int r = 0; r < nranks; ++r) step = std::max(step, jitter_factor(cv, z(engine)));
   }
   std::map<long long, std::pair<double, int>> by_bin;  // bin index -> (sum of F, steps)
   double sum = 0;

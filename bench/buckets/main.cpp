@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <random>
 #include <ranges>
 
 #include "bench/buckets/options.hpp"
@@ -36,6 +37,7 @@
 #include "results/program_start.hpp"
 #include "results/results_file.hpp"
 #include "results/run_metadata.hpp"
+#include "sim/jitter.hpp"
 
 namespace sb {
 namespace {
@@ -73,12 +75,32 @@ std::unique_ptr<GradientAverager> make_replayed_exchange(const ExchangeConfig& c
                                             std::move(gradients));
 }
 
+// --jitter's draws: this rank's factor for each timed step (seeded by the rank), and the slowest
+// rank's. Every configuration replays the same, so that its rows differ by their buckets alone.
+struct StepJitter {
+  std::vector<double> mine, slowest;  // by timed step
+  double mean_slowest() const { return mean(slowest); }
+};
+
+// Collective over MPI_COMM_WORLD.
+StepJitter draw_step_jitter(double cv, int steps, int rank) {
+  StepJitter jitter{std::vector<double>(static_cast<size_t>(steps), 1.0), std::vector<double>(static_cast<size_t>(steps))};
+  if (cv > 0) {
+    std::mt19937_64 engine(0x5eed0000ull + static_cast<uint64_t>(rank));
+    std::normal_distribution<double> z(0.0, 1.0);
+    for (double& f : jitter.mine) f = sim::jitter_factor(cv, z(engine));
+  }
+  SB_MPI_CHECK(MPI_Allreduce(jitter.mine.data(), jitter.slowest.data(), steps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  return jitter;
+}
+
 // Median over steps of the slowest rank's iteration; the other figures from that same step, which
-// --trace draws (the same step on every rank: all sort the same slowest times).
-// cycle_ms: the cycle strategy's cycle time (0 for the others).
-Row measure(const BucketsOptions& o, const BackwardProfile& profile, const std::string& sweep, BucketStrategy strategy,
-            double mb, bool overlap, std::vector<std::vector<float>>& gradients, Watchdog& watchdog,
-            TraceRecorder* trace, Progress progress = Progress::thread, double cycle_ms = 0) {
+// --trace draws (the same step on every rank: all sort the same slowest times). Each timed step
+// replays this rank's backward at its --jitter factor; exposed is what the step took beyond the
+// slowest rank's backward. cycle_ms: the cycle strategy's cycle time (0 for the others).
+Row measure(const BucketsOptions& o, const BackwardProfile& profile, const StepJitter& jitter, const std::string& sweep,
+            BucketStrategy strategy, double mb, bool overlap, std::vector<std::vector<float>>& gradients,
+            Watchdog& watchdog, TraceRecorder* trace, Progress progress = Progress::thread, double cycle_ms = 0) {
   std::vector<float*> pointers;
   for (auto& g : gradients) pointers.push_back(g.data());
   ExchangeConfig config = o.exchange;
@@ -91,21 +113,30 @@ Row measure(const BucketsOptions& o, const BackwardProfile& profile, const std::
     replay_step(exchange, profile, MPI_COMM_WORLD);
     watchdog.beat();
   }
-  std::vector<std::pair<double, ReplayResult>> steps;
+  struct Timed {
+    double slowest_s;  // the slowest rank's iteration
+    size_t step;
+    ReplayResult replay;
+  };
+  std::vector<Timed> steps;
+  std::vector<BackwardProfile> replayed;  // by timed step: this rank's backward, at its factor
   for (int i = 0; i < o.iters; ++i) {
-    ReplayResult r = replay_step(exchange, profile, MPI_COMM_WORLD);
+    replayed.push_back(o.jitter > 0 ? sim::slowed_profile(profile, jitter.mine[static_cast<size_t>(i)]) : profile);
+    ReplayResult r = replay_step(exchange, replayed.back(), MPI_COMM_WORLD);
     double slowest = 0;
     SB_MPI_CHECK(MPI_Allreduce(&r.iteration_s, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-    steps.emplace_back(slowest, std::move(r));
+    steps.push_back({slowest, static_cast<size_t>(i), std::move(r)});
     watchdog.beat();
   }
-  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  const auto& [slowest, median] = steps[steps.size() / 2];
+  std::sort(steps.begin(), steps.end(), [](const Timed& a, const Timed& b) { return a.slowest_s < b.slowest_s; });
+  const Timed& at_median = steps[steps.size() / 2];
+  const double slowest = at_median.slowest_s;
+  const ReplayResult& median = at_median.replay;
   Row row;
   row.bucket_mb = mb;
   row.buckets = median.plan.buckets.size();  // a cycle loop's: the median step's
   row.iteration_s = slowest;
-  row.exposed_s = std::max(slowest - profile.backward_s, 0.0);
+  row.exposed_s = std::max(slowest - jitter.slowest[at_median.step] * profile.backward_s, 0.0);
   row.communication_s = median.communication_s;
   row.negotiation_s = median.negotiation_s;
   row.negotiations = median.negotiations;
@@ -118,7 +149,8 @@ Row measure(const BucketsOptions& o, const BackwardProfile& profile, const std::
                   "\"buckets\":%zu,\"bucket_mb\":%g,\"slowest_rank_iteration_ms\":%.4f,\"exposed_ms\":%.4f,"
                   "\"overlap\":%.4f",
                   row.buckets, mb, row.iteration_s * 1e3, row.exposed_s * 1e3, row.overlap);
-    trace_replayed_step(*trace, configuration_name(sweep, strategy, mb, cycle_ms), args, profile, median);
+    trace_replayed_step(*trace, configuration_name(sweep, strategy, mb, cycle_ms), args, replayed[at_median.step],
+                        median);
   }
   return row;
 }
@@ -244,6 +276,9 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   settings.transport = std::string(name_of(o.exchange.impl.transport));
   settings.iters = o.iters;
   settings.trace = o.trace;
+  const StepJitter jitter = draw_step_jitter(o.jitter, o.iters, layout.rank);
+  settings.jitter_cv = o.jitter;
+  settings.slowest_rank_factor = jitter.mean_slowest();
   BucketsResultsSaver saver(std::move(start.file), metadata, settings);
   // A rank that hangs (or a peer lost without the launcher noticing) ends the job after
   // --timeout seconds without progress, SIGINT/SIGTERM at once; rank 0 saves the rows measured.
@@ -288,6 +323,10 @@ int run(int argc, char** argv, const WorldLayout& layout) {
                   std::find(o.progress.begin(), o.progress.end(), Progress::poll) != o.progress.end()
                       ? "; its own thread, never polled"
                       : "");
+    if (o.jitter > 0)
+      std::printf("# jitter %g: each rank's replayed backward of a timed step x (1 + %g z), z normal; the slowest "
+                  "rank's factor averages %.4f over the %d steps\n",
+                  o.jitter, o.jitter, jitter.mean_slowest(), o.iters);
     std::printf("# %-10s  %9s  %7s  %11s  %11s  %11s  %8s  %9s\n", "strategy", "bucket_MiB", "buckets", "iter(ms)",
                 "exposed(ms)", "comm(ms)", "overlap", "vs_fused");
     std::fflush(stdout);
@@ -298,11 +337,11 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   TraceRecorder* const tracing = o.trace.empty() ? nullptr : &trace;
   if (tracing) trace.start(MPI_COMM_WORLD);  // every rank: the options are the same everywhere
   const Row no_overlap =
-      measure(o, profile, "no-overlap", BucketStrategy::per_tensor, 0, false, gradients, watchdog, tracing);
+      measure(o, profile, jitter, "no-overlap", BucketStrategy::per_tensor, 0, false, gradients, watchdog, tracing);
   saver.add("no-overlap", no_overlap);
   watchdog.phase("measuring the fused baseline");
   const Row fused =
-      measure(o, profile, "fused", BucketStrategy::fixed, total_mb * 2, false, gradients, watchdog, tracing);
+      measure(o, profile, jitter, "fused", BucketStrategy::fixed, total_mb * 2, false, gradients, watchdog, tracing);
   saver.add("fused", fused);
   auto print = [&](const char* name, const Row& r) {
     if (root)
@@ -332,7 +371,7 @@ int run(int argc, char** argv, const WorldLayout& layout) {
       char phase[128];
       std::snprintf(phase, sizeof phase, "measuring %s at %g MiB", sweep.name.c_str(), mb);
       watchdog.phase(phase);
-      sweep.rows.push_back(measure(o, profile, sweep.name, planned.strategy, mb, true, gradients, watchdog, tracing,
+      sweep.rows.push_back(measure(o, profile, jitter, sweep.name, planned.strategy, mb, true, gradients, watchdog, tracing,
                                    planned.progress, planned.cycle_ms));
       saver.add(sweep.name, sweep.rows.back(), planned.cycle_ms);
       print(sweep.name.c_str(), sweep.rows.back());

@@ -10,6 +10,7 @@
 #include "common/usage_error.hpp"
 #include "models/resnet.hpp"
 #include "results/run_metadata.hpp"
+#include "sim/jitter.hpp"
 
 namespace sb {
 
@@ -58,6 +59,10 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
                  "compared [thread]");
   app.add_option("--algo", o.exchange.algorithm, "allreduce: mpi or a schedule (ring, rd, ...) [mpi]");
   app.add_option("--transport", transport, "a schedule's transport: mpi or shm [mpi]");
+  app.add_option("--jitter", o.jitter,
+                 "each rank's replayed backward of a timed step takes 1 + CV z times the profile's (z normal, drawn\n"
+                 "per rank and step, the same draws for every configuration): what sb-dryrun train --jitter prices,\n"
+                 "0 to 0.25 [0]");
   app.add_option("-n,--iters", o.iters, "timed steps per configuration (median of the slowest rank) [3]");
   app.add_option("-w,--warmup_iters", o.warmup_iters, "untimed steps first [1]");
   app.add_option("--threads", o.threads, "compute threads of the measured profile [OMP_NUM_THREADS or all cores]");
@@ -75,6 +80,8 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   models::make_resnet_config(o.model, 3, 1000, o.image_size, 0);  // unknown model: UsageError
   if (o.batch < 1 || o.image_size < 8 || o.profile_steps < 1) throw UsageError("--batch, --image-size, --profile-steps must be positive");
   if (o.compute_scale <= 0) throw UsageError("--compute-scale must be positive");
+  if (!(o.jitter >= 0 && o.jitter <= sim::kMostJitter))
+    throw UsageError("--jitter must be from 0 to 0.25 (a coefficient of variation: 0.02 is 2%)");
   require_distinct_files(
       {{"--profile", o.profile}, {"--write-profile", o.write_profile}, {"--out", o.out}, {"--trace", o.trace}});
   if (o.min_mb <= 0 || o.max_mb < o.min_mb || o.factor <= 1) throw UsageError("bucket sizes need 0 < min <= max and factor > 1");

@@ -31,13 +31,6 @@ BackwardProfile scaled_profile(BackwardProfile profile, const sim::ComputeRate& 
   return sim::slowed_profile(std::move(profile), scale);
 }
 
-// Steps drawn per scale for --jitter, and the width of the bins of the slowest rank's factor
-// (each bin priced once) as a share of the coefficient. A step is nearly linear in the factor
-// within a bin: at 0.01 instead of 0.25 (25 times the bins), the demo's ResNet-50 profile over
-// ethernet-100g at 8 and 128 ranks with --jitter 0.05 printed the same steps to 0.01 ms.
-constexpr int kJitterSteps = 4000;
-constexpr double kJitterBinShare = 0.25;
-
 BucketRow row_of(const sim::StepPrediction& p, double mb, size_t buckets) {
   BucketRow row{mb, buckets, p.iteration_s, p.exposed_s, p.communication_s, p.overlap, p.bucket_start_s, p.bucket_end_s};
   row.negotiation_s = p.negotiation_s;
@@ -84,7 +77,7 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
   if (o.jitter > 0)
     std::printf("# jitter %.3g: each rank's compute time per step x (1 + %.3g z), z normal; each step waits for its "
                 "slowest rank (the mean over %d steps; slowest x is its mean factor)\n",
-                o.jitter, o.jitter, kJitterSteps);
+                o.jitter, o.jitter, sim::kJitterSteps);
   // The baselines' plans, the same at every scale: every tensor its own allreduce, and one bucket
   // of everything (twice the gradients' size, as sb-buckets plans it).
   const BucketPlan per_tensor = plan_buckets_swept(profile.tensors, BucketStrategy::per_tensor, 0);
@@ -104,8 +97,7 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
     for (const int nranks : o.ranks) {
       sim::StepModel model(machine, allreduce_case(o, machine, variant, nranks));
       // Without jitter, one bin at 1.0: each row priced once, on the profile as it is.
-      const sim::SlowestRankFactors slowest = sim::slowest_rank_factors(
-          o.jitter, nranks, kJitterSteps, static_cast<uint64_t>(nranks), kJitterBinShare * o.jitter);
+      const sim::SlowestRankFactors slowest = sim::slowest_rank_factors(o.jitter, nranks);
       const auto expected = [&](const std::function<sim::StepPrediction(const BackwardProfile&)>& predict) {
         return sim::expected_step(slowest, profile, predict);
       };
@@ -133,8 +125,7 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
         }
       // The step ends with the slowest rank's last bucket, and that rank's forward took F times
       // the profile's too: the forward at the mean factor.
-      const BackwardProfile as_expected = sim::slowed_profile(profile, slowest.mean);
-      const double step_s = as_expected.forward_s + best.row.iteration_s;
+      const double step_s = slowest.mean * profile.forward_s + best.row.iteration_s;
       const double speedup = nranks * compute_s / step_s;
       char bucketing[64];
       std::snprintf(bucketing, sizeof bucketing, "%s %.2f MiB", best.strategy.c_str(), best.row.bucket_mb);
@@ -146,19 +137,15 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
       BucketsSettings settings;
       settings.model = o.model;
       settings.compute_scale = scale;
+      settings.jitter_cv = o.jitter;
+      settings.slowest_rank_factor = slowest.mean;
       settings.algo = variant.impl;
       settings.transport = variant.library ? (variant.impl == "nccl" ? "nccl" : "library") : std::string(name_of(variant.transport));
       ResultsFile file(folder + "/buckets-np" + std::to_string(nranks) + "-" + variant.impl +
                        (variant.library ? "" : "-" + std::string(name_of(variant.transport))) + ".h5");
       write_run_metadata(file.root(), simulated_metadata(metadata, "sb-buckets", machine, nranks));
-      // Forward, backward and ready times as the mean step's, so that forward_s + iteration_s is
-      // the step above.
-      write_buckets_results(file.root(), settings, as_expected, sweeps);
+      write_buckets_results(file.root(), settings, profile, sweeps);
       file.root().open_group("buckets").set_attr("batch_per_rank", static_cast<int64_t>(batch));
-      if (o.jitter > 0) {
-        file.root().open_group("buckets").set_attr("jitter_cv", o.jitter);
-        file.root().open_group("buckets").set_attr("slowest_rank_factor", slowest.mean);
-      }
       mark_simulated(file.root(), machine, o.machine);
       file.commit();
     }

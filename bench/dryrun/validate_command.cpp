@@ -21,6 +21,7 @@
 #include "kernels/dtype.hpp"
 #include "results/campaign.hpp"
 #include "results/results_file.hpp"
+#include "sim/jitter.hpp"
 #include "sim/step_model.hpp"
 
 namespace sb {
@@ -128,6 +129,10 @@ void validate_buckets(const Run& run, const sim::Machine& machine, std::vector<C
   c.nranks = plausible_ranks(run);
   if (!sim::is_known_allreduce(c.impl)) return;
   sim::StepModel model(machine, c);
+  // A run replayed with --jitter is predicted with the same: each step at its slowest rank's pace.
+  const double jitter = buckets.has_attr("jitter_cv") ? buckets.attr_double("jitter_cv") : 0.0;
+  require_plausible(jitter >= 0 && jitter <= sim::kMostJitter, "jitter_cv is not a coefficient sb-buckets takes");
+  const sim::SlowestRankFactors slowest = sim::slowest_rank_factors(jitter, c.nranks);
   for (const std::string& group : buckets.children()) {
     if (group.rfind("tensor_", 0) == 0 || group.find('@') != std::string::npos) continue;  // datasets; polled sweeps
     const h5::Node node = buckets.open_group(group);
@@ -146,8 +151,11 @@ void validate_buckets(const Run& run, const sim::Machine& machine, std::vector<C
       // fused was planned as one bucket twice the gradients' size.
       const double planned_mb = group == "fused" ? 1e9 : mb[i];
       // Cycles too many to price are refused as a file sb-buckets could not have written.
-      const sim::StepPrediction p = parsed_from_file(
-          [&] { return sim::predict_swept_step(profile, strategy, planned_mb, cycle_ms * 1e-3, model, overlap); });
+      const sim::StepPrediction p = parsed_from_file([&] {
+        return sim::expected_step(slowest, profile, [&](const BackwardProfile& slowed) {
+          return sim::predict_swept_step(slowed, strategy, planned_mb, cycle_ms * 1e-3, model, overlap);
+        });
+      });
       cases.push_back({run.name, "buckets:" + group, run.ranks, mb[i], measured[i], p.iteration_s, run.run_id});
     }
   }

@@ -195,7 +195,9 @@ void buckets_scaling(const std::vector<Run>& runs, const ReportOptions& options,
         if (t > 0 && (best == 0 || t < best)) best = t;
     }
     if (best == 0) continue;
-    const double forward = buckets.has_attr("forward_s") ? buckets.attr_double("forward_s") : 0.0;
+    // With jitter, the step's forward is the slowest rank's too (sim/jitter.hpp).
+    const double slowest = buckets.has_attr("slowest_rank_factor") ? buckets.attr_double("slowest_rank_factor") : 1.0;
+    const double forward = buckets.has_attr("forward_s") ? slowest * buckets.attr_double("forward_s") : 0.0;
     std::string what = buckets.attr_string("model") + " " + buckets.attr_string("algo") + "@" +
                        buckets.attr_string("transport");
     // Predictions with compute jitter (sb-dryrun train --jitter) are their own line, beside the

@@ -105,6 +105,26 @@ check "each traced step's slowest rank took its row's iteration time (fixed, HDF
   test \$(wc -l <'$WORK/trace-rows.txt') -eq 2 && test \$(wc -l <'$WORK/trace-steps.txt') -eq 2 &&
   paste '$WORK/trace-rows.txt' '$WORK/trace-steps.txt' | awk '{ d = \$1 - \$2; if (d < -1e-7 || d > 1e-7) bad = 1 } END { exit bad }'"
 check "the run records its trace" grep -q 'trace.json' <(h5dump -a /buckets/trace "$WORK/trace.h5")
+# --jitter: each rank's replayed backward of a timed step at 1 + CV z its profile's, each step at
+# its slowest rank's pace. A 100 ms backward of three gradients, 25 timed steps, the same draws with
+# and without a row's buckets.
+printf 'backward 0.1\nforward 0.05\nfc.weight 0.01 100000\nlayer.weight 0.05 100000\nconv1.weight 0.1 100000\n' \
+  >"$WORK/jitter.txt"
+jitter_args=(--profile "$WORK/jitter.txt" --strategy fixed -b 1 -e 1 -n 25 -w 1)
+$MPIRUN -np 2 "$BIN/sb-buckets" "${jitter_args[@]}" --out "$WORK/steady.h5" >"$WORK/steady.txt" 2>&1
+$MPIRUN -np 2 "$BIN/sb-buckets" "${jitter_args[@]}" --jitter 0.2 --out "$WORK/jitter.h5" >"$WORK/jitter.txt.out" 2>&1
+check "--jitter 0.2 exits 0 and says the slowest rank's mean factor" \
+  bash -c "test $? -eq 0 && grep -qE '^# jitter 0.2: .* averages 1\.[0-9]{4} over the 25 steps' '$WORK/jitter.txt.out'"
+factor=$(sed -n 's/^# jitter .* averages \([0-9.]*\) over.*/\1/p' "$WORK/jitter.txt.out")
+check "the file records jitter_cv 0.2 and the printed factor ($factor)" \
+  bash -c "test '$(h5_attr "$WORK/jitter.h5" /buckets/jitter_cv)' = 0.2 &&
+           awk -v a='$(h5_attr "$WORK/jitter.h5" /buckets/slowest_rank_factor)' -v b='$factor' 'BEGIN { exit !(a - b < 1e-4 && b - a < 1e-4) }'"
+row_ms() { awk '$1 == "fixed" { print $4 }' "$1"; }
+check "each step waits for its slowest rank: jittered $(row_ms "$WORK/jitter.txt.out") ms against $(row_ms "$WORK/steady.txt") ms" \
+  awk -v j="$(row_ms "$WORK/jitter.txt.out")" -v s="$(row_ms "$WORK/steady.txt")" 'BEGIN { exit !(j > s) }'
+check "a steady run records no jitter" bash -c "! h5dump -a /buckets/jitter_cv '$WORK/steady.h5' >/dev/null 2>&1"
+check_schema "$WORK/jitter.h5"
+
 h5dump -H "$out" >"$WORK/header.txt" 2>&1
 check "h5dump reads the file" test $? -eq 0
 check_schema "$out"
@@ -124,6 +144,8 @@ printf 'backward 0.1\nfc.weight 0.2 100\n' >"$WORK/late.txt"
 bad_input "unknown strategy" --strategy horovod
 bad_input "no strategy" --strategy ''
 bad_input "a cycle time of 0" --strategy cycle --cycle-ms 0
+bad_input "a jitter past 0.25" --jitter 0.3
+bad_input "a negative jitter" --jitter -0.01
 bad_input "a NaN cycle time" --cycle-ms nan
 bad_input "a cycle time past a second" --cycle-ms 5000
 bad_input "a cycle time given twice" --cycle-ms 1,2,1
