@@ -118,11 +118,13 @@ Row measure(const BucketsOptions& o, const BackwardProfile& profile, const StepJ
     size_t step;
     ReplayResult replay;
   };
+  // This rank's backward in a timed step, at its factor.
+  const auto replayed = [&](size_t step) {
+    return o.jitter > 0 ? sim::slowed_profile(profile, jitter.mine[step]) : profile;
+  };
   std::vector<Timed> steps;
-  std::vector<BackwardProfile> replayed;  // by timed step: this rank's backward, at its factor
   for (int i = 0; i < o.iters; ++i) {
-    replayed.push_back(o.jitter > 0 ? sim::slowed_profile(profile, jitter.mine[static_cast<size_t>(i)]) : profile);
-    ReplayResult r = replay_step(exchange, replayed.back(), MPI_COMM_WORLD);
+    ReplayResult r = replay_step(exchange, replayed(static_cast<size_t>(i)), MPI_COMM_WORLD);
     double slowest = 0;
     SB_MPI_CHECK(MPI_Allreduce(&r.iteration_s, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
     steps.push_back({slowest, static_cast<size_t>(i), std::move(r)});
@@ -149,7 +151,7 @@ Row measure(const BucketsOptions& o, const BackwardProfile& profile, const StepJ
                   "\"buckets\":%zu,\"bucket_mb\":%g,\"slowest_rank_iteration_ms\":%.4f,\"exposed_ms\":%.4f,"
                   "\"overlap\":%.4f",
                   row.buckets, mb, row.iteration_s * 1e3, row.exposed_s * 1e3, row.overlap);
-    trace_replayed_step(*trace, configuration_name(sweep, strategy, mb, cycle_ms), args, replayed[at_median.step],
+    trace_replayed_step(*trace, configuration_name(sweep, strategy, mb, cycle_ms), args, replayed(at_median.step),
                         median);
   }
   return row;
