@@ -5,7 +5,14 @@
 #include <map>
 #include <random>
 
+#include "common/usage_error.hpp"
+
 namespace sb::sim {
+
+void require_jitter(double cv) {
+  if (!(cv >= 0 && cv <= kMostJitter))  // NaN too
+    throw UsageError("--jitter must be from 0 to 0.25 (a coefficient of variation: 0.02 is 2%)");
+}
 
 SlowestRankFactors slowest_rank_factors(double cv, int nranks, int steps, uint64_t seed, double bin_width) {
   SlowestRankFactors factors;

@@ -20,6 +20,9 @@ namespace sb::sim {
 inline constexpr double kMostJitter = 0.25;
 inline constexpr double kSmallestFactor = 0.01;
 
+// UsageError unless 0 <= cv <= kMostJitter: the check of sb-buckets' and sb-dryrun's --jitter.
+void require_jitter(double cv);
+
 // A rank's factor for one step from its normal draw z: 1 + cv z, no less than kSmallestFactor.
 inline double jitter_factor(double cv, double z) { return cv * z > kSmallestFactor - 1 ? 1 + cv * z : kSmallestFactor; }
 

@@ -80,8 +80,7 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   models::make_resnet_config(o.model, 3, 1000, o.image_size, 0);  // unknown model: UsageError
   if (o.batch < 1 || o.image_size < 8 || o.profile_steps < 1) throw UsageError("--batch, --image-size, --profile-steps must be positive");
   if (o.compute_scale <= 0) throw UsageError("--compute-scale must be positive");
-  if (!(o.jitter >= 0 && o.jitter <= sim::kMostJitter))
-    throw UsageError("--jitter must be from 0 to 0.25 (a coefficient of variation: 0.02 is 2%)");
+  sim::require_jitter(o.jitter);
   require_distinct_files(
       {{"--profile", o.profile}, {"--write-profile", o.write_profile}, {"--out", o.out}, {"--trace", o.trace}});
   if (o.min_mb <= 0 || o.max_mb < o.min_mb || o.factor <= 1) throw UsageError("bucket sizes need 0 < min <= max and factor > 1");

@@ -178,8 +178,7 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
     throw UsageError("buckets: need 0 < --min-mb <= --max-mb and --mb-factor > 1");
   o.bucket_sizes_mb();  // too many: UsageError
   if (o.batch < 0) throw UsageError("--batch must be positive");
-  if (!(o.jitter >= 0 && o.jitter <= sim::kMostJitter))
-    throw UsageError("--jitter must be from 0 to 0.25 (a coefficient of variation: 0.02 is 2%)");
+  sim::require_jitter(o.jitter);
   if (!calibrate_max.empty()) o.calibrate_max_bytes = parse_size(calibrate_max, "--max-bytes");
   // Its ping-pong sends the largest size in one message, which MPI counts in int: 8G had failed
   // in MPI_Send (exit 3), 2^63 had thrown bad_alloc past main.
