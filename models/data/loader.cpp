@@ -80,9 +80,7 @@ Loader::Loader(const Dataset& dataset, Sampler sampler, int workers, int prefetc
     : dataset_(dataset),
       sampler_(std::move(sampler)),
       workers_(std::max(workers, 1)),
-      // Each worker builds a whole batch: a window of fewer batches than workers would leave the
-      // rest idle (eight workers had built batches four at a time under the default prefetch).
-      prefetch_(std::max({prefetch, workers_, 1})),
+      prefetch_(std::max(prefetch, 1)),
       memory_(memory) {}
 
 Loader::~Loader() { stop(); }
@@ -95,6 +93,7 @@ void Loader::stop() {
   changed_.notify_all();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
+  building_.clear();
   ready_.clear();
 }
 
@@ -111,52 +110,102 @@ void Loader::set_shares(std::vector<int64_t> shares) {
 void Loader::start_epoch(int64_t epoch, int64_t first_batch) {
   stop();
   epoch_ = epoch;
-  next_claim_ = next_out_ = first_batch;
+  next_open_ = next_out_ = first_batch;
   end_ = sampler_.batches_per_epoch();
+  opening_ = 0;
   stopping_ = false;
   for (int i = 0; i < workers_; ++i) threads_.emplace_back([this] { work(); });
 }
 
+Loader::Building* Loader::unclaimed() {
+  for (auto& [index, building] : building_)
+    if (building.claimed < static_cast<int64_t>(building.indices.size())) return &building;
+  return nullptr;
+}
+
+// Each worker takes the earliest batch's next run of samples; when every sample of the batches in
+// the window is taken, it opens the next batch. A run is a quarter of a worker's share of a batch:
+// few enough claims that the lock costs nothing beside a decode, and short enough that a worker
+// held up by a large image does not leave the others idle at the batch's end for long.
 void Loader::work() {
+  std::unique_lock lock(mutex_);
   for (;;) {
-    int64_t batch;
-    {
-      std::unique_lock lock(mutex_);
-      changed_.wait(lock, [&] { return stopping_ || next_claim_ >= end_ || next_claim_ < next_out_ + prefetch_; });
-      if (stopping_ || next_claim_ >= end_) return;
-      batch = next_claim_++;
+    changed_.wait(lock, [&] {
+      return stopping_ || unclaimed() || (next_open_ < end_ && next_open_ < next_out_ + prefetch_) ||
+             (next_open_ >= end_ && opening_ == 0);
+    });
+    if (stopping_) return;
+    Building* target = unclaimed();
+    if (!target) {
+      if (next_open_ >= end_) return;  // every batch is opened and every sample taken
+      const int64_t batch = next_open_++;
+      ++opening_;
+      lock.unlock();  // pinning a new block of memory is slow
+      Building opened = open(batch);
+      lock.lock();
+      --opening_;
+      changed_.notify_all();
+      if (opened.indices.empty()) {  // an evaluation batch with no sample for this rank
+        ready_.emplace(batch, std::move(opened.batch));
+        continue;
+      }
+      target = &building_.emplace(batch, std::move(opened)).first->second;
     }
+    const int64_t size = static_cast<int64_t>(target->indices.size());
+    const int64_t run = std::max<int64_t>(1, (size + 4 * workers_ - 1) / (4 * workers_));
+    const int64_t first = target->claimed, last = std::min(size, first + run);
+    target->claimed = last;
+    const int64_t batch = target->batch.index;
+    lock.unlock();  // map nodes stay put: target outlives the lock's release (stop() joins first)
     const auto start = std::chrono::steady_clock::now();
-    Batch built = build(batch);
+    const int64_t decoded = load(target->indices, first, last, target->batch);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    {
-      std::lock_guard lock(mutex_);
-      build_seconds_ += seconds;
-      built_images_ += built.count();  // undecodable files cost time but feed no step
-      ready_.emplace(batch, std::move(built));
+    lock.lock();
+    build_seconds_ += seconds;
+    built_images_ += decoded;  // undecodable files cost time but feed no step
+    target->loaded += last - first;
+    if (target->loaded < size) continue;
+    Batch done = std::move(building_.extract(batch).mapped().batch);
+    // Left-out samples close up, in order: the batch is what one worker building it alone made.
+    int64_t kept = 0;
+    const int64_t pixels = dataset_.image_shape().pixels();
+    for (int64_t position = 0; position < size; ++position) {
+      if (done.labels[position] < 0) continue;
+      if (kept != position) {
+        std::copy_n(done.images.data() + position * pixels, pixels, done.images.data() + kept * pixels);
+        done.labels[kept] = done.labels[position];
+      }
+      ++kept;
     }
+    done.skipped = size - kept;
+    done.labels.resize(static_cast<size_t>(kept));
+    done.images.resize(static_cast<size_t>(kept * pixels));
+    ready_.emplace(batch, std::move(done));
     changed_.notify_all();
   }
 }
 
-Batch Loader::build(int64_t batch) const {
-  const std::vector<int64_t> indices = sampler_.indices(epoch_, batch);
+Loader::Building Loader::open(int64_t batch) const {
+  Building out{Batch{batch, HostFloats(HostAllocator<float>(memory_)), {}, 0}, sampler_.indices(epoch_, batch)};
+  const size_t size = out.indices.size();
+  out.batch.images.resize(size * static_cast<size_t>(dataset_.image_shape().pixels()));
+  out.batch.labels.assign(size, -1);
+  return out;
+}
+
+int64_t Loader::load(const std::vector<int64_t>& indices, int64_t first, int64_t last, Batch& batch) const {
   const int64_t pixels = dataset_.image_shape().pixels();
-  Batch out{batch, HostFloats(HostAllocator<float>(memory_)), {}, 0};
-  out.images.resize(static_cast<size_t>(indices.size() * pixels));
-  for (int64_t index : indices) {
+  int64_t decoded = 0;
+  for (int64_t position = first; position < last; ++position) {
+    const int64_t index = indices[static_cast<size_t>(position)];
     const uint64_t augment = sampler_.training()
                                  ? random_key(sampler_.seed(), static_cast<uint64_t>(epoch_), static_cast<uint64_t>(index)) | 1
                                  : 0;
-    const int32_t label = dataset_.load(index, augment, out.images.data() + out.count() * pixels);
-    if (label < 0) {
-      ++out.skipped;
-      continue;
-    }
-    out.labels.push_back(label);
+    const int32_t label = dataset_.load(index, augment, batch.images.data() + position * pixels);
+    batch.labels[static_cast<size_t>(position)] = label < 0 ? -1 : label;
+    decoded += label >= 0;
   }
-  out.images.resize(static_cast<size_t>(out.count() * pixels));
-  return out;
+  return decoded;
 }
 
 double Loader::images_per_s() const {

@@ -2,7 +2,9 @@
 // Batches for training and evaluation. The Sampler decides which samples a rank sees: a
 // deterministic per-epoch permutation from the seed, cut into global batches, each global batch
 // cut into equal contiguous shards by rank, so N ranks together see exactly the samples one rank
-// would. The Loader builds a rank's batches on worker threads into a bounded queue, in order.
+// would. The Loader builds a rank's batches on worker threads into a bounded queue, in order: the
+// workers share each batch, a run of samples at a time, so a batch is ready as soon as all of them
+// can build it, and the batches held are the prefetch window's, whatever the number of workers.
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -63,8 +65,8 @@ struct Batch {
 class Loader {
  public:
   // memory: where batches are built (a GPU backend's pinned pool), or nullptr for the heap; it
-  // must outlive the loader and its batches. Up to max(prefetch, workers) batches are built ahead
-  // of the one next() returns next: each worker builds a batch of its own.
+  // must outlive the loader and its batches. Up to `prefetch` batches (at least 1) are built ahead,
+  // counted from the one next() returns next.
   Loader(const Dataset& dataset, Sampler sampler, int workers, int prefetch, HostMemory* memory = nullptr);
   ~Loader();
   Loader(const Loader&) = delete;
@@ -88,8 +90,18 @@ class Loader {
   void stop();
 
  private:
+  // A batch being built: its images have room for every sample, and a label of -1 marks a sample
+  // not loaded yet or one that did not decode (left out when the batch is complete).
+  struct Building {
+    Batch batch;
+    std::vector<int64_t> indices;
+    int64_t claimed = 0, loaded = 0;  // samples, in order of position
+  };
   void work();
-  Batch build(int64_t batch) const;
+  Building open(int64_t batch) const;
+  // Loads positions [first, last) of a batch; returns the images decoded.
+  int64_t load(const std::vector<int64_t>& indices, int64_t first, int64_t last, Batch& batch) const;
+  Building* unclaimed();  // the earliest batch with samples no worker has claimed, with mutex_ held
 
   const Dataset& dataset_;
   Sampler sampler_;
@@ -98,8 +110,10 @@ class Loader {
   std::vector<std::thread> threads_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  int64_t epoch_ = 0, next_claim_ = 0, next_out_ = 0, end_ = 0;
+  int64_t epoch_ = 0, next_open_ = 0, next_out_ = 0, end_ = 0;
+  int opening_ = 0;  // workers allocating a batch outside the lock
   bool stopping_ = false;
+  std::map<int64_t, Building> building_;
   std::map<int64_t, Batch> ready_;
   int64_t skipped_total_ = 0;
   double build_seconds_ = 0;  // summed over the workers

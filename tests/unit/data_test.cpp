@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -175,17 +176,75 @@ class SlowDataset final : public Dataset {
   mutable std::atomic<int> loading_{0}, most_{0};
 };
 
-// Each worker builds a batch of its own: 8 workers work at once even where the prefetch window is
-// smaller (it was 4 batches by default, and 8 workers built 4 at a time).
-TEST(Loader, EveryWorkerBuildsABatchAtOnceWhateverThePrefetch) {
+// The workers share a batch: with a window of one batch, all 8 load its samples at once (each
+// built a batch of its own, and the window had to hold as many batches as workers to keep them busy).
+TEST(Loader, EveryWorkerWorksOnTheOneBatchTheWindowHolds) {
   SlowDataset data;
-  Loader loader(data, Sampler(64, 2, 0, 1, 5, false), 8, 1);
+  Loader loader(data, Sampler(64, 16, 0, 1, 5, false), 8, 1);
   loader.start_epoch(0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // several loads' time: all have claimed one
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // several loads' time: all have claimed some
   int64_t batches = 0;
-  while (loader.next()) ++batches;
-  EXPECT_EQ(batches, 32);
+  while (auto batch = loader.next()) {
+    for (int64_t i = 0; i < batch->count(); ++i) EXPECT_EQ(batch->labels[i], (batch->index * 16 + i) % 2);
+    ++batches;
+  }
+  EXPECT_EQ(batches, 4);
   EXPECT_EQ(data.most_at_once(), 8);
+}
+
+// The batches in memory are the window's and the one being trained, however many workers there
+// are: what a GPU rank pins (8 workers held 8 batches and more).
+TEST(Loader, HoldsTheWindowsBatchesWhateverTheWorkers) {
+  SyntheticDataset data(640, 10, {3, 8, 8}, 1);
+  CachingHostMemory memory([](size_t bytes) { return std::malloc(bytes); }, [](void* block) { std::free(block); });
+  Loader loader(data, Sampler(640, 32, 0, 1, 5, true), 8, 2, &memory);
+  loader.start_epoch(0);
+  int64_t batches = 0;
+  while (auto batch = loader.next()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // a step: the workers run ahead meanwhile
+    ++batches;
+  }
+  EXPECT_EQ(batches, 20);
+  EXPECT_EQ(memory.raw_allocations(), 3u) << "the window's 2 batches and the step's";
+}
+
+// Every fifth image fails to decode. The workers load a batch's samples in parallel, and the batch
+// is what one worker loading them in turn would make: the rest in order, the failures counted.
+class DamagedDataset final : public Dataset {
+ public:
+  std::string name() const override { return "damaged"; }
+  int64_t size() const override { return 300; }
+  int64_t num_classes() const override { return 7; }
+  ImageShape image_shape() const override { return {1, 2, 3}; }
+  int32_t load(int64_t index, uint64_t, float* out) const override {
+    if (index % 5 == 0) return -1;
+    std::fill(out, out + 6, static_cast<float>(index));
+    return static_cast<int32_t>(index % 7);
+  }
+  uint64_t fingerprint() const override { return 0; }
+};
+
+TEST(Loader, LeavesOutWhatDoesNotDecodeAndKeepsTheOrder) {
+  DamagedDataset data;
+  Loader loader(data, Sampler(300, 50, 0, 1, 9, true), 4, 3);
+  loader.start_epoch(2);
+  int64_t skipped = 0;
+  while (auto batch = loader.next()) {
+    std::vector<int64_t> kept;
+    for (int64_t index : loader.sampler().indices(2, batch->index))
+      if (index % 5 != 0) kept.push_back(index);
+    ASSERT_EQ(batch->count(), static_cast<int64_t>(kept.size()));
+    EXPECT_EQ(batch->skipped, 50 - batch->count());
+    EXPECT_EQ(batch->images.size(), kept.size() * 6);
+    for (size_t i = 0; i < kept.size(); ++i) {
+      EXPECT_EQ(batch->labels[i], kept[i] % 7);
+      EXPECT_EQ(batch->images[i * 6], static_cast<float>(kept[i]));
+      EXPECT_EQ(batch->images[i * 6 + 5], static_cast<float>(kept[i]));
+    }
+    skipped += batch->skipped;
+  }
+  EXPECT_EQ(skipped, 60);
+  EXPECT_EQ(loader.skipped_total(), 60);
 }
 
 }  // namespace
