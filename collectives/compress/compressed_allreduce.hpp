@@ -24,8 +24,11 @@ class CompressedAllreduce {
   void run(float* gradient, size_t count, uint64_t step);
 
   const Compressor& compressor() const { return *compressor_; }
-  // This rank's last payload, decoded (on first request); and the residual carried to the next
-  // step (empty without error feedback).
+  // Keep this rank's payload of each step, for sent(). Only `none` needs it: by default it sums the
+  // gradient in place, with no payload, as MPI_Allreduce would.
+  void keep_sent() { keep_sent_ = true; }
+  // This rank's last payload, decoded (on first request; for none, keep_sent() first); and the
+  // residual carried to the next step (empty without error feedback).
   const std::vector<float>& sent() const;
   const std::vector<float>& residual() const { return residual_; }
   // A checkpoint's residual (empty: none yet), for a resumed run; the compressor's own carried
@@ -41,6 +44,7 @@ class CompressedAllreduce {
 
   std::unique_ptr<Compressor> compressor_;
   bool error_feedback_;
+  bool keep_sent_ = false;
   MPI_Comm comm_;
   int nranks_ = 1;
   std::vector<float> residual_;  // between steps what was missed; within one, the corrected gradient

@@ -54,6 +54,9 @@ class Compressor {
   // Decodes to exactly what it encoded (none): error feedback would carry a residual of zeros
   // and cost two passes over the gradient a step, so the compressed allreduces skip it.
   virtual bool lossless() const { return false; }
+  // The payload is the values themselves, fp32 (none): the compressed allreduce sums the gradient
+  // in place and copies nothing.
+  virtual bool payload_is_the_values() const { return false; }
   virtual size_t payload_bytes(size_t count) const = 0;
   // Encodes `values` into `payload` (payload_bytes(count) of them). `step` varies the random
   // choices from one call to the next, the same way on every rank.

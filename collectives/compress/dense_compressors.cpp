@@ -35,6 +35,7 @@ class NoCompression final : public Compressor {
  public:
   std::string_view name() const override { return "none"; }
   bool lossless() const override { return true; }
+  bool payload_is_the_values() const override { return true; }
   Carrier carrier() const override { return Carrier::allreduce; }
   size_t payload_bytes(size_t count) const override { return count * sizeof(float); }
   void compress(const float* values, size_t count, uint64_t, unsigned char* payload) override {

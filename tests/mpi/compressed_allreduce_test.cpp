@@ -65,6 +65,7 @@ void expect_the_average_of_the_decoded_payloads(std::string_view name, Compresso
   params.stream = static_cast<uint64_t>(rank);
   for (bool error_feedback : {false, true}) {
     CompressedAllreduce allreduce(make_compressor(name, params), error_feedback, MPI_COMM_WORLD);
+    allreduce.keep_sent();
     for (uint64_t step = 0; step < 3; ++step) {
       std::vector<float> g = heavy_tailed_gradient(n, 10 * static_cast<unsigned>(rank) + static_cast<unsigned>(step));
       allreduce.run(g.data(), n, step);
@@ -91,6 +92,24 @@ TEST(CompressedAllreduce, PerTensorCompressorsGiveTheAverageOfTheDecodedPayloads
     expect_the_average_of_the_decoded_payloads(name, params, 64 * 36 + 64 + 30 + 1000);
 }
 
+// Without keep_sent() none sums the gradient in place, with no payload: the same bits as the
+// payload kept and summed into a buffer of its own.
+TEST(CompressedAllreduce, NoneSummedInPlaceGivesTheSameBitsAsItsPayload) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  CompressedAllreduce in_place(make_compressor("none", {}), true, MPI_COMM_WORLD);
+  CompressedAllreduce kept(make_compressor("none", {}), true, MPI_COMM_WORLD);
+  kept.keep_sent();
+  for (uint64_t step = 0; step < 3; ++step) {
+    std::vector<float> a = heavy_tailed_gradient(4097, 10 * static_cast<unsigned>(rank) + static_cast<unsigned>(step));
+    std::vector<float> b = a;
+    in_place.run(a.data(), a.size(), step);
+    kept.run(b.data(), b.size(), step);
+    EXPECT_EQ(a, b) << "step " << step;
+    EXPECT_EQ(kept.sent().size(), a.size());
+  }
+}
+
 TEST(ErrorFeedback, SentPlusResidualAddsUpToEveryGradientGiven) {
   // On this rank alone.
   for (const char* name :
@@ -98,6 +117,7 @@ TEST(ErrorFeedback, SentPlusResidualAddsUpToEveryGradientGiven) {
     CompressorParams params;
     params.ratio = 0.02;
     CompressedAllreduce allreduce(make_compressor(name, params), /*error_feedback=*/true, MPI_COMM_SELF);
+    allreduce.keep_sent();
     const size_t n = 3000;
     std::vector<double> given(n, 0.0), sent(n, 0.0);
     for (uint64_t step = 0; step < 25; ++step) {
