@@ -7,6 +7,7 @@
 
 #include "common/check.hpp"
 #include "common/content_checksum.hpp"
+#include "common/text_fields.hpp"
 #include "common/usage_error.hpp"
 #include "results/checksummed_group.hpp"
 #include "results/results_file.hpp"
@@ -158,6 +159,11 @@ void save_checkpoint(const std::string& path, ResNet& model, Optimizer& optimize
   root.set_attr("run_start_unix_s", state.run_start_unix_s);
   root.set_attr("resumes", state.resumes);
   root.set_attr("resume_gap_s", state.resume_gap_s);
+  if (state.settings) {
+    const h5::ChecksummedGroup settings = root.create_group("settings");
+    for (const auto& [name, value] : *state.settings) settings.set_attr(name, value);
+    root.set_attr("setting_changes", join_list(state.setting_changes, "\n"));  // each one line
+  }
   const h5::ChecksummedGroup parameters = root.create_group("parameters");
   for (const Parameter* p : model.parameters()) save_tensor(backend, parameters, p->name, p->value);
   const h5::ChecksummedGroup buffers = root.create_group("buffers");
@@ -210,6 +216,15 @@ TrainingState load_checkpoint(const std::string& path, ResNet& model, Optimizer&
       state.run_start_unix_s = root.attr_double("run_start_unix_s");
       state.resumes = root.attr_int("resumes");
       state.resume_gap_s = root.attr_double("resume_gap_s");
+    }
+    if (root.has("settings")) {  // checkpoints before schema 24 have none
+      const h5::ChecksummedGroup settings = root.open_group("settings");
+      std::vector<std::string> names = settings.node().attr_names();
+      std::sort(names.begin(), names.end());  // the order they were written and summed in
+      state.settings.emplace();
+      for (const std::string& name : names) (*state.settings)[name] = settings.attr_string(name);
+      const std::string changes = root.attr_string("setting_changes");
+      if (!changes.empty()) state.setting_changes = split_list(changes, '\n');
     }
     state.curve = read_curve_from(root.open_group("curve"));
     require_sealed(file, group, sum, "checkpoint '" + path + "'");

@@ -254,6 +254,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
     restore_exchange(path);
     state_.ranks = nranks_;
     note_resume();
+    note_setting_changes();
   }
   elapsed_before_ = state_.elapsed_s;
   {
@@ -262,6 +263,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, std::FILE* progress, MPI_Com
     result_.steps = state_.step;
     result_.resumes = state_.resumes;
     result_.resume_gap_s = state_.resume_gap_s;
+    result_.resume_setting_changes = state_.setting_changes;
     result_.earlier_processes_s = state_.elapsed_s;
     so_far_.elapsed_before_ = elapsed_before_;
   }

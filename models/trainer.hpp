@@ -117,6 +117,7 @@ struct TrainResult {
   // lost after the checkpoints resumed from, relaunches, start-ups; TrainingState); -1: unknown.
   int64_t resumes = 0;
   double resume_gap_s = 0;
+  std::vector<std::string> resume_setting_changes;  // rank 0's, every resume's (TrainingState::setting_changes)
   double earlier_processes_s = 0;  // the run time in run_s of the processes before this one
   // Rank 0's time for each checkpoint this process wrote (the BN statistics' allreduce, its
   // exchange state, the file): run time that checkpointing costs.

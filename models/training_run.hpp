@@ -94,6 +94,7 @@ class TrainingRun {
   void save();
   void restore_exchange(const std::string& checkpoint);
   void note_resume();
+  void note_setting_changes();
   void log_mlperf_setup();
   void log_weights_initialization();
   void log_lr_schedule();

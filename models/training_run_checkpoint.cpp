@@ -1,6 +1,6 @@
 // A training run's checkpoints: the running statistics averaged over ranks, the checkpoint
-// itself (rank 0) and every rank's exchange state beside it; on resume, the exchange's state
-// taken back where every rank has it.
+// itself (rank 0, with its settings) and every rank's exchange state beside it; on resume, the
+// exchange's state taken back where every rank has it, and the settings that changed said.
 #include <array>
 #include <stdexcept>
 #include <string>
@@ -10,6 +10,7 @@
 #include "common/usage_error.hpp"
 #include "models/training_run.hpp"
 #include "models/checkpoint.hpp"
+#include "results/environment_agreement.hpp"
 
 namespace sb::models {
 
@@ -47,6 +48,7 @@ void TrainingRun::save() {
   }
   if (rank_ != 0) return;
   TrainingState saved = state_;
+  saved.settings = compared_settings(recorded_environment());
   saved.curve = result_.curve;
   saved.elapsed_s = elapsed();
   if (loss_scale_) {
@@ -111,6 +113,20 @@ void TrainingRun::note_resume() {
       "failure, relaunch and start-up), %.1f s over all resumes\n",
       static_cast<long long>(state_.resumes), gap - state_.resume_gap_s, gap);
   state_.resume_gap_s = gap;
+}
+
+// Rank 0's settings now against those of the process that wrote the checkpoint: each change is
+// said and kept, with those of earlier resumes, for the results file.
+void TrainingRun::note_setting_changes() {
+  if (rank_ != 0) return;
+  if (!state_.settings) {
+    log("[resume] the checkpoint does not record its run's settings (it predates them): changes are not known\n");
+    return;
+  }
+  for (const std::string& change : setting_changes(*state_.settings, compared_settings(recorded_environment()))) {
+    log("[resume] warning: a setting differs from the checkpointed run's: %s\n", change.c_str());
+    state_.setting_changes.push_back("resume " + std::to_string(state_.resumes) + ": " + change);
+  }
 }
 
 }  // namespace sb::models

@@ -2,6 +2,9 @@
 // Where a training run stands: what a checkpoint saves beside the weights, and the per-epoch curve
 // that the results file reports.
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace sb::models {
@@ -39,6 +42,12 @@ struct TrainingState {
   double run_start_unix_s = 0;
   int64_t resumes = 0;
   double resume_gap_s = 0;
+  // Rank 0's settings that the ranks compare (environment_agreement.hpp: MCA, NCCL, UCX, OpenMP)
+  // in the process that wrote the checkpoint (none in one from before schema 24), and the changes
+  // each resume found in them, "resume N: <setting_changes line>": a run resumed under other
+  // settings measures partly something else, and its results file says so.
+  std::optional<std::map<std::string, std::string>> settings;
+  std::vector<std::string> setting_changes;
   std::vector<EpochRecord> curve;
 };
 

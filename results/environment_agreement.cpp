@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <span>
 
@@ -131,6 +132,24 @@ std::vector<std::string> setting_differences(const std::vector<Settings>& by_ran
       line += rank_ranges(groups[g].second);
     }
     lines.push_back(line);
+  }
+  return lines;
+}
+
+std::vector<std::string> setting_changes(const Settings& then, const Settings& now) {
+  std::set<std::string> names;
+  for (const Settings* settings : {&then, &now})
+    for (const auto& entry : *settings) names.insert(entry.first);
+  const auto value = [](const Settings& settings, const std::string& name) {
+    const auto it = settings.find(name);
+    return it == settings.end() ? std::optional<std::string>() : std::optional<std::string>(it->second);
+  };
+  std::vector<std::string> lines;
+  for (const std::string& name : names) {
+    const std::optional<std::string> before = value(then, name), after = value(now, name);
+    if (before == after) continue;
+    lines.push_back(name + ": " + (before ? one_line(*before) : "unset") + " then, " +
+                    (after ? one_line(*after) : "unset") + " now");
   }
   return lines;
 }

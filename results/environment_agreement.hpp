@@ -32,6 +32,11 @@ Settings compared_settings(const Settings& recorded);
 // when every rank has the same.
 std::vector<std::string> setting_differences(const std::vector<Settings>& by_rank);
 
+// One line per variable that changed between two processes of one run (a checkpoint's writer and
+// the process that resumed from it), in name order: "NCCL_ALGO: Ring then, Tree now",
+// "OMP_NUM_THREADS: unset then, 4 now". Empty when nothing changed.
+std::vector<std::string> setting_changes(const Settings& then, const Settings& now);
+
 // "0-2,5,7-8": ascending ranks as ranges.
 std::string rank_ranges(const std::vector<int>& ranks);
 

@@ -12,7 +12,7 @@
 
 namespace sb {
 
-inline constexpr int64_t kSchemaVersion = 23;
+inline constexpr int64_t kSchemaVersion = 24;
 // The first version whose checkpoints and exchange states carry a content_checksum.
 inline constexpr int64_t kFirstChecksummedSchemaVersion = 13;
 // The first version whose every file carries one on its root, over the whole file.

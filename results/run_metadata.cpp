@@ -86,13 +86,19 @@ RunMetadata describe_run(std::string program, int argc, char** argv) {
   metadata.run_id = new_run_id();
   metadata.libraries = {{"mpi", mpi_library_version()}, {"hdf5", hdf5_version()}};
   for (auto& library : cuda_library_versions()) metadata.libraries.push_back(library);
+  metadata.environment = recorded_environment();
+  return metadata;
+}
+
+std::map<std::string, std::string> recorded_environment() {
+  std::map<std::string, std::string> recorded;
   for (char** entry = environ; *entry; ++entry) {
     const std::string setting = *entry;
     const size_t equals = setting.find('=');
     if (equals != std::string::npos && is_recorded_setting(setting.substr(0, equals)))
-      metadata.environment[setting.substr(0, equals)] = setting.substr(equals + 1);
+      recorded[setting.substr(0, equals)] = setting.substr(equals + 1);
   }
-  return metadata;
+  return recorded;
 }
 
 void write_run_metadata(const h5::Node& root, const RunMetadata& m) {

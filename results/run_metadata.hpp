@@ -29,6 +29,10 @@ struct RunMetadata {
 // Everything that needs no communication; the caller fills in layout and devices.
 RunMetadata describe_run(std::string program, int argc, char** argv);
 
+// This process's settings that a results file records (`environment`): its MCA, NCCL, UCX and
+// OpenMP variables.
+std::map<std::string, std::string> recorded_environment();
+
 // "key=value" -> labels[key] = value. Throws UsageError for anything else.
 void add_label(std::map<std::string, std::string>& labels, const std::string& text);
 

@@ -11,6 +11,7 @@
 #include "common/mpi_env.hpp"
 #include "common/usage_error.hpp"
 #include "common/watchdog.hpp"
+#include "results/environment_agreement.hpp"
 #include "sim/calibrate.hpp"
 
 namespace sb {
@@ -43,6 +44,11 @@ int calibrate_machine(const DryrunOptions& o, const RunMetadata& metadata) {
     return kExitUsage;
   }
 
+  // Ranks under other settings (an MCA parameter on one node only) measure another machine: said
+  // on stderr and in the description's sources, which every prediction from it carries.
+  RunMetadata compared = metadata;
+  compare_environments(compared);
+
   sim::CalibrationSettings settings{name, o.calibrate_max_bytes, o.repeats};
   std::vector<std::string> log;
   // A stuck or lost rank ends the job after --timeout seconds without a figure measured (no
@@ -56,6 +62,8 @@ int calibrate_machine(const DryrunOptions& o, const RunMetadata& metadata) {
   machine.sources.push_back("sb-dryrun calibrate, " + metadata.start_time_utc + ", " + std::to_string(layout.nranks) +
                             " ranks on " + std::to_string(layout.nodes) + " node(s) (" + layout.hosts.front() + "): " +
                             metadata.command_line);
+  for (const std::string& line : compared.environment_differences)
+    machine.sources.push_back("the ranks' settings differ: " + line);
   for (const std::string& line : log) {
     machine.sources.push_back(line);
     std::printf("# %s\n", line.c_str());

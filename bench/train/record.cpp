@@ -84,6 +84,7 @@ void write_results(ResultsFile& file, const RunMetadata& metadata, const TrainOp
   train.set_attr("run_s", r.run_s);
   train.set_attr("resumes", r.resumes);
   train.set_attr("resume_gap_s", r.resume_gap_s);
+  if (!r.resume_setting_changes.empty()) train.set_attr("resume_setting_changes", r.resume_setting_changes);
   train.set_attr("steps", r.steps);
   train.set_attr("images_per_s", r.images_per_s);
   train.set_attr("model_gflops_per_s", r.images_per_s * r.train_flops_per_image / 1e9);

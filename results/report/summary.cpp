@@ -37,7 +37,13 @@ std::string resumes_text(const Run& run) {
   const int64_t resumes = train.attr_int("resumes");
   const double gap = train.attr_double("resume_gap_s");
   std::string text = "; resumed " + std::to_string(resumes) + (resumes == 1 ? " time" : " times");
-  return text + (gap < 0 ? ", wall time lost not known" : ", " + cell(gap) + " s of wall time beyond its run time");
+  text += gap < 0 ? ", wall time lost not known" : ", " + cell(gap) + " s of wall time beyond its run time";
+  if (train.has_attr("resume_setting_changes")) {  // schema 24 on
+    const std::vector<std::string> lines = train.attr_strings("resume_setting_changes");
+    text += "; settings changed on resume: ";
+    for (size_t i = 0; i < lines.size(); ++i) text += (i ? " | " : "") + lines[i];
+  }
+  return text;
 }
 
 // What the run's ranks ran with differently (environment_agreement.hpp; schema 23 on), which

@@ -11,6 +11,14 @@ check "calibrate exits 0" test $? -eq 0
 check "calibrate writes a level, gamma and copy" grep -qE '^level node size 0 alpha [0-9.e+-]+us bandwidth' "$WORK/here.machine"
 check "calibrate's gamma float and copy are there" bash -c "grep -q '^gamma float ' '$WORK/here.machine' && grep -q '^copy ' '$WORK/here.machine'"
 check "calibrate records how it measured" grep -q '^source ping-pong inside a node' "$WORK/here.machine"
+# Rank 1 under another NCCL_ALGO: said, and kept in the description's sources.
+$MPIRUN -np 2 bash -c 'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then export NCCL_ALGO=Tree; else export NCCL_ALGO=Ring; fi
+  exec "$0" calibrate --max-bytes 64K --repeats 2 --out "$1"' "$BIN/sb-dryrun" "$WORK/mixed.machine" >"$WORK/mixed.out" 2>&1
+check "calibrate under settings that differ between ranks exits $? and warns" \
+  grep -q "^sb-dryrun: warning: the ranks' settings differ: NCCL_ALGO: Ring on rank 0; Tree on rank 1" "$WORK/mixed.out"
+check "the description's sources say so" \
+  grep -q "^source the ranks' settings differ: NCCL_ALGO: Ring on rank 0; Tree on rank 1" "$WORK/mixed.machine"
+check "the same settings on every rank: no such source" bash -c "! grep -q 'settings differ' '$WORK/here.machine'"
 $MPIRUN_FAILFAST -np 1 "$BIN/sb-dryrun" calibrate --out "$WORK/one.machine" >"$WORK/cal1.out" 2>&1
 check "calibrate on one rank exits 2" test $? -eq 2
 check "it says why" grep -q 'calibrate needs 2 or more ranks' "$WORK/cal1.out"

@@ -112,3 +112,28 @@ gap=$(h5_attr "$WORK/clock2.h5" /train/resume_gap_s)
 check "epoch 1 at ${clock%% *} s of wall-clock time, its run time; epoch 2 at ${clock##* } s, its run time ${wall##* } s and the ${gap:-no} s the resume lost" \
   awk -v w="$wall" -v c="$clock" -v g="${gap:-x}" 'BEGIN { split(w, W, " "); split(c, C, " ");
     d = C[2] - (W[2] + g); if (d < 0) d = -d; exit !(C[1] == W[1] && g > 2 && d < 1e-3) }'
+
+# A resume under other settings (MCA, NCCL, UCX, OpenMP variables): each change is said, and
+# recorded with those of earlier resumes; a resume under the same settings says nothing more.
+mkdir -p "$WORK/settings"
+tiny=(--data "imagefolder:$WORK/folder" --image-size 28 --batch 64 --threads 1 --epochs 2 --print-every 0
+      --checkpoint "$WORK/settings" --checkpoint-steps 1)
+NCCL_ALGO=Ring "$SB_BIN/sb-train" "${tiny[@]}" --steps 2 --out "$WORK/settings1.h5" >/dev/null 2>&1
+NCCL_ALGO=Tree UCX_TLS=sm "$SB_BIN/sb-train" "${tiny[@]}" --steps 3 --resume --out "$WORK/settings2.h5" \
+  >"$WORK/settings2.txt" 2>&1
+check "a resume under other settings goes on (exit status $?) and says each change" \
+  bash -c "grep -qx '\[resume\] warning: a setting differs from the checkpointed run.s: NCCL_ALGO: Ring then, Tree now' '$WORK/settings2.txt' &&
+           grep -qx '\[resume\] warning: a setting differs from the checkpointed run.s: UCX_TLS: unset then, sm now' '$WORK/settings2.txt'"
+NCCL_ALGO=Tree UCX_TLS=sm "$SB_BIN/sb-train" "${tiny[@]}" --steps 4 --resume --out "$WORK/settings3.h5" \
+  >"$WORK/settings3.txt" 2>&1
+check "resumed again under the same settings, it says nothing of them" \
+  bash -c "test -s '$WORK/settings3.h5' && ! grep -q 'setting differs' '$WORK/settings3.txt'"
+changes=$(h5dump -a /train/resume_setting_changes "$WORK/settings3.h5" 2>/dev/null | grep -o '"resume [^"]*"' |
+  sed 's/\\000//g' | paste -sd'|')  # strings are NUL-padded to the longest
+check "its results keep the first resume's changes: $changes" \
+  test "$changes" = '"resume 1: NCCL_ALGO: Ring then, Tree now"|"resume 1: UCX_TLS: unset then, sm now"'
+check_schema "$WORK/settings3.h5"
+"$SB_BIN/sb-report" --no-render --out "$WORK/settings-report" "$WORK/settings3.h5" >/dev/null 2>&1
+check "sb-report lists them beside the resumes" \
+  grep -q '; resumed 2 times, .*; settings changed on resume: resume 1: NCCL_ALGO: Ring then, Tree now | resume 1: UCX_TLS' \
+  "$WORK/settings-report/summary.txt"

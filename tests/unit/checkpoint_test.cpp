@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,21 @@ TEST_F(Checkpoint, TheTrainingStateComesBackAsSaved) {
   EXPECT_EQ(back.ranks, 8);
   EXPECT_EQ(back.resumes, 2);
   EXPECT_EQ(back.momentum_lr, 0.0375);
+  EXPECT_FALSE(back.settings.has_value()) << "none given, none written";
+}
+
+// The writer's settings and the changes earlier resumes found come back as they were, a value
+// with a newline or an empty one included.
+TEST_F(Checkpoint, TheWritersSettingsComeBackAsSaved) {
+  TrainingState state;
+  state.settings = std::map<std::string, std::string>{{"NCCL_ALGO", "Ring"}, {"OMP_NUM_THREADS", ""}, {"UCX_TLS", "rc\nsm"}};
+  state.setting_changes = {"resume 1: NCCL_ALGO: Tree then, Ring now", "resume 2: UCX_TLS: unset then, rc\\nsm now"};
+  const TrainingState back = round_trip(state);
+  ASSERT_TRUE(back.settings.has_value());
+  EXPECT_EQ(*back.settings, *state.settings);
+  EXPECT_EQ(back.setting_changes, state.setting_changes);
+  state.setting_changes.clear();
+  EXPECT_TRUE(round_trip(state).setting_changes.empty());
 }
 
 // A checkpoint from before schema 15 has no momentum_lr: NaN, which the trainer takes as the last

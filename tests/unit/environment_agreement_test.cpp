@@ -58,5 +58,16 @@ TEST(SettingDifferences, EachDifferingVariableIsOneLineOfValuesByFirstRank) {
             (std::vector<std::string>{"UCX_TLS:  on rank 0; unset on rank 1"}));
 }
 
+// A checkpoint's writer against the process that resumed from it.
+TEST(SettingChanges, EachChangedVariableIsOneLineThenAndNow) {
+  const Settings then = {{"NCCL_ALGO", "Ring"}, {"OMP_NUM_THREADS", "4"}, {"UCX_TLS", "rc"}};
+  EXPECT_TRUE(setting_changes(then, then).empty());
+  EXPECT_TRUE(setting_changes({}, {}).empty());
+  const Settings now = {{"NCCL_ALGO", "Tree"}, {"NCCL_IB_HCA", "mlx5_0\nmlx5_1"}, {"UCX_TLS", "rc"}};
+  EXPECT_EQ(setting_changes(then, now),
+            (std::vector<std::string>{"NCCL_ALGO: Ring then, Tree now", "NCCL_IB_HCA: unset then, mlx5_0\\nmlx5_1 now",
+                                      "OMP_NUM_THREADS: 4 then, unset now"}));
+}
+
 }  // namespace
 }  // namespace sb
