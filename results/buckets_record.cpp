@@ -73,10 +73,9 @@ void write_buckets_results(const h5::Node& root, const BucketsSettings& s, const
   buckets.set_attr("transport", s.transport);
   buckets.set_attr("iters", static_cast<int64_t>(s.iters));
   buckets.set_attr("trace", s.trace);
-  if (s.jitter_cv > 0) {
-    buckets.set_attr("jitter_cv", s.jitter_cv);
-    buckets.set_attr("slowest_rank_factor", s.slowest_rank_factor);
-  }
+  if (s.jitter_cv > 0) buckets.set_attr("jitter_cv", s.jitter_cv);
+  if (s.straggler > 1) buckets.set_attr("straggler", s.straggler);
+  if (s.jitter_cv > 0 || s.straggler > 1) buckets.set_attr("slowest_rank_factor", s.slowest_rank_factor);
   for (const BucketSweep& sweep : sweeps) {
     const h5::Node group = buckets.create_group(sweep.name);
     write_rows(group, sweep.rows);

@@ -43,9 +43,10 @@ struct BucketsSettings {
   std::string algo, transport;
   int iters = 1;
   std::string trace;  // the --trace file; empty: none
-  // --jitter (sim/jitter.hpp): each rank's compute per step drawn as 1 + jitter_cv z, and the mean
-  // over the steps of the slowest rank's factor. Written when jitter_cv > 0.
-  double jitter_cv = 0, slowest_rank_factor = 1;
+  // --jitter and sb-dryrun's --straggler (sim/jitter.hpp): each rank's compute per step drawn as
+  // 1 + jitter_cv z, one rank's times straggler, and the mean over the steps of the slowest rank's
+  // factor. Written when jitter_cv > 0 or straggler > 1.
+  double jitter_cv = 0, straggler = 1, slowest_rank_factor = 1;
 };
 
 // Writes /buckets: the settings, the profile (backward_s, forward_s when known, tensor_ready_s,

@@ -75,21 +75,24 @@ std::unique_ptr<GradientAverager> make_replayed_exchange(const ExchangeConfig& c
                                             std::move(gradients));
 }
 
-// --jitter's draws: this rank's factor for each timed step (seeded by the rank), and the slowest
-// rank's. Every configuration replays the same, so that its rows differ by their buckets alone.
+// --jitter's draws and --straggler: this rank's factor for each timed step (seeded by the rank;
+// the last rank's times the straggler factor, when there are 2 or more), and the slowest rank's.
+// Every configuration replays the same, so that its rows differ by their buckets alone.
 struct StepJitter {
   std::vector<double> mine, slowest;  // by timed step
   double mean_slowest() const { return mean(slowest); }
 };
 
 // Collective over MPI_COMM_WORLD.
-StepJitter draw_step_jitter(double cv, int steps, int rank) {
+StepJitter draw_step_jitter(double cv, double straggler, int steps, int rank, int nranks) {
   StepJitter jitter{std::vector<double>(static_cast<size_t>(steps), 1.0), std::vector<double>(static_cast<size_t>(steps))};
   if (cv > 0) {
     std::mt19937_64 engine(0x5eed0000ull + static_cast<uint64_t>(rank));
     std::normal_distribution<double> z(0.0, 1.0);
     for (double& f : jitter.mine) f = sim::jitter_factor(cv, z(engine));
   }
+  if (nranks >= 2 && rank == nranks - 1)
+    for (double& f : jitter.mine) f *= straggler;
   SB_MPI_CHECK(MPI_Allreduce(jitter.mine.data(), jitter.slowest.data(), steps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
   return jitter;
 }
@@ -120,7 +123,7 @@ Row measure(const BucketsOptions& o, const BackwardProfile& profile, const StepJ
   };
   // This rank's backward in a timed step, at its factor.
   const auto replayed = [&](size_t step) {
-    return o.jitter > 0 ? sim::slowed_profile(profile, jitter.mine[step]) : profile;
+    return o.jitter > 0 || o.straggler > 1 ? sim::slowed_profile(profile, jitter.mine[step]) : profile;
   };
   std::vector<Timed> steps;
   for (int i = 0; i < o.iters; ++i) {
@@ -278,8 +281,9 @@ int run(int argc, char** argv, const WorldLayout& layout) {
   settings.transport = std::string(name_of(o.exchange.impl.transport));
   settings.iters = o.iters;
   settings.trace = o.trace;
-  const StepJitter jitter = draw_step_jitter(o.jitter, o.iters, layout.rank);
+  const StepJitter jitter = draw_step_jitter(o.jitter, o.straggler, o.iters, layout.rank, layout.nranks);
   settings.jitter_cv = o.jitter;
+  settings.straggler = o.straggler;
   settings.slowest_rank_factor = jitter.mean_slowest();
   BucketsResultsSaver saver(std::move(start.file), metadata, settings);
   // A rank that hangs (or a peer lost without the launcher noticing) ends the job after
@@ -329,6 +333,10 @@ int run(int argc, char** argv, const WorldLayout& layout) {
       std::printf("# jitter %g: each rank's replayed backward of a timed step x (1 + %g z), z normal; the slowest "
                   "rank's factor averages %.4f over the %d steps\n",
                   o.jitter, o.jitter, jitter.mean_slowest(), o.iters);
+    if (o.straggler > 1)
+      std::printf("# straggler %g: rank %d replays its backward %g times slower%s; the slowest rank's factor averages "
+                  "%.4f\n", o.straggler, layout.nranks - 1, o.straggler,
+                  layout.nranks < 2 ? " (one rank: none, it is the baseline)" : "", jitter.mean_slowest());
     std::printf("# %-10s  %9s  %7s  %11s  %11s  %11s  %8s  %9s\n", "strategy", "bucket_MiB", "buckets", "iter(ms)",
                 "exposed(ms)", "comm(ms)", "overlap", "vs_fused");
     std::fflush(stdout);

@@ -63,6 +63,9 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
                  "each rank's replayed backward of a timed step takes 1 + CV z times the profile's (z normal, drawn\n"
                  "per rank and step, the same draws for every configuration): what sb-dryrun train --jitter prices,\n"
                  "0 to 0.25 [0]");
+  app.add_option("--straggler", o.straggler,
+                 "the last rank (of 2 or more) replays its backward S times slower at every step: what sb-dryrun\n"
+                 "train --straggler prices, 1 to 10 [1]");
   app.add_option("-n,--iters", o.iters, "timed steps per configuration (median of the slowest rank) [3]");
   app.add_option("-w,--warmup_iters", o.warmup_iters, "untimed steps first [1]");
   app.add_option("--threads", o.threads, "compute threads of the measured profile [OMP_NUM_THREADS or all cores]");
@@ -81,6 +84,7 @@ std::optional<BucketsOptions> parse_buckets_options(int argc, char** argv, bool 
   if (o.batch < 1 || o.image_size < 8 || o.profile_steps < 1) throw UsageError("--batch, --image-size, --profile-steps must be positive");
   if (o.compute_scale <= 0) throw UsageError("--compute-scale must be positive");
   sim::require_jitter(o.jitter);
+  sim::require_straggler(o.straggler);
   require_distinct_files(
       {{"--profile", o.profile}, {"--write-profile", o.write_profile}, {"--out", o.out}, {"--trace", o.trace}});
   if (o.min_mb <= 0 || o.max_mb < o.min_mb || o.factor <= 1) throw UsageError("bucket sizes need 0 < min <= max and factor > 1");

@@ -25,6 +25,7 @@ struct BucketsOptions {
   std::string write_profile;  // and/or write the one used
   double compute_scale = 1;   // multiplies the profile's times (0.01: a backward 100x faster)
   double jitter = 0;          // each rank's replayed backward per step x (1 + jitter z): sim/jitter.hpp
+  double straggler = 1;       // the last rank's, x this too
   std::vector<BucketStrategy> strategies;
   std::vector<double> cycle_ms = {kDefaultCycleMs};  // the cycle strategy's cycle times, each swept
   std::vector<Progress> progress;  // how overlapped buckets progress: a thread, polled, or both

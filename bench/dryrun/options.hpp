@@ -39,6 +39,7 @@ struct DryrunOptions {
   std::vector<double> cycle_ms = {kDefaultCycleMs};  // the cycle strategy's cycle times, each swept
   double min_mb = 0.25, max_mb = 256, mb_factor = 2;
   double jitter = 0;  // --jitter: each rank's compute time per step varies by this coefficient (sim/jitter.hpp)
+  double straggler = 1;  // --straggler: one rank's compute time per step over the others'
 
   // validate
   std::vector<std::string> inputs;

@@ -78,6 +78,10 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
     std::printf("# jitter %.3g: each rank's compute time per step x (1 + %.3g z), z normal; each step waits for its "
                 "slowest rank (the mean over %d steps; slowest x is its mean factor)\n",
                 o.jitter, o.jitter, sim::kJitterSteps);
+  if (o.straggler > 1)
+    std::printf("# straggler %.3g: one rank's compute time per step x %.3g when there are 2 or more ranks (slowest x: "
+                "the mean factor the steps wait for)\n", o.straggler, o.straggler);
+  const bool spread = o.jitter > 0 || o.straggler > 1;
   // The baselines' plans, the same at every scale: every tensor its own allreduce, and one bucket
   // of everything (twice the gradients' size, as sb-buckets plans it).
   const BucketPlan per_tensor = plan_buckets_swept(profile.tensors, BucketStrategy::per_tensor, 0);
@@ -93,11 +97,11 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
   const std::string folder = results_folder(o);
   for (const ImplVariant& variant : impl_variants(o)) {
     std::printf("# %s\n%8s  %-22s %12s %12s %12s %9s %10s%s\n", variant.name.c_str(), "ranks", "best bucketing",
-                "step(ms)", "exposed(ms)", "images/s", "speedup", "efficiency", o.jitter > 0 ? "  slowest x" : "");
+                "step(ms)", "exposed(ms)", "images/s", "speedup", "efficiency", spread ? "  slowest x" : "");
     for (const int nranks : o.ranks) {
       sim::StepModel model(machine, allreduce_case(o, machine, variant, nranks));
-      // Without jitter, one bin at 1.0: each row priced once, on the profile as it is.
-      const sim::SlowestRankFactors slowest = sim::slowest_rank_factors(o.jitter, nranks);
+      // Without jitter, one bin: each row priced once, on the profile as it is (or the straggler's).
+      const sim::SlowestRankFactors slowest = sim::slowest_rank_factors(o.jitter, nranks, o.straggler);
       const auto expected = [&](const std::function<sim::StepPrediction(const BackwardProfile&)>& predict) {
         return sim::expected_step(slowest, profile, predict);
       };
@@ -131,13 +135,14 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
       std::snprintf(bucketing, sizeof bucketing, "%s %.2f MiB", best.strategy.c_str(), best.row.bucket_mb);
       std::printf("%8d  %-22s %12.2f %12.2f %12.0f %9.2f %9.1f%%", nranks, bucketing, step_s * 1e3,
                   best.row.exposed_s * 1e3, nranks * batch / step_s, speedup, 100 * speedup / nranks);
-      if (o.jitter > 0) std::printf("  %10.4f", slowest.mean);
+      if (spread) std::printf("  %10.4f", slowest.mean);
       std::printf("\n");
 
       BucketsSettings settings;
       settings.model = o.model;
       settings.compute_scale = scale;
       settings.jitter_cv = o.jitter;
+      settings.straggler = o.straggler;
       settings.slowest_rank_factor = slowest.mean;
       settings.algo = variant.impl;
       settings.transport = variant.library ? (variant.impl == "nccl" ? "nccl" : "library") : std::string(name_of(variant.transport));

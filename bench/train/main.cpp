@@ -73,12 +73,28 @@ void print_rank_times(const RankRecords& t, int nranks) {
     if (negotiated) std::printf(" (%.1f)", median_row(t.negotiation, r));
   }
   std::printf("\n");
-  // The spread sb-dryrun train --jitter takes, to price it at other scales.
+  // The spread sb-dryrun train takes, to price it at other scales: a rank slower at every step is a
+  // straggler (--straggler), the rest noise from step to step (--jitter).
+  const sim::RankSpread spread = sim::rank_spread(t.compute, nranks, t.steps);
+  if (spread.persistent) {
+    // Shares are of the step's mean, which the straggler raises; sb-dryrun's factors are of the
+    // other ranks' time: s = share (n - 1) / (n - share), and the noise over the mean's factor.
+    const double straggler = spread.slowest_share * (nranks - 1) / (nranks - spread.slowest_share);
+    const double jitter = spread.transient_cv * (nranks - 1 + straggler) / nranks;
+    std::printf("[ranks] rank %d computes %.3gx the other ranks' time at every step (its share %.4f of the mean, "
+                "noise alone moving a share by about %.4f), and around their own shares the ranks' times differ from "
+                "step to step by %.2f%%",
+                spread.slowest_rank, straggler, spread.slowest_share, spread.standard_error, 100 * spread.transient_cv);
+    if (straggler <= sim::kMostStraggler && jitter <= sim::kMostJitter)
+      std::printf(" (sb-dryrun train --straggler %.4f --jitter %.4f)\n", straggler, jitter);
+    else std::printf(" (past what sb-dryrun train prices: --balance shares the batch by speed)\n");
+    return;
+  }
   const double cv = sim::between_rank_cv(t.compute, nranks, t.steps);
   std::printf("[ranks] compute time per step differs between ranks by %.2f%% (coefficient of variation within a step",
               100 * cv);
-  if (cv <= sim::kMostJitter) std::printf("; sb-dryrun train --jitter %.4f)\n", cv);
-  else std::printf(": more a straggler than noise, past what sb-dryrun train --jitter prices)\n");
+  if (cv <= sim::kMostJitter) std::printf("; no rank slower at every step; sb-dryrun train --jitter %.4f)\n", cv);
+  else std::printf(": past what sb-dryrun train --jitter prices)\n");
 }
 
 // The cycle strategy fuses what each cycle finds: how many buckets that made, step by step.

@@ -200,13 +200,15 @@ void buckets_scaling(const std::vector<Run>& runs, const ReportOptions& options,
     const double forward = buckets.has_attr("forward_s") ? slowest * buckets.attr_double("forward_s") : 0.0;
     std::string what = buckets.attr_string("model") + " " + buckets.attr_string("algo") + "@" +
                        buckets.attr_string("transport");
-    // Predictions with compute jitter (sb-dryrun train --jitter) are their own line, beside the
-    // same allreduce's without.
-    if (buckets.has_attr("jitter_cv")) {
-      char jitter[32];
-      std::snprintf(jitter, sizeof jitter, " jitter %.3g", buckets.attr_double("jitter_cv"));
-      what += jitter;
-    }
+    // Predictions with compute jitter or a straggler (sb-dryrun train --jitter, --straggler) are
+    // their own lines, beside the same allreduce's without.
+    for (const char* spread : {"jitter_cv", "straggler"})
+      if (buckets.has_attr(spread)) {
+        char text[48];
+        std::snprintf(text, sizeof text, " %s %.3g", spread == std::string("jitter_cv") ? "jitter" : "straggler",
+                      buckets.attr_double(spread));
+        what += text;
+      }
     lines[line_title(what, run, options)][run.ranks].push_back(static_cast<double>(run.ranks) / (forward + best));
   }
   ScalingPlots scaling("buckets-step", "training step, best bucketing (rate: ranks / step time, fixed batch per rank)");

@@ -124,6 +124,20 @@ check "each step waits for its slowest rank: jittered $(row_ms "$WORK/jitter.txt
   awk -v j="$(row_ms "$WORK/jitter.txt.out")" -v s="$(row_ms "$WORK/steady.txt")" 'BEGIN { exit !(j > s) }'
 check "a steady run records no jitter" bash -c "! h5dump -a /buckets/jitter_cv '$WORK/steady.h5' >/dev/null 2>&1"
 check_schema "$WORK/jitter.h5"
+# --straggler 1.5: rank 1 replays its backward 1.5 times slower at every step; the step waits for it.
+$MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/jitter.txt" --strategy fixed -b 1 -e 1 -n 5 -w 1 --straggler 1.5 \
+  --out "$WORK/straggler.h5" \
+  >"$WORK/straggler.out" 2>&1
+check "--straggler 1.5 exits 0 ($?) and says rank 1 replays 1.5 times slower" \
+  grep -q '^# straggler 1.5: rank 1 replays its backward 1.5 times slower; the slowest rank.s factor averages 1.5000' \
+  "$WORK/straggler.out"
+check "its step is the straggler's 150 ms backward and a little ($(row_ms "$WORK/straggler.out") ms)" \
+  awk -v s="$(row_ms "$WORK/straggler.out")" 'BEGIN { exit !(s >= 150 && s < 165) }'
+check "the file records straggler 1.5 and slowest_rank_factor 1.5, and no jitter_cv" \
+  bash -c "test '$(h5_attr "$WORK/straggler.h5" /buckets/straggler)' = 1.5 &&
+           test '$(h5_attr "$WORK/straggler.h5" /buckets/slowest_rank_factor)' = 1.5 &&
+           ! h5dump -a /buckets/jitter_cv '$WORK/straggler.h5' >/dev/null 2>&1"
+check_schema "$WORK/straggler.h5"
 
 h5dump -H "$out" >"$WORK/header.txt" 2>&1
 check "h5dump reads the file" test $? -eq 0
@@ -146,6 +160,8 @@ bad_input "no strategy" --strategy ''
 bad_input "a cycle time of 0" --strategy cycle --cycle-ms 0
 bad_input "a jitter past 0.25" --jitter 0.3
 bad_input "a negative jitter" --jitter -0.01
+bad_input "a straggler below 1" --straggler 0.5
+bad_input "a straggler past 10" --straggler 20
 bad_input "a NaN cycle time" --cycle-ms nan
 bad_input "a cycle time past a second" --cycle-ms 5000
 bad_input "a cycle time given twice" --cycle-ms 1,2,1

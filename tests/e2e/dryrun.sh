@@ -135,6 +135,38 @@ for bad in -0.1 0.3 nan; do
     bash -c "test $? -eq 2 && grep -qE '^sb-dryrun: error: --jitter(: .nan. is not a finite number| must be from 0 to 0.25)' '$WORK/bad.out' && test ! -e '$WORK/x'"
 done
 
+# --straggler: one rank 1.5x slower at every step. At 2 ranks each step waits for it (its factor
+# 1.5 exactly without jitter); one rank is the healthy baseline; at 128 ranks with jitter 0.02 it
+# still sets the pace (the others' noise reaches about 1.05).
+"$BIN/sb-dryrun" train --machine sim/machines/ethernet-100g.machine --profile "$WORK/p.profile" --ranks 1,2,128 \
+  --algo ring --transport nccl --strategy fixed --min-mb 4 --max-mb 4 --straggler 1.5 --out "$WORK/straggler" \
+  >"$WORK/straggler.out" 2>&1
+check "train --straggler 1.5 exits 0 ($?), its factor 1 at one rank and 1.5 at two" \
+  bash -c "awk '\$1 == 1 && \$NF == \"1.0000\" { one = 1 } \$1 == 2 && \$NF == \"1.5000\" { two = 1 } END { exit !(one && two) }' '$WORK/straggler.out'"
+check "the 2-rank step grows by its compute times 1.5 ($(step_ms "$WORK/straggler.out" 2) ms)" \
+  awk -v b="$(step_ms "$WORK/straggler.out" 2)" -v e="$(awk '$1 == 2 { print $6 }' "$WORK/straggler.out")" \
+      -v a="$(step_ms "$WORK/straggler.out" 1)" 'BEGIN { exit !((b - e) / a > 1.499 && (b - e) / a < 1.501) }'
+check "the file records straggler and slowest_rank_factor, and no jitter_cv" \
+  bash -c "test '$(h5_attr "$WORK/straggler/buckets-np2-ring-nccl.h5" /buckets/straggler)' = 1.5 &&
+           test '$(h5_attr "$WORK/straggler/buckets-np2-ring-nccl.h5" /buckets/slowest_rank_factor)' = 1.5 &&
+           ! h5dump -a /buckets/jitter_cv '$WORK/straggler/buckets-np2-ring-nccl.h5' >/dev/null 2>&1"
+check_schema "$WORK/straggler/buckets-np2-ring-nccl.h5"
+"$BIN/sb-dryrun" train --machine sim/machines/ethernet-100g.machine --profile "$WORK/p.profile" --ranks 1,128 \
+  --algo ring --transport nccl --strategy fixed --min-mb 4 --max-mb 4 --straggler 1.5 --jitter 0.02 \
+  --out "$WORK/both" >"$WORK/both.out" 2>&1
+check "with jitter 0.02 the 128 ranks still wait for the straggler ($(awk '$1 == 128 { print $NF }' "$WORK/both.out"))" \
+  awk -v f="$(awk '$1 == 128 { print $NF }' "$WORK/both.out")" 'BEGIN { exit !(f > 1.49 && f < 1.51) }'
+"$BIN/sb-report" --no-render --out "$WORK/straggler-report" "$WORK/straggler" "$WORK/both" >/dev/null 2>&1
+check "sb-report draws each as its own line" \
+  bash -c "grep -q '^### resnet50 ring@nccl straggler 1.5 (predicted)' '$WORK/straggler-report/summary.txt' &&
+           grep -q '^### resnet50 ring@nccl jitter 0.02 straggler 1.5 (predicted)' '$WORK/straggler-report/summary.txt'"
+for bad in 0.9 11 nan; do
+  "$BIN/sb-dryrun" train --machine sim/machines/ethernet-100g.machine --profile "$WORK/p.profile" --straggler "$bad" \
+    --out "$WORK/x" >"$WORK/bad.out" 2>&1
+  check "train --straggler $bad exits 2 ($?), saying so" \
+    bash -c "test $? -eq 2 && grep -qE '^sb-dryrun: error: --straggler(: .nan. is not a finite number| must be from 1 to 10)' '$WORK/bad.out' && test ! -e '$WORK/x'"
+done
+
 # validate: measured runs re-predicted, each with a row.
 mkdir -p "$WORK/meas"
 $MPIRUN -np 2 "$BIN/sb-allreduce" --impl mpi,ring --transport mpi,shm -b 64K -e 1M -f 4 -n 3 -w 1 \
@@ -169,6 +201,17 @@ check "sb-report titles the noise floor as measured again, the prediction as pre
 check "validate --reference naming the inputs' own runs exits 2 ($?), saying so" \
   bash -c "test $? -eq 2 && grep -q '^sb-dryrun: error: --reference: run ar is among the inputs too' '$WORK/ref2.out' &&
            test ! -e '$WORK/ref2.h5'"
+
+# A replayed straggler is predicted with it: a 50 ms backward at 2 ranks, the last rank's 1.5x
+# (leaving the straggler out would put every row a third short).
+mkdir -p "$WORK/slow"
+printf 'backward 0.05\nforward 0.01\na.weight 0.02 50000\nb.weight 0.05 50000\n' >"$WORK/slow.profile"
+$MPIRUN -np 2 "$BIN/sb-buckets" --profile "$WORK/slow.profile" --strategy fixed -b 1 -e 1 -n 5 -w 1 --straggler 1.5 \
+  --out "$WORK/slow/s.h5" >/dev/null 2>&1
+"$BIN/sb-dryrun" validate --machine "$WORK/here.machine" "$WORK/slow" --out "$WORK/slow-v.h5" >"$WORK/slow-v.out" 2>&1
+error=$(sed -n 's/^# all [0-9]* rows: median |error| \([0-9.]*\)%.*/\1/p' "$WORK/slow-v.out")
+check "validate predicts sb-buckets --straggler 1.5 with it (median |error| ${error:-none}%, under 10%)" \
+  awk -v e="${error:-100}" 'BEGIN { exit !(e < 10) }'
 
 # sb-report draws predicted lines beside measured ones.
 "$BIN/sb-report" --no-render --out "$WORK/report" "$WORK/meas" "$WORK/pred" >/dev/null 2>&1

@@ -17,9 +17,9 @@ $TRAIN 2 $SB --epochs 2 --target-accuracy 0.85 --print-every 100 --mllog "$WORK/
 check "2-rank training exits 0" test $? -eq 0
 check "2 ranks reach 85% test top-1" grep -qE '^\[target\] top-1 0\.(8[5-9]|9)' "$WORK/two.txt"
 check "gradients go in buckets with overlap" grep -qE '^\[config\] gradients: mpi allreduce .* overlap on' "$WORK/two.txt"
+# As noise alone, or with a rank slower at every step (on a shared machine one may be, for a run).
 check "the ranks' compute spread is given as sb-dryrun's --jitter" \
-  grep -qE '^\[ranks\] compute time per step differs between ranks by [0-9.]+% \(.*; sb-dryrun train --jitter 0\.[0-9]{4}\)$' \
-  "$WORK/two.txt"
+  grep -qE '^\[ranks\] .*sb-dryrun train (--straggler [0-9.]+ )?--jitter 0\.[0-9]{4}\)$' "$WORK/two.txt"
 bad_json=$(sed 's/^:::MLLOG //' "$WORK/mllog.txt" | while IFS= read -r line; do
   echo "$line" | jq -e 'has("namespace") and has("time_ms") and has("event_type") and has("key") and has("value") and has("metadata")' \
     >/dev/null 2>&1 || echo bad; done | wc -l)
@@ -205,9 +205,10 @@ check "a straggler run exits 0" test $? -eq 0
 # Bounds wide enough for a loaded 2-core machine, where the ranks' own compute times wander.
 check "per-rank times show the straggler: rank 1 computes 1.8-6x rank 0, rank 0 waits 3x more than rank 1" \
   awk '/^\[ranks\] median/ { split($12, a, "/"); split($14, b, "/"); exit !(b[1] > 1.8 * a[1] && b[1] < 6 * a[1] && a[2] > 3 * b[2]) }' "$WORK/straggler.txt"
-check "a 3x straggler's spread is named as one, not noise for --jitter" \
-  grep -q '^\[ranks\] compute time per step differs between ranks by [0-9.]*% (.*: more a straggler than noise' \
-  "$WORK/straggler.txt"
+factor=$(sed -n 's/^\[ranks\] rank 1 computes \([0-9.]*\)x the other ranks. time at every step .*--straggler \([0-9.]*\) --jitter [0-9.]*)$/\2/p' \
+  "$WORK/straggler.txt")
+check "a 3x straggler is named as one, with its factor for sb-dryrun's --straggler (${factor:-none}: 1.8-6)" \
+  awk -v f="${factor:-0}" 'BEGIN { exit !(f > 1.8 && f < 6) }'
 
 # --- resume with compressed gradients: residuals, warm starts and the step survive ------------
 # PowerSGD with error feedback carries a residual and a warm-start Q per bucket and rank; random-k

@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
+#include <vector>
+
+#include "common/usage_error.hpp"
 
 namespace sb::sim {
 namespace {
@@ -52,6 +56,26 @@ TEST(SlowestRankFactors, BinsAscendHoldEveryStepAndAreTheSameForTheSameSeed) {
   EXPECT_NE(slowest_rank_factors(cv, 64, 1000, 4, width).mean, f.mean) << "another seed, other draws";
   // The largest jitter allowed draws no factor below the floor.
   EXPECT_GE(slowest_rank_factors(kMostJitter, 1, 100000, 5, kMostJitter / 4).bins.front().factor, kSmallestFactor);
+}
+
+// A straggler: one rank s times slower at every step. Alone, the step is s times the profile's
+// (one rank has none: it is the baseline); with jitter the step waits for it nearly always at
+// 2 ranks, while at 128 ranks the others' noise nearly covers a small one.
+TEST(SlowestRankFactors, AStragglerSetsThePaceUnlessTheOthersNoiseOutrunsIt) {
+  EXPECT_EQ(slowest_rank_factors(0, 8, 1000, 1, 0.01, 1.5).mean, 1.5);
+  EXPECT_EQ(slowest_rank_factors(0, 8, 1000, 1, 0.01, 1.5).bins.size(), 1u);
+  EXPECT_EQ(slowest_rank_factors(0, 1, 1000, 1, 0.01, 1.5).mean, 1.0) << "one rank: no straggler";
+  const double cv = 0.02;
+  EXPECT_NEAR(slowest_rank_factors(cv, 2, 4000, 7, cv / 4, 1.5).mean, 1.5, 0.002);
+  const double noise = slowest_rank_factors(cv, 128, 4000, 7, cv / 4).mean;  // about 1.052
+  const double small = slowest_rank_factors(cv, 128, 4000, 7, cv / 4, 1.02).mean;
+  EXPECT_GT(small, noise);
+  EXPECT_LT(small - noise, 0.01) << "a 2% straggler among 127 noisy ranks";
+  EXPECT_NEAR(slowest_rank_factors(cv, 128, 4000, 7, cv / 4, 1.3).mean, 1.3, 0.002);
+  EXPECT_THROW(require_straggler(0.9), UsageError);
+  EXPECT_THROW(require_straggler(kMostStraggler * 1.01), UsageError);
+  EXPECT_THROW(require_straggler(std::nan("")), UsageError);
+  EXPECT_NO_THROW(require_straggler(1));
 }
 
 TEST(SlowedProfile, EveryTimeIsMultiplied) {
@@ -112,6 +136,68 @@ TEST(BetweenRankCv, EachTimeCountsAsAShareOfItsStepsMean) {
   EXPECT_EQ(between_rank_cv({1, 2}, 2, 3), 0) << "fewer times than ranks x steps";
   // A lone step is used, there being no other.
   EXPECT_NEAR(between_rank_cv({1.1, 0.9}, 2, 1), std::sqrt(0.02), 1e-12);
+}
+
+// Two ranks, three steps (the first left out): shares 1.2/0.8 then 1.0/1.0, so rank 0's share
+// is 1.1 and its deviations +-0.1: cv 0.2 on one degree of freedom, a share's standard error 0.1,
+// and 1.1 is within noise.
+TEST(RankSpread, SplitsEachRanksShareFromTheSpreadAroundIt) {
+  const std::vector<double> times = {5.0, 1.2, 1.0,    // rank 0
+                                     1.0, 0.8, 1.0};  // rank 1
+  const RankSpread spread = rank_spread(times, 2, 3);
+  EXPECT_NEAR(spread.rank_shares[0], 1.1, 1e-12);
+  EXPECT_NEAR(spread.rank_shares[1], 0.9, 1e-12);
+  EXPECT_EQ(spread.slowest_rank, 0);
+  EXPECT_NEAR(spread.transient_cv, 0.2, 1e-12);
+  EXPECT_NEAR(spread.standard_error, 0.1, 1e-12);
+  EXPECT_FALSE(spread.persistent);
+  EXPECT_FALSE(rank_spread({1.2, 0.8}, 2, 1).persistent) << "one step cannot tell";
+  EXPECT_EQ(rank_spread({1, 1}, 1, 2).rank_shares, std::vector<double>{1.0});
+}
+
+// Four ranks over 200 steps of 2% noise, each step's time its own (a slower batch), rank 3 1.2x
+// the others: its share 1.2 / 1.05, the noise around the shares 2% / 1.05, and a straggler.
+// Without it, no rank is one.
+TEST(RankSpread, TellsAStragglerFromNoise) {
+  for (double straggler : {1.0, 1.2}) {
+    std::mt19937_64 engine(11);
+    std::normal_distribution<double> z(0.0, 1.0);
+    const size_t steps = 200;
+    std::vector<double> times(4 * steps);
+    for (size_t step = 0; step < steps; ++step) {
+      const double batch = 0.1 + 0.001 * static_cast<double>(step % 7);
+      for (size_t r = 0; r < 4; ++r) times[r * steps + step] = batch * (r == 3 ? straggler : 1.0) * (1 + 0.02 * z(engine));
+    }
+    const RankSpread spread = rank_spread(times, 4, steps);
+    const double mean = (3 + straggler) / 4;
+    EXPECT_NEAR(spread.transient_cv, 0.02 / mean, 0.003) << straggler;
+    if (straggler > 1) {
+      EXPECT_TRUE(spread.persistent);
+      EXPECT_EQ(spread.slowest_rank, 3);
+      EXPECT_NEAR(spread.slowest_share, straggler / mean, 0.005);
+    } else {
+      EXPECT_FALSE(spread.persistent) << "slowest share " << spread.slowest_share << ", error " << spread.standard_error;
+    }
+  }
+}
+
+// Rank 1 slow for a spell (the last quarter of 80 steps at 1.15x, another job on its node): its
+// share over the run is well beyond the noise's standard error, but it is no straggler. The same
+// rank slow at every step is.
+TEST(RankSpread, ASlowSpellIsNoStraggler) {
+  const size_t steps = 81;
+  for (bool spell : {true, false}) {
+    std::vector<double> times(2 * steps);
+    for (size_t step = 0; step < steps; ++step) {
+      const double wobble = step % 2 ? 0.01 : -0.01;
+      times[step] = 1 + wobble;
+      times[steps + step] = (spell ? (step > 60 ? 1.15 : 1.0) : 1.08) - wobble;
+    }
+    const RankSpread spread = rank_spread(times, 2, steps);
+    EXPECT_EQ(spread.slowest_rank, 1);
+    EXPECT_GT(spread.slowest_share - 1, kStragglerErrors * spread.standard_error) << "significant either way";
+    EXPECT_EQ(spread.persistent, !spell);
+  }
 }
 
 }  // namespace
