@@ -133,7 +133,7 @@ void validate_buckets(const Run& run, const sim::Machine& machine, std::vector<C
   const double jitter = buckets.has_attr("jitter_cv") ? buckets.attr_double("jitter_cv") : 0.0;
   require_plausible(jitter >= 0 && jitter <= sim::kMostJitter, "jitter_cv is not a coefficient sb-buckets takes");
   const double straggler = buckets.has_attr("straggler") ? buckets.attr_double("straggler") : 1.0;
-  require_plausible(straggler >= 1 && straggler <= sim::kMostStraggler, "straggler is not a factor sb-dryrun takes");
+  require_plausible(straggler >= 1 && straggler <= sim::kMostStraggler, "straggler is not a factor sb-buckets takes");
   const sim::SlowestRankFactors slowest = sim::slowest_rank_factors(jitter, c.nranks, straggler);
   for (const std::string& group : buckets.children()) {
     if (group.rfind("tensor_", 0) == 0 || group.find('@') != std::string::npos) continue;  // datasets; polled sweeps

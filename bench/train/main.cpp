@@ -58,23 +58,9 @@ void warn_about_binding(int threads, int ranks_on_node) {
                 cores, online, online / ranks_on_node);
 }
 
-// Per rank, the median over steps of compute, exposed wait and communication: where a slow rank
-// (or a slow link) shows.
-void print_rank_times(const RankRecords& t, int nranks) {
-  if (nranks < 2 || t.steps == 0) return;
-  auto median_row = [&](const std::vector<double>& all, int r) {
-    return percentile(std::vector<double>(all.begin() + r * t.steps, all.begin() + (r + 1) * t.steps), 50) * 1e3;
-  };
-  // partition and cycle negotiate what is ready: how much of comm that was, where it is any.
-  const bool negotiated = std::any_of(t.negotiation.begin(), t.negotiation.end(), [](double s) { return s > 0; });
-  std::printf("[ranks] median ms per step (compute / wait / comm%s):", negotiated ? " (of it negotiating)" : "");
-  for (int r = 0; r < nranks; ++r) {
-    std::printf(" r%d %.1f/%.1f/%.1f", r, median_row(t.compute, r), median_row(t.wait, r), median_row(t.comm, r));
-    if (negotiated) std::printf(" (%.1f)", median_row(t.negotiation, r));
-  }
-  std::printf("\n");
-  // The spread sb-dryrun train takes, to price it at other scales: a rank slower at every step is a
-  // straggler (--straggler), the rest noise from step to step (--jitter).
+// The spread sb-dryrun train takes, to price it at other scales: a rank slower at every step is a
+// straggler (--straggler), the rest noise from step to step (--jitter).
+void print_rank_spread(const RankRecords& t, int nranks) {
   const sim::RankSpread spread = sim::rank_spread(t.compute, nranks, t.steps);
   if (spread.persistent) {
     // Shares are of the step's mean, which the straggler raises; sb-dryrun's factors are of the
@@ -95,6 +81,24 @@ void print_rank_times(const RankRecords& t, int nranks) {
               100 * cv);
   if (cv <= sim::kMostJitter) std::printf("; no rank slower at every step; sb-dryrun train --jitter %.4f)\n", cv);
   else std::printf(": past what sb-dryrun train --jitter prices)\n");
+}
+
+// Per rank, the median over steps of compute, exposed wait and communication: where a slow rank
+// (or a slow link) shows.
+void print_rank_times(const RankRecords& t, int nranks) {
+  if (nranks < 2 || t.steps == 0) return;
+  auto median_row = [&](const std::vector<double>& all, int r) {
+    return percentile(std::vector<double>(all.begin() + r * t.steps, all.begin() + (r + 1) * t.steps), 50) * 1e3;
+  };
+  // partition and cycle negotiate what is ready: how much of comm that was, where it is any.
+  const bool negotiated = std::any_of(t.negotiation.begin(), t.negotiation.end(), [](double s) { return s > 0; });
+  std::printf("[ranks] median ms per step (compute / wait / comm%s):", negotiated ? " (of it negotiating)" : "");
+  for (int r = 0; r < nranks; ++r) {
+    std::printf(" r%d %.1f/%.1f/%.1f", r, median_row(t.compute, r), median_row(t.wait, r), median_row(t.comm, r));
+    if (negotiated) std::printf(" (%.1f)", median_row(t.negotiation, r));
+  }
+  std::printf("\n");
+  print_rank_spread(t, nranks);
 }
 
 // The cycle strategy fuses what each cycle finds: how many buckets that made, step by step.

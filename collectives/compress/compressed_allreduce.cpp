@@ -28,7 +28,6 @@ void CompressedAllreduce::allreduce_payload(size_t bytes) {
                              mpi_op(type, RedOp::sum), comm_));
 }
 
-
 // Multi-round compressors (PowerSGD): each round's payload is allreduced before the next is made;
 // the residual is known only once the last round's own payload is (it decodes with the aggregate
 // of the first).

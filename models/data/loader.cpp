@@ -117,6 +117,28 @@ void Loader::start_epoch(int64_t epoch, int64_t first_batch) {
   for (int i = 0; i < workers_; ++i) threads_.emplace_back([this] { work(); });
 }
 
+namespace {
+
+// Closes up the samples a batch left out (label -1), in order: the batch is then what one worker
+// building it alone had made.
+void leave_out_undecoded(Batch& batch, int64_t pixels) {
+  const int64_t size = static_cast<int64_t>(batch.labels.size());
+  int64_t kept = 0;
+  for (int64_t position = 0; position < size; ++position) {
+    if (batch.labels[position] < 0) continue;
+    if (kept != position) {
+      std::copy_n(batch.images.data() + position * pixels, pixels, batch.images.data() + kept * pixels);
+      batch.labels[kept] = batch.labels[position];
+    }
+    ++kept;
+  }
+  batch.skipped = size - kept;
+  batch.labels.resize(static_cast<size_t>(kept));
+  batch.images.resize(static_cast<size_t>(kept * pixels));
+}
+
+}  // namespace
+
 Loader::Building* Loader::unclaimed() {
   for (auto& [index, building] : building_)
     if (building.claimed < static_cast<int64_t>(building.indices.size())) return &building;
@@ -166,20 +188,9 @@ void Loader::work() {
     target->loaded += last - first;
     if (target->loaded < size) continue;
     Batch done = std::move(building_.extract(batch).mapped().batch);
-    // Left-out samples close up, in order: the batch is what one worker building it alone made.
-    int64_t kept = 0;
-    const int64_t pixels = dataset_.image_shape().pixels();
-    for (int64_t position = 0; position < size; ++position) {
-      if (done.labels[position] < 0) continue;
-      if (kept != position) {
-        std::copy_n(done.images.data() + position * pixels, pixels, done.images.data() + kept * pixels);
-        done.labels[kept] = done.labels[position];
-      }
-      ++kept;
-    }
-    done.skipped = size - kept;
-    done.labels.resize(static_cast<size_t>(kept));
-    done.images.resize(static_cast<size_t>(kept * pixels));
+    lock.unlock();  // the batch is this worker's alone now
+    leave_out_undecoded(done, dataset_.image_shape().pixels());
+    lock.lock();
     ready_.emplace(batch, std::move(done));
     changed_.notify_all();
   }
