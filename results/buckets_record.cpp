@@ -75,6 +75,7 @@ void write_buckets_results(const h5::Node& root, const BucketsSettings& s, const
   buckets.set_attr("trace", s.trace);
   if (s.jitter_cv > 0) buckets.set_attr("jitter_cv", s.jitter_cv);
   if (s.straggler > 1) buckets.set_attr("straggler", s.straggler);
+  if (s.balanced) buckets.set_attr("balanced", static_cast<int64_t>(1));
   if (s.jitter_cv > 0 || s.straggler > 1) buckets.set_attr("slowest_rank_factor", s.slowest_rank_factor);
   for (const BucketSweep& sweep : sweeps) {
     const h5::Node group = buckets.create_group(sweep.name);

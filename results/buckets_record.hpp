@@ -47,6 +47,7 @@ struct BucketsSettings {
   // 1 + jitter_cv z, one rank's times straggler, and the mean over the steps of the slowest rank's
   // factor. Written when jitter_cv > 0 or straggler > 1.
   double jitter_cv = 0, straggler = 1, slowest_rank_factor = 1;
+  bool balanced = false;  // sb-dryrun train --balance: the straggler's share cut to its speed
 };
 
 // Writes /buckets: the settings, the profile (backward_s, forward_s when known, tensor_ready_s,

@@ -75,6 +75,18 @@ double between_rank_cv(const std::vector<double>& times, int nranks, size_t step
   return freedom > 0 ? std::sqrt(squares / static_cast<double>(freedom)) : 0;
 }
 
+double balanced_factor(int nranks, double straggler) {
+  if (nranks < 2) return 1;
+  return nranks / (nranks - 1 + 1 / straggler);
+}
+
+SlowestRankFactors scaled_factors(SlowestRankFactors factors, double by) {
+  for (SlowestRankFactors::Bin& bin : factors.bins) bin.factor *= by;
+  factors.mean *= by;
+  factors.median *= by;
+  return factors;
+}
+
 RankSpread rank_spread(const std::vector<double>& times, int nranks, size_t steps) {
   RankSpread spread;
   spread.rank_shares.assign(static_cast<size_t>(std::max(nranks, 0)), 1.0);

@@ -61,6 +61,12 @@ SlowestRankFactors slowest_rank_factors(double cv, int nranks, int steps, uint64
 inline constexpr int kJitterSteps = 4000;
 inline constexpr double kJitterBinShare = 0.25;
 
+// sb-train --balance's remedy for a straggler: each rank takes a share of the batch in proportion
+// to its speed, so every rank computes for the same time, n / (n - 1 + 1/s) times a healthy rank's
+// on an equal share (1 at one rank). The factors of such a run are the jitter's alone, times that.
+double balanced_factor(int nranks, double straggler);
+SlowestRankFactors scaled_factors(SlowestRankFactors factors, double by);
+
 // The same with those: kJitterSteps steps seeded by nranks, bins of kJitterBinShare x cv.
 inline SlowestRankFactors slowest_rank_factors(double cv, int nranks, double straggler = 1) {
   return slowest_rank_factors(cv, nranks, kJitterSteps, static_cast<uint64_t>(nranks), kJitterBinShare * cv,

@@ -103,6 +103,8 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
                     "0 to 0.25 [0]");
   train->add_option("--straggler", o.straggler,
                     "one rank (of 2 or more) computes S times the others' time at every step, 1 to 10 [1]");
+  train->add_flag("--balance", o.balance,
+                  "with --straggler: each rank's share of the batch in proportion to its speed, as sb-train --balance");
   train->add_option("--out", o.out, "results folder: one buckets-np<N>-<algo>.h5 per scale and allreduce [out/dryrun-<time>]");
 
   CLI::App* validate = app.add_subcommand("validate", "re-predict the measured runs of a campaign and report the error");
@@ -182,6 +184,7 @@ std::optional<DryrunOptions> parse_dryrun_options(int argc, char** argv, bool pr
   if (o.batch < 0) throw UsageError("--batch must be positive");
   sim::require_jitter(o.jitter);
   sim::require_straggler(o.straggler);
+  if (o.balance && !(o.straggler > 1)) throw UsageError("--balance shares the batch around a straggler: give --straggler");
   if (!calibrate_max.empty()) o.calibrate_max_bytes = parse_size(calibrate_max, "--max-bytes");
   // Its ping-pong sends the largest size in one message, which MPI counts in int: 8G had failed
   // in MPI_Send (exit 3), 2^63 had thrown bad_alloc past main.

@@ -40,6 +40,7 @@ struct DryrunOptions {
   double min_mb = 0.25, max_mb = 256, mb_factor = 2;
   double jitter = 0;  // --jitter: each rank's compute time per step varies by this coefficient (sim/jitter.hpp)
   double straggler = 1;  // --straggler: one rank's compute time per step over the others'
+  bool balance = false;  // --balance: the straggler's share of the batch cut to its speed (sb-train --balance)
 
   // validate
   std::vector<std::string> inputs;

@@ -80,7 +80,10 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
                 o.jitter, o.jitter, sim::kJitterSteps);
   if (o.straggler > 1)
     std::printf("# straggler %.3g: one rank's compute time per step x %.3g when there are 2 or more ranks (slowest x: "
-                "the mean factor the steps wait for)\n", o.straggler, o.straggler);
+                "the mean factor the steps wait for)%s\n", o.straggler, o.straggler,
+                o.balance ? "; --balance: every rank's share of the batch in proportion to its speed, so each computes "
+                            "n / (n - 1 + 1/straggler) times a healthy rank's equal share"
+                          : "");
   const bool spread = o.jitter > 0 || o.straggler > 1;
   // The baselines' plans, the same at every scale: every tensor its own allreduce, and one bucket
   // of everything (twice the gradients' size, as sb-buckets plans it).
@@ -101,7 +104,10 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
     for (const int nranks : o.ranks) {
       sim::StepModel model(machine, allreduce_case(o, machine, variant, nranks));
       // Without jitter, one bin: each row priced once, on the profile as it is (or the straggler's).
-      const sim::SlowestRankFactors slowest = sim::slowest_rank_factors(o.jitter, nranks, o.straggler);
+      const sim::SlowestRankFactors slowest =
+          o.balance ? sim::scaled_factors(sim::slowest_rank_factors(o.jitter, nranks),
+                                          sim::balanced_factor(nranks, o.straggler))
+                    : sim::slowest_rank_factors(o.jitter, nranks, o.straggler);
       const auto expected = [&](const std::function<sim::StepPrediction(const BackwardProfile&)>& predict) {
         return sim::expected_step(slowest, profile, predict);
       };
@@ -143,6 +149,7 @@ int predict_training_steps(const DryrunOptions& o, const RunMetadata& metadata) 
       settings.compute_scale = scale;
       settings.jitter_cv = o.jitter;
       settings.straggler = o.straggler;
+      settings.balanced = o.balance;
       settings.slowest_rank_factor = slowest.mean;
       settings.algo = variant.impl;
       settings.transport = variant.library ? (variant.impl == "nccl" ? "nccl" : "library") : std::string(name_of(variant.transport));

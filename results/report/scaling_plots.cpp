@@ -209,6 +209,7 @@ void buckets_scaling(const std::vector<Run>& runs, const ReportOptions& options,
                       buckets.attr_double(spread));
         what += text;
       }
+    if (buckets.has_attr("balanced")) what += " balanced";
     lines[line_title(what, run, options)][run.ranks].push_back(static_cast<double>(run.ranks) / (forward + best));
   }
   ScalingPlots scaling("buckets-step", "training step, best bucketing (rate: ranks / step time, fixed batch per rank)");

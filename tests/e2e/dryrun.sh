@@ -160,6 +160,21 @@ check "with jitter 0.02 the 128 ranks still wait for the straggler ($(awk '$1 ==
 check "sb-report draws each as its own line" \
   bash -c "grep -q '^### resnet50 ring@nccl straggler 1.5 (predicted)' '$WORK/straggler-report/summary.txt' &&
            grep -q '^### resnet50 ring@nccl jitter 0.02 straggler 1.5 (predicted)' '$WORK/straggler-report/summary.txt'"
+# --balance: the straggler's share cut to its speed, every rank 2 / (1 + 1/1.5) = 1.2 times an equal share's time.
+"$BIN/sb-dryrun" train --machine sim/machines/ethernet-100g.machine --profile "$WORK/p.profile" --ranks 1,2 \
+  --algo ring --transport nccl --strategy fixed --min-mb 4 --max-mb 4 --straggler 1.5 --balance --out "$WORK/balanced" \
+  >"$WORK/balanced.out" 2>&1
+check "train --straggler 1.5 --balance exits 0 ($?): 2 ranks wait for a factor 1.2, not 1.5" \
+  awk '$1 == 2 && $NF == "1.2000" { found = 1 } END { exit !found }' "$WORK/balanced.out"
+check "the file says balanced" test "$(h5_attr "$WORK/balanced/buckets-np2-ring-nccl.h5" /buckets/balanced)" = 1
+check_schema "$WORK/balanced/buckets-np2-ring-nccl.h5"
+"$BIN/sb-report" --no-render --out "$WORK/balanced-report" "$WORK/balanced" >/dev/null 2>&1
+check "sb-report names the line balanced" \
+  grep -q '^### resnet50 ring@nccl straggler 1.5 balanced (predicted)' "$WORK/balanced-report/summary.txt"
+"$BIN/sb-dryrun" train --machine sim/machines/ethernet-100g.machine --profile "$WORK/p.profile" --balance \
+  --out "$WORK/x" >"$WORK/bad.out" 2>&1
+check "train --balance without --straggler exits 2 ($?), saying so" \
+  bash -c "test $? -eq 2 && grep -q '^sb-dryrun: error: --balance shares the batch around a straggler: give --straggler' '$WORK/bad.out'"
 for bad in 0.9 11 nan; do
   "$BIN/sb-dryrun" train --machine sim/machines/ethernet-100g.machine --profile "$WORK/p.profile" --straggler "$bad" \
     --out "$WORK/x" >"$WORK/bad.out" 2>&1

@@ -78,6 +78,22 @@ TEST(SlowestRankFactors, AStragglerSetsThePaceUnlessTheOthersNoiseOutrunsIt) {
   EXPECT_NO_THROW(require_straggler(1));
 }
 
+// --balance: shares in proportion to speed. Two ranks, one 1.5x slower: shares 0.6 and 0.4 of the
+// batch, each 1.2 times a healthy rank's half; at 128 ranks hardly anything. Jitter scales with it.
+TEST(BalancedFactor, EveryRankComputesTheSameTimeOnItsShare) {
+  EXPECT_NEAR(balanced_factor(2, 1.5), 1.2, 1e-12);
+  EXPECT_NEAR(balanced_factor(128, 1.5), 128 / (127 + 1 / 1.5), 1e-12);
+  EXPECT_EQ(balanced_factor(1, 1.5), 1.0) << "one rank: no straggler";
+  EXPECT_EQ(balanced_factor(8, 1.0), 1.0);
+  const SlowestRankFactors jitter = slowest_rank_factors(0.02, 8, 1000, 3, 0.005);
+  const SlowestRankFactors both = scaled_factors(jitter, 1.2);
+  ASSERT_EQ(both.bins.size(), jitter.bins.size());
+  EXPECT_NEAR(both.mean, 1.2 * jitter.mean, 1e-12);
+  EXPECT_NEAR(both.median, 1.2 * jitter.median, 1e-12);
+  EXPECT_NEAR(both.bins.back().factor, 1.2 * jitter.bins.back().factor, 1e-12);
+  EXPECT_EQ(both.bins.back().weight, jitter.bins.back().weight);
+}
+
 TEST(SlowedProfile, EveryTimeIsMultiplied) {
   BackwardProfile profile;
   profile.forward_s = 0.004;
